@@ -1,0 +1,109 @@
+"""Typed settings: explicit values > ``NARRATIVE_*`` environment variables > defaults.
+
+Nothing here runs at import time; :meth:`Settings.resolve` reads the mapping it
+is given (``os.environ`` by default) when a :class:`~narrative.Memory` is built.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from narrative.errors import ValidationError
+
+ENV_PREFIX = "NARRATIVE_"
+
+
+@dataclass(frozen=True)
+class StreamWeights:
+    """ITSERR per-stream weights: how much similarity vs recency counts."""
+
+    semantic: float
+    recency: float
+
+
+def default_stream_weights() -> dict[str, StreamWeights]:
+    return {
+        "conversation": StreamWeights(0.5, 0.5),
+        "research": StreamWeights(0.8, 0.2),
+        "decision": StreamWeights(0.7, 0.3),
+        "reflection": StreamWeights(0.7, 0.3),
+        "narrative": StreamWeights(0.7, 0.3),
+        "fact": StreamWeights(0.8, 0.2),
+    }
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything a :class:`~narrative.Memory` needs, resolved once at construction."""
+
+    db: str = "narrative.db"
+    user: str = "default"
+    embedder: str = "minilm"  # minilm | hashing | none
+    llm_provider: str = "none"  # none | ollama | openai
+    llm_url: str = ""
+    llm_model: str = ""
+    llm_api_key: str = ""
+    llm_timeout_s: float = 30.0
+    llm_max_calls_per_turn: int = 4
+    llm_max_tokens_per_turn: int = 4000
+    # read path
+    recency_half_life_days: float = 30.0
+    rrf_k: int = 60
+    stream_weights: dict[str, StreamWeights] = field(default_factory=default_stream_weights)
+    record_uses: bool = True
+    # write path
+    reflect_every: int = 10
+    reflection_stream_threshold: int = 200
+    routing_refresh_every: int = 5
+    stale_after_days: int = 5
+    idle_after_minutes: int = 30
+
+    @classmethod
+    def resolve(cls, env: Mapping[str, str] | None = None, **explicit: Any) -> Settings:
+        """Build settings from explicit values, then ``NARRATIVE_<FIELD>`` variables, then defaults."""
+        env = os.environ if env is None else env
+        known = {f.name: f for f in fields(cls)}
+        unknown = set(explicit) - set(known)
+        if unknown:
+            raise ValidationError(f"unknown settings: {sorted(unknown)}", field=sorted(unknown)[0])
+        values: dict[str, Any] = {}
+        for name, spec in known.items():
+            if name in explicit and explicit[name] is not None:
+                values[name] = explicit[name]
+                continue
+            raw = env.get(ENV_PREFIX + name.upper())
+            if raw is None or name == "stream_weights":
+                continue
+            values[name] = _coerce(name, raw, spec.type)
+        settings = cls(**values)
+        settings.validate()
+        return settings
+
+    def validate(self) -> None:
+        if not self.user.strip():
+            raise ValidationError("user must not be empty", field="user")
+        if self.embedder not in {"minilm", "hashing", "none"}:
+            raise ValidationError(f"unknown embedder {self.embedder!r}", field="embedder")
+        if self.reflect_every < 1:
+            raise ValidationError("reflect_every must be at least 1", field="reflect_every")
+
+    def with_db(self, db: str | Path) -> Settings:
+        return replace(self, db=str(db))
+
+
+def _coerce(name: str, raw: str, kind: Any) -> Any:
+    text = str(kind)
+    try:
+        if "float" in text:
+            return float(raw)
+        if "int" in text:
+            return int(raw)
+        if "bool" in text:
+            return raw.strip().lower() in {"1", "true", "yes", "on"}
+    except ValueError as error:
+        raise ValidationError(f"{ENV_PREFIX}{name.upper()}={raw!r} is not a valid {text}", field=name) from error
+    return raw

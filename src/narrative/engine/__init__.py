@@ -1,0 +1,22 @@
+"""The engine: :class:`Memory`, the one object users hold.
+
+It is assembled from small parts, one per path of ARCHITECTURE.md; each part
+only orchestrates pipelines (``write/``, ``read/``) over the store and the
+providers, and none of them writes SQL.
+"""
+
+from __future__ import annotations
+
+from narrative.engine.conversations import ConversationsAPI
+from narrative.engine.memories import MemoriesAPI
+from narrative.engine.searching import SearchAPI
+
+__all__ = ["Memory"]
+
+
+class Memory(ConversationsAPI, MemoriesAPI, SearchAPI):
+    """A user's narrative memory in one SQLite file (or any :class:`~narrative.store.protocol.Store`).
+
+    >>> mem = Memory("notes.db", user="alice")          # doctest: +SKIP
+    >>> mem.add_message("We decided to ship on Friday because QA signed off.")  # doctest: +SKIP
+    """

@@ -1,0 +1,147 @@
+"""What every part of the facade shares: settings, the store, providers, the clock, the user."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from narrative.checks import require_user
+from narrative.config import Settings
+from narrative.model import StorylineKind, StorylineStatus
+from narrative.store.protocol import Store
+
+if TYPE_CHECKING:
+    from narrative.providers.embed import Embedder
+    from narrative.providers.llm import LLM
+
+log = logging.getLogger("narrative")
+
+YOUR_STORY = "Your Story"
+YOUR_STORY_DESCRIPTION = "The ongoing narrative of who you are, across all storylines and all time."
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class EngineBase:
+    """Construction and shared plumbing.  Subclassed by the facade's parts, never used alone."""
+
+    def __init__(
+        self,
+        db: str | Path | None = None,
+        *,
+        user: str | None = None,
+        settings: Settings | None = None,
+        store: Store | None = None,
+        embedder: Embedder | str | None = None,
+        llm: LLM | str | None = None,
+        clock: Callable[[], datetime] | None = None,
+        env: Mapping[str, str] | None = None,
+        **overrides: Any,
+    ) -> None:
+        if isinstance(embedder, str):  # a name: "minilm", "hashing" or "none"
+            overrides["embedder"], embedder = embedder, None
+        if isinstance(llm, str):  # a provider name: "none", "ollama" or "openai"
+            overrides["llm_provider"], llm = llm, None
+        if settings is None:
+            settings = Settings.resolve(env, db=None if db is None else str(db), user=user, **overrides)
+        elif db is not None or user is not None or overrides:
+            settings = Settings.resolve({}, **{**settings.__dict__, **_given(db=db, user=user), **overrides})
+        self.settings = settings
+        if store is None:
+            from narrative.store.sqlite import SqliteStore
+
+            store = SqliteStore(settings.db)
+        self.store: Store = store
+        self._embedder = embedder
+        self._llm = llm
+        self.clock: Callable[[], datetime] = clock or utc_now
+        self._known_users: set[str] = set()
+
+    # --- providers (built lazily: nothing loads until first used) -------------------
+
+    @property
+    def embedder(self) -> Embedder | None:
+        """The embedder, or None when settings say ``embedder="none"`` (keyword-only mode)."""
+        if self._embedder is None and self.settings.embedder != "none":
+            from narrative.providers.embed import HashingEmbedder, MiniLMEmbedder
+
+            self._embedder = MiniLMEmbedder() if self.settings.embedder == "minilm" else HashingEmbedder()
+        return self._embedder
+
+    @property
+    def llm(self) -> LLM:
+        if self._llm is None:
+            from narrative.providers.llm import LLMSettings, build_llm
+
+            s = self.settings
+            self._llm = build_llm(
+                LLMSettings(
+                    provider=s.llm_provider,
+                    base_url=s.llm_url,
+                    model=s.llm_model,
+                    api_key=s.llm_api_key,
+                    timeout_s=s.llm_timeout_s,
+                    max_calls_per_turn=s.llm_max_calls_per_turn,
+                    max_tokens_per_turn=s.llm_max_tokens_per_turn,
+                )
+            )
+        return self._llm
+
+    # --- users ---------------------------------------------------------------------
+
+    @property
+    def user(self) -> str:
+        return self.settings.user
+
+    def _user(self, user: str | None) -> str:
+        """Resolve and validate the user; first sight creates the user and Your Story."""
+        user_id = require_user(self.settings.user if user is None else user)
+        if user_id not in self._known_users:
+            self._bootstrap_user(user_id)
+            self._known_users.add(user_id)
+        return user_id
+
+    def _bootstrap_user(self, user_id: str) -> None:
+        now = self.clock()
+        with self.store.transaction():
+            self.store.ensure_user(user_id, now)
+            if self.store.your_story(user_id) is None:
+                self.store.insert_storyline(
+                    user_id,
+                    YOUR_STORY,
+                    StorylineKind.YOUR_STORY,
+                    now,
+                    description=YOUR_STORY_DESCRIPTION,
+                    status=StorylineStatus.PERMANENT,
+                )
+            self._bootstrap_storylines(user_id, now)
+
+    def _bootstrap_storylines(self, user_id: str, now: datetime) -> None:
+        """Hook for the default storylines (see the write path)."""
+
+    def _your_story_id(self, user_id: str) -> int:
+        story = self.store.your_story(user_id)
+        if story is None:
+            self._bootstrap_user(user_id)
+            story = self.store.your_story(user_id)
+        assert story is not None
+        return story.id
+
+    def close(self) -> None:
+        """Close the database connection."""
+        self.store.close()
+
+    def __enter__(self) -> EngineBase:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _given(**values: Any) -> dict[str, Any]:
+    return {k: (str(v) if isinstance(v, Path) else v) for k, v in values.items() if v is not None}

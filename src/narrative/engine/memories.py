@@ -1,0 +1,200 @@
+"""The facade's memories and the Koshi narrative chain."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from narrative import model
+from narrative.checks import require_choice, require_importance, require_text
+from narrative.engine.core import EngineBase
+from narrative.errors import ValidationError
+from narrative.model import Narrative, Source, Stream
+from narrative.read import chain
+from narrative.store.filters import MemoryFilter
+from narrative.write import narrate
+
+
+class MemoriesAPI(EngineBase):
+    # --- memories ----------------------------------------------------------------------
+
+    def add_memory(
+        self,
+        content: str,
+        *,
+        stream: str = "fact",
+        source: str = "agent",
+        importance: int = 2,
+        emotions: Sequence[str] = (),
+        message_ids: Sequence[int] = (),
+        details: model.Details | None = None,
+        storyline_id: int | None = None,
+        conversation_id: int | None = None,
+        event_at: datetime | None = None,
+        user: str | None = None,
+    ) -> model.Memory:
+        """Store one memory, stamped with the narrative active now, embedded when an embedder is set."""
+        user_id = self._user(user)
+        memory = model.Memory(
+            id=0,
+            user_id=user_id,
+            stream=require_choice(Stream, stream, "stream"),
+            source=require_choice(Source, source, "source"),
+            content=require_text(content, "content").strip(),
+            importance=require_importance(importance),
+            emotions=tuple(emotions),
+            message_ids=tuple(message_ids),
+            details=details,
+            storyline_id=storyline_id,
+            conversation_id=conversation_id,
+            event_at=event_at,
+            created_at=self.clock(),
+        )
+        with self.store.transaction():
+            self._check_refs(user_id, memory)
+            return self._store_memories(user_id, [memory])[0]
+
+    def _check_refs(self, user_id: str, memory: model.Memory) -> None:
+        if memory.storyline_id is not None:
+            self.store.get_storyline(user_id, memory.storyline_id)
+        if memory.conversation_id is not None:
+            self.store.get_conversation(user_id, memory.conversation_id)
+        if memory.message_ids:
+            found = {m.id for m in self.store.get_messages(user_id, list(memory.message_ids))}
+            missing = [i for i in memory.message_ids if i not in found]
+            if missing:
+                raise ValidationError(f"messages not found: {missing}", field="message_ids")
+
+    def _active_narrative_id(self, user_id: str, storyline_id: int | None) -> int | None:
+        """Koshi stamping: the storyline's running link, else the user's latest link."""
+        if storyline_id is not None:
+            running = self.store.open_narrative(user_id, storyline_id)
+            if running is not None:
+                return running.id
+        latest = self.store.latest_narrative(user_id)
+        return None if latest is None else latest.id
+
+    def _store_memories(self, user_id: str, memories: Sequence[model.Memory]) -> list[model.Memory]:
+        """Insert memories (stamping their narrative) and their vectors in one transaction."""
+        stored: list[model.Memory] = []
+        with self.store.transaction():
+            for memory in memories:
+                if memory.narrative_id is None:
+                    stamp = self._active_narrative_id(user_id, memory.storyline_id)
+                    memory = model.Memory(**{**memory.__dict__, "narrative_id": stamp})
+                stored.append(self.store.insert_memory(memory))
+            self._embed_memories(user_id, stored)
+        return stored
+
+    def _embed_memories(self, user_id: str, memories: Sequence[model.Memory]) -> None:
+        embedder = self.embedder
+        if embedder is None or not memories:
+            return
+        vectors = embedder.embed_batch([self._embedding_text(m) for m in memories])
+        self.store.put_memory_vectors(
+            user_id, embedder.identity, {m.id: vectors[i] for i, m in enumerate(memories)}
+        )
+
+    def _embedding_text(self, memory: model.Memory) -> str:
+        return memory.content
+
+    def get_memory(self, memory_id: int, *, user: str | None = None) -> model.Memory:
+        return self.store.get_memory(self._user(user), memory_id)
+
+    def list_memories(
+        self,
+        *,
+        stream: str | None = None,
+        storyline_id: int | None = None,
+        conversation_id: int | None = None,
+        limit: int = 50,
+        offset: int = 0,
+        user: str | None = None,
+    ) -> list[model.Memory]:
+        """Memories newest first, optionally of one stream, storyline or conversation."""
+        where = MemoryFilter(
+            streams=None if stream is None else [require_choice(Stream, stream, "stream")],
+            storyline_ids=None if storyline_id is None else [storyline_id],
+            conversation_ids=None if conversation_id is None else [conversation_id],
+            limit=limit,
+            offset=offset,
+        )
+        return self.store.list_memories(self._user(user), where)
+
+    def edit_memory(
+        self,
+        memory_id: int,
+        *,
+        content: str | None = None,
+        importance: int | None = None,
+        emotions: Sequence[str] | None = None,
+        user: str | None = None,
+    ) -> model.Memory:
+        """Change a memory; the first edit of its text keeps the original and marks it user_edited."""
+        user_id = self._user(user)
+        current = self.store.get_memory(user_id, memory_id)
+        changes: dict[str, object] = {}
+        if content is not None:
+            changes["content"] = require_text(content, "content").strip()
+            changes["user_edited"] = True
+            if current.original_content is None:
+                changes["original_content"] = current.content
+        if importance is not None:
+            changes["importance"] = require_importance(importance)
+        if emotions is not None:
+            changes["emotions"] = tuple(emotions)
+        if not changes:
+            return current
+        with self.store.transaction():
+            updated = self.store.update_memory(user_id, memory_id, **changes)
+            if content is not None:
+                self._embed_memories(user_id, [updated])
+        return updated
+
+    # --- the narrative chain (Koshi) ------------------------------------------------
+
+    def narrative_update(
+        self,
+        summary: str,
+        memory_ids: Sequence[int] = (),
+        previous_narrative_id: int | None = None,
+        topic: str = "",
+        *,
+        storyline_id: int | None = None,
+        user: str | None = None,
+    ) -> Narrative:
+        """Append a sealed link: one-sentence summary, the memories it connects, the previous link."""
+        user_id = self._user(user)
+        return narrate.narrative_update(
+            self.store, user_id, summary, memory_ids, previous_narrative_id, topic, self.clock(),
+            storyline_id=storyline_id,
+        )
+
+    def narrative_search(
+        self, narrative_id: int | None = None, query: str | None = None, *, limit: int = 10, user: str | None = None
+    ) -> list[Narrative]:
+        """By id, by keyword, or (no arguments) the latest link: "where was I?"."""
+        return chain.narrative_search(self.store, self._user(user), narrative_id, query, limit)
+
+    def narratives_after(self, narrative_id: int, *, user: str | None = None) -> list[Narrative]:
+        """Forward traversal: the links whose previous link is this one."""
+        user_id = self._user(user)
+        self.store.get_narrative(user_id, narrative_id)
+        return self.store.narratives_after(user_id, narrative_id)
+
+    def walk_back(self, narrative_id: int, depth: int | None = None, *, user: str | None = None) -> list[Narrative]:
+        return chain.walk_back(self.store, self._user(user), narrative_id, depth)
+
+    def walk_forward(
+        self, narrative_id: int, depth: int | None = None, *, user: str | None = None
+    ) -> list[Narrative]:
+        return chain.walk_forward(self.store, self._user(user), narrative_id, depth)
+
+    def recall_chain(self, memory_id: int, depth: int = 3, *, user: str | None = None) -> chain.RecallChain:
+        """memory → narrative → sibling memories → earlier links."""
+        return chain.recall_chain(self.store, self._user(user), memory_id, depth)
+
+    def list_narratives(
+        self, *, storyline_id: int | None = None, limit: int = 50, offset: int = 0, user: str | None = None
+    ) -> list[Narrative]:
+        return self.store.list_narratives(self._user(user), storyline_id=storyline_id, limit=limit, offset=offset)

@@ -1,0 +1,111 @@
+"""The facade's read path: hybrid search, recall with the chain, and use recording."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+import numpy as np
+
+from narrative.checks import require_choice, require_positive, require_text
+from narrative.engine.core import EngineBase
+from narrative.model import EntityType, InfluenceType, Source, Stream, Use, UseKind, UseReference
+from narrative.read import chain
+from narrative.read.search import SearchHit, SearchMode, SearchParams, Weights, hybrid_search
+from narrative.store.filters import MemoryFilter
+
+
+class SearchAPI(EngineBase):
+    def _search_params(self, k: int, mode: str) -> SearchParams:
+        s = self.settings
+        return SearchParams(
+            k=require_positive(k, "k"),
+            pool=max(60, 4 * k),
+            rrf_k=s.rrf_k,
+            half_life_days=s.recency_half_life_days,
+            mode=require_choice(SearchMode, mode, "mode"),
+            stream_weights={name: Weights(w.semantic, w.recency) for name, w in s.stream_weights.items()},
+        )
+
+    def _embed_query(self, text: str) -> tuple[np.ndarray, str]:
+        embedder = self.embedder
+        assert embedder is not None
+        from narrative.providers.embed import embed_one
+
+        return embed_one(embedder, text), embedder.identity
+
+    def search(
+        self,
+        query: str,
+        k: int = 10,
+        *,
+        mode: str = "hybrid",
+        conversation_id: int | None = None,
+        conversation_ids: Sequence[int] | None = None,
+        storyline_id: int | None = None,
+        streams: Sequence[str] | None = None,
+        sources: Sequence[str] | None = None,
+        entity_types: Sequence[str] | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        record: bool | None = None,
+        user: str | None = None,
+    ) -> list[SearchHit]:
+        """Hybrid search over this user's memories; every hit carries ``why()``.
+
+        By default every conversation (session) is searched — cross-session search;
+        pass ``conversation_id``/``conversation_ids`` to isolate sessions.
+        """
+        user_id = self._user(user)
+        require_text(query, "query", max_length=10_000)
+        ids = list(conversation_ids or []) + ([conversation_id] if conversation_id is not None else [])
+        where = MemoryFilter(
+            conversation_ids=ids or None,
+            storyline_ids=None if storyline_id is None else [storyline_id],
+            streams=None if streams is None else [require_choice(Stream, s, "streams") for s in streams],
+            sources=None if sources is None else [require_choice(Source, s, "sources") for s in sources],
+            entity_types=None
+            if entity_types is None
+            else [require_choice(EntityType, t, "entity_types") for t in entity_types],
+            since=since,
+            until=until,
+        )
+        params = self._search_params(k, mode)
+        embed = self._embed_query if self.embedder is not None else None
+        hits = hybrid_search(self.store, user_id, query, self.clock(), params, where, embed)
+        if self.settings.record_uses if record is None else record:
+            self._record_hits(user_id, UseKind.RECALL, query, hits)
+        return hits
+
+    def recall(
+        self, query: str, k: int = 10, *, depth: int = 1, user: str | None = None, **filters: object
+    ) -> list[tuple[SearchHit, chain.RecallChain]]:
+        """Search, then open each hit into its recall chain (narrative, siblings, earlier links)."""
+        hits = self.search(query, k, user=user, **filters)  # type: ignore[arg-type]
+        user_id = self._user(user)
+        return [(hit, chain.recall_chain(self.store, user_id, hit.memory.id, depth)) for hit in hits]
+
+    def _record_hits(
+        self,
+        user_id: str,
+        kind: UseKind,
+        query: str,
+        hits: Sequence[SearchHit],
+        influence: InfluenceType = InfluenceType.RETRIEVAL,
+        meta: dict[str, object] | None = None,
+    ) -> Use:
+        references = [
+            UseReference(
+                memory_id=hit.memory.id,
+                influence_type=influence,
+                score=round(hit.score, 6),
+                reasoning=str(hit.why()["summary"]),
+                rank=rank,
+            )
+            for rank, hit in enumerate(hits, start=1)
+        ]
+        active = self.store.active_conversation(user_id)
+        return self.store.insert_use(
+            user_id, kind, query, references, self.clock(),
+            conversation_id=None if active is None else active.id, meta=meta,
+        )

@@ -1,0 +1,343 @@
+"""The glossary as dataclasses and enums.
+
+Every concept of ARCHITECTURE.md lives here: user, conversation, message,
+storyline, memory, narrative, entity, state delta, use.  This module imports
+nothing of ours; every other layer imports it.
+
+Ids are integers assigned by the store (Koshi's schema uses integer ids and the
+narrative tools pass ``memory_ids: number[]``); users are identified by a
+caller-chosen string such as ``"alice"``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+
+class ConversationStatus(StrEnum):
+    """Talking Rock lifecycle states.  ``paused`` is a flag on an active conversation."""
+
+    ACTIVE = "active"
+    READY_TO_CLOSE = "ready_to_close"
+    COMPRESSING = "compressing"
+    ARCHIVED = "archived"
+
+
+class Role(StrEnum):
+    USER = "user"
+    ASSISTANT = "assistant"
+    SYSTEM = "system"
+    TOOL = "tool"
+
+
+class Stream(StrEnum):
+    """ITSERR streams, plus the reflection stream and closed-conversation memories."""
+
+    CONVERSATION = "conversation"
+    RESEARCH = "research"
+    DECISION = "decision"
+    REFLECTION = "reflection"
+    NARRATIVE = "narrative"
+    FACT = "fact"
+
+
+class Source(StrEnum):
+    """Koshi provenance tags (``source:conversation`` …) plus ITSERR reflections."""
+
+    CONVERSATION = "conversation"
+    AGENT = "agent"
+    EXTRACTION = "extraction"
+    NARRATIVE = "narrative"
+    REFLECTION = "reflection"
+
+
+class StorylineKind(StrEnum):
+    YOUR_STORY = "your_story"  # permanent, one per user
+    DEFAULT = "default"  # small-talk catch-alls with strict boundaries
+    USER = "user"  # made by the user
+    DETECTED = "detected"  # created by routing from conversation
+
+
+class StorylineStatus(StrEnum):
+    PERMANENT = "permanent"
+    ACTIVE = "active"
+    ARCHIVED = "archived"
+
+
+class EntityType(StrEnum):
+    PERSON = "person"
+    TASK = "task"
+    DECISION = "decision"
+    WAITING_ON = "waiting_on"
+    QUESTION_OPENED = "question_opened"
+    QUESTION_RESOLVED = "question_resolved"
+    BLOCKER_CLEARED = "blocker_cleared"
+    PRIORITY_CHANGE = "priority_change"
+    STORYLINE_REFERENCE = "storyline_reference"
+    INSIGHT = "insight"
+
+
+#: Entity types that stay "open" until a later conversation resolves them.
+OPEN_ENTITY_TYPES = frozenset(
+    {EntityType.TASK, EntityType.WAITING_ON, EntityType.QUESTION_OPENED}
+)
+
+
+class DeltaType(StrEnum):
+    NEW_WAITING_ON = "new_waiting_on"
+    RESOLVED_WAITING_ON = "resolved_waiting_on"
+    NEW_THREAD = "new_thread"
+    RESOLVED_THREAD = "resolved_thread"
+    PRIORITY_CHANGE = "priority_change"
+    STORYLINE_UPDATE = "storyline_update"
+
+
+class UseKind(StrEnum):
+    RECALL = "recall"
+    CONTEXT = "context"
+    CLASSIFICATION = "classification"
+    DECOMPOSITION = "decomposition"
+    VERIFICATION = "verification"
+    OUTCOME = "outcome"
+
+
+class InfluenceType(StrEnum):
+    DISAMBIGUATION = "disambiguation"
+    PATTERN_MATCH = "pattern_match"
+    ENTITY_REFERENCE = "entity_reference"
+    INTENT_VERIFICATION = "intent_verification"
+    RETRIEVAL = "retrieval"
+
+
+class Retention(StrEnum):
+    """ITSERR conversation-stream retention tiers (originals are never deleted)."""
+
+    FULL = "full"
+    KEY_POINTS = "key_points"
+    THEME = "theme"
+
+
+IMPORTANCE_MIN = 1
+IMPORTANCE_MAX = 5
+
+
+@dataclass(frozen=True)
+class User:
+    id: str
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class Conversation:
+    id: int
+    user_id: str
+    status: ConversationStatus
+    started_at: datetime
+    last_message_at: datetime | None = None
+    closed_at: datetime | None = None
+    archived_at: datetime | None = None
+    message_count: int = 0
+    is_paused: bool = False
+    paused_at: datetime | None = None
+    title: str = ""
+    compression_model: str | None = None
+    compression_duration_ms: int | None = None
+    compression_passes: int | None = None
+    idle_notified_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Message:
+    id: int
+    user_id: str
+    conversation_id: int
+    position: int  # per-user, strictly increasing: the "message number"
+    role: Role
+    content: str
+    created_at: datetime
+    speaker: str = ""
+    storyline_id: int | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Participant:
+    name: str
+    role: str  # creator | participant | agent | system
+
+
+@dataclass(frozen=True)
+class Storyline:
+    id: int
+    user_id: str
+    name: str
+    kind: StorylineKind
+    status: StorylineStatus
+    created_at: datetime
+    updated_at: datetime
+    description: str = ""
+    keywords: tuple[str, ...] = ()
+    summary: str = ""
+    interaction_count: int = 0
+    participants: tuple[Participant, ...] = ()
+    last_message_at: datetime | None = None
+
+    @property
+    def is_your_story(self) -> bool:
+        return self.kind is StorylineKind.YOUR_STORY
+
+
+# --- stream-specific details (ITSERR) ---------------------------------------
+
+
+@dataclass(frozen=True)
+class ConversationDetails:
+    user_input: str = ""
+    agent_response: str = ""
+    question_type: str | None = None  # factual | interpretive | methodological
+    clarification_count: int = 0
+    topic_tags: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ResearchDetails:
+    source_type: str = "note"  # citation | annotation | note | quote
+    source_reference: str | None = None
+    author: str | None = None
+    work_title: str | None = None
+    page_reference: str | None = None
+    user_annotation: str | None = None
+
+
+@dataclass(frozen=True)
+class DecisionDetails:
+    decision: str = ""
+    rationale: str = ""
+    alternatives_considered: tuple[str, ...] = ()
+    decision_type: str = "scope"  # methodological | interpretive | scope
+    confidence: float = 0.5
+    reversible: bool = True
+
+
+@dataclass(frozen=True)
+class ReflectionDetails:
+    reflection_type: str = "questions"  # questions | positions | sources
+    covered_from: datetime | None = None
+    covered_to: datetime | None = None
+    exchange_count: int = 0
+
+
+Details = ConversationDetails | ResearchDetails | DecisionDetails | ReflectionDetails
+
+
+@dataclass(frozen=True)
+class Memory:
+    id: int
+    user_id: str
+    stream: Stream
+    source: Source
+    content: str
+    importance: int
+    created_at: datetime
+    emotions: tuple[str, ...] = ()
+    conversation_id: int | None = None
+    storyline_id: int | None = None
+    narrative_id: int | None = None  # the narrative active when stored (Koshi)
+    message_ids: tuple[int, ...] = ()  # provenance down to the message
+    positions: tuple[int, ...] = ()  # message positions of those messages
+    details: Details | None = None
+    retention: Retention = Retention.FULL
+    key_points: str = ""
+    user_reviewed: bool = False
+    user_edited: bool = False
+    original_content: str | None = None
+    extraction_model: str | None = None
+    extraction_confidence: float | None = None
+    event_at: datetime | None = None  # when it happened (defaults to created_at)
+
+
+@dataclass(frozen=True)
+class Narrative:
+    """One link of the Koshi chain: a sentence, the memories it connects, the previous link."""
+
+    id: int
+    user_id: str
+    summary: str
+    memory_ids: tuple[int, ...]
+    previous_narrative_id: int | None
+    topic: str
+    created_at: datetime
+    storyline_id: int | None = None
+    conversation_id: int | None = None
+    sealed: bool = False
+    sealed_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Entity:
+    id: int
+    user_id: str
+    entity_type: EntityType
+    name: str
+    created_at: datetime
+    data: dict[str, Any] = field(default_factory=dict)
+    memory_id: int | None = None
+    conversation_id: int | None = None
+    storyline_id: int | None = None
+    is_active: bool = True
+    resolved_by_memory_id: int | None = None
+    resolved_by_entity_id: int | None = None
+    resolved_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class StateDelta:
+    id: int
+    user_id: str
+    delta_type: DeltaType
+    data: dict[str, Any]
+    created_at: datetime
+    memory_id: int | None = None
+    conversation_id: int | None = None
+    applied: bool = False
+    applied_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class UseReference:
+    """One memory's part in one use (Talking Rock classification_memory_references)."""
+
+    memory_id: int
+    influence_type: InfluenceType
+    score: float
+    reasoning: str = ""
+    rank: int = 0
+
+
+@dataclass(frozen=True)
+class Use:
+    id: int
+    user_id: str
+    kind: UseKind
+    query: str
+    created_at: datetime
+    references: tuple[UseReference, ...] = ()
+    conversation_id: int | None = None
+    outcome: str | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RoutingDecision:
+    """Why a message went to its storyline (NarraNexus routing, explainable)."""
+
+    id: int
+    user_id: str
+    message_id: int
+    storyline_id: int
+    decision: str  # continue | switch | create | default
+    scores: dict[str, Any]
+    created_at: datetime

@@ -1,0 +1,89 @@
+"""Reading the Koshi chain: the three search modes, walks, and the recall chain."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from narrative.checks import require_positive
+from narrative.errors import ValidationError
+from narrative.model import Memory, Narrative
+from narrative.store.protocol import Store
+
+
+def narrative_search(
+    store: Store, user_id: str, narrative_id: int | None = None, query: str | None = None, limit: int = 10
+) -> list[Narrative]:
+    """Koshi's three modes, newest first: by id, by keyword (FTS5), or the latest one (session recovery)."""
+    if narrative_id is not None and query:
+        raise ValidationError("give either an id or a keyword query, not both", field="query")
+    if narrative_id is not None:
+        return [store.get_narrative(user_id, narrative_id)]
+    if query is not None and query.strip():
+        return store.search_narratives(user_id, query, limit=limit)
+    latest = store.latest_narrative(user_id)
+    return [] if latest is None else [latest]
+
+
+def walk_back(store: Store, user_id: str, narrative_id: int, depth: int | None = None) -> list[Narrative]:
+    """The link and its predecessors, newest first, to ``depth`` links (all when None)."""
+    if depth is not None:
+        require_positive(depth, "depth")
+    chain = [store.get_narrative(user_id, narrative_id)]
+    seen = {narrative_id}
+    while chain[-1].previous_narrative_id is not None and (depth is None or len(chain) < depth):
+        previous_id = chain[-1].previous_narrative_id
+        if previous_id in seen:  # a cycle cannot be written through the API, but never loop
+            break
+        seen.add(previous_id)
+        chain.append(store.get_narrative(user_id, previous_id))
+    return chain
+
+
+def walk_forward(store: Store, user_id: str, narrative_id: int, depth: int | None = None) -> list[Narrative]:
+    """Links that came after this one, following the newest successor at each step, oldest first."""
+    store.get_narrative(user_id, narrative_id)
+    chain: list[Narrative] = []
+    current = narrative_id
+    seen = {narrative_id}
+    while depth is None or len(chain) < depth:
+        successors = store.narratives_after(user_id, current)
+        if not successors or successors[0].id in seen:
+            break
+        chain.append(successors[0])
+        seen.add(successors[0].id)
+        current = successors[0].id
+    return chain
+
+
+@dataclass(frozen=True)
+class RecallChain:
+    """Koshi's door into a thread: the memory, its narrative, its siblings, and earlier links."""
+
+    memory: Memory
+    narrative: Narrative | None
+    siblings: tuple[Memory, ...]
+    earlier: tuple[Narrative, ...]
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "memory_id": self.memory.id,
+            "narrative": None if self.narrative is None else {
+                "id": self.narrative.id, "summary": self.narrative.summary, "topic": self.narrative.topic,
+            },
+            "sibling_ids": [m.id for m in self.siblings],
+            "earlier": [{"id": n.id, "summary": n.summary, "topic": n.topic} for n in self.earlier],
+        }
+
+
+def recall_chain(store: Store, user_id: str, memory_id: int, depth: int = 3) -> RecallChain:
+    """memory → its narrative → sibling memories of that arc → ``depth`` earlier links."""
+    memory = store.get_memory(user_id, memory_id)
+    if memory.narrative_id is None:
+        return RecallChain(memory, None, (), ())
+    narrative = store.get_narrative(user_id, memory.narrative_id)
+    sibling_ids = [i for i in narrative.memory_ids if i != memory.id]
+    siblings = tuple(store.get_memories(user_id, sibling_ids))
+    earlier: tuple[Narrative, ...] = ()
+    if narrative.previous_narrative_id is not None and depth > 0:
+        earlier = tuple(walk_back(store, user_id, narrative.previous_narrative_id, depth))
+    return RecallChain(memory, narrative, siblings, earlier)

@@ -1,0 +1,138 @@
+"""Hybrid search: BM25 and vector similarity fused by reciprocal rank, then weighted by recency.
+
+The order of work (each step is visible on every hit, so a result can say why):
+
+1. candidates: the best ``pool`` memories by BM25 (FTS5) and by cosine similarity,
+   both already restricted to the user and the filter;
+2. fusion: ``fused = Σ 1 / (rrf_k + rank)`` over the lists a memory appears in;
+3. weighting (ITSERR): ``score = w_semantic · fused / fused_max + w_recency · recency``
+   with per-stream weights, where ``recency = 0.5 ** (age_days / half_life)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+
+import numpy as np
+
+from narrative.model import Memory
+from narrative.store.filters import MemoryFilter
+from narrative.store.protocol import Store
+
+
+class SearchMode(StrEnum):
+    HYBRID = "hybrid"
+    KEYWORD = "keyword"
+    VECTOR = "vector"
+
+
+@dataclass(frozen=True)
+class Weights:
+    semantic: float
+    recency: float
+
+
+@dataclass(frozen=True)
+class SearchParams:
+    k: int = 10
+    pool: int = 60
+    rrf_k: int = 60
+    half_life_days: float = 30.0
+    mode: SearchMode = SearchMode.HYBRID
+    stream_weights: Mapping[str, Weights] = field(default_factory=dict)
+
+
+DEFAULT_WEIGHTS = Weights(0.7, 0.3)
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """One result and the reasons it was returned."""
+
+    memory: Memory
+    score: float
+    fused: float
+    bm25_rank: int | None
+    bm25_score: float | None
+    vector_rank: int | None
+    similarity: float | None
+    recency: float
+    weights: Weights
+
+    def why(self) -> dict[str, object]:
+        """The explanation fields: ranks in each list, fused score, recency factor, weights."""
+        parts = []
+        if self.bm25_rank is not None:
+            parts.append(f"keyword rank {self.bm25_rank}")
+        if self.vector_rank is not None:
+            parts.append(f"vector rank {self.vector_rank} (cosine {self.similarity:.3f})")
+        return {
+            "bm25_rank": self.bm25_rank,
+            "bm25_score": None if self.bm25_score is None else round(self.bm25_score, 4),
+            "vector_rank": self.vector_rank,
+            "similarity": None if self.similarity is None else round(self.similarity, 4),
+            "fused": round(self.fused, 6),
+            "recency": round(self.recency, 4),
+            "semantic_weight": self.weights.semantic,
+            "recency_weight": self.weights.recency,
+            "score": round(self.score, 6),
+            "summary": "; ".join(parts) + f"; recency {self.recency:.2f}",
+        }
+
+
+def recency_factor(when: datetime, now: datetime, half_life_days: float) -> float:
+    age_days = max(0.0, (now - when).total_seconds() / 86400.0)
+    return float(0.5 ** (age_days / half_life_days)) if half_life_days > 0 else 1.0
+
+
+def fuse(ranked_lists: Sequence[Sequence[int]], rrf_k: int) -> dict[int, float]:
+    """Reciprocal rank fusion of id lists (rank 1 is best)."""
+    fused: dict[int, float] = {}
+    for ranked in ranked_lists:
+        for rank, item in enumerate(ranked, start=1):
+            fused[item] = fused.get(item, 0.0) + 1.0 / (rrf_k + rank)
+    return fused
+
+
+def hybrid_search(
+    store: Store,
+    user_id: str,
+    query: str,
+    now: datetime,
+    params: SearchParams,
+    where: MemoryFilter | None = None,
+    embed_query: Callable[[str], tuple[np.ndarray, str]] | None = None,
+) -> list[SearchHit]:
+    """Best ``params.k`` memories for ``query`` with their explanation."""
+    keyword: list[tuple[int, float]] = []
+    vector: list[tuple[int, float]] = []
+    if params.mode is not SearchMode.VECTOR:
+        keyword = store.keyword_search_memories(user_id, query, where, limit=params.pool)
+    if params.mode is not SearchMode.KEYWORD and embed_query is not None:
+        query_vector, model = embed_query(query)
+        vector = store.vector_search(user_id, query_vector, model, k=params.pool, where=where)
+    lists = [[i for i, _ in keyword], [i for i, _ in vector]]
+    fused = fuse([ranked for ranked in lists if ranked], params.rrf_k)
+    if not fused:
+        return []
+    lists_used = sum(1 for ranked in lists if ranked)
+    fused_max = lists_used / (params.rrf_k + 1)
+    memories = {m.id: m for m in store.get_memories(user_id, list(fused))}
+    bm25 = {i: (rank, score) for rank, (i, score) in enumerate(keyword, start=1)}
+    cosine = {i: (rank, sim) for rank, (i, sim) in enumerate(vector, start=1)}
+    hits = []
+    for memory_id, fused_score in fused.items():
+        memory = memories.get(memory_id)
+        if memory is None:
+            continue
+        weights = params.stream_weights.get(memory.stream.value, DEFAULT_WEIGHTS)
+        recency = recency_factor(memory.event_at or memory.created_at, now, params.half_life_days)
+        score = weights.semantic * fused_score / fused_max + weights.recency * recency
+        b_rank, b_score = bm25.get(memory_id, (None, None))
+        v_rank, v_sim = cosine.get(memory_id, (None, None))
+        hits.append(SearchHit(memory, score, fused_score, b_rank, b_score, v_rank, v_sim, recency, weights))
+    hits.sort(key=lambda h: (-h.score, -h.fused, h.memory.id))
+    return hits[: params.k]

@@ -1,0 +1,46 @@
+"""Filters the read path hands to any store (a value, not SQL)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from narrative.model import EntityType, Source, Stream
+
+
+@dataclass(frozen=True)
+class MemoryFilter:
+    """Which memories a query may see.  ``None`` means "no restriction" for that field.
+
+    The user is never part of the filter: every store call takes the user id
+    separately and always applies it.
+    """
+
+    conversation_ids: Sequence[int] | None = None
+    storyline_ids: Sequence[int] | None = None
+    streams: Sequence[Stream] | None = None
+    sources: Sequence[Source] | None = None
+    entity_types: Sequence[EntityType] | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    min_importance: int | None = None
+    limit: int | None = None
+    offset: int = 0
+
+    @property
+    def is_open(self) -> bool:
+        """True when nothing but the user restricts the query."""
+        return all(
+            value is None
+            for value in (
+                self.conversation_ids,
+                self.storyline_ids,
+                self.streams,
+                self.sources,
+                self.entity_types,
+                self.since,
+                self.until,
+                self.min_importance,
+            )
+        )

@@ -1,0 +1,1 @@
+"""Named, ordered migrations, one folder per backend."""

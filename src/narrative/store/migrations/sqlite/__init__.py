@@ -1,0 +1,1 @@
+"""SQLite migrations (applied in name order)."""

@@ -1,0 +1,222 @@
+"""The SQLite connection: WAL, foreign keys, named migrations, nested transactions."""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from narrative.errors import ConversationAlreadyActive, SealedNarrative, StoreError
+
+MIGRATIONS_PACKAGE = "narrative.store.migrations.sqlite"
+
+
+def to_text(value: datetime | None) -> str | None:
+    """Timestamps are stored as ISO-8601 text in UTC."""
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC).isoformat()
+
+
+def to_time(value: str | None) -> datetime | None:
+    return None if value is None else datetime.fromisoformat(value)
+
+
+def to_time_required(value: str) -> datetime:
+    return datetime.fromisoformat(value)
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def loads(value: str | None, default: Any = None) -> Any:
+    return default if value is None else json.loads(value)
+
+
+def placeholders(values: Sequence[Any]) -> str:
+    return ",".join("?" for _ in values)
+
+
+def migration_names() -> list[str]:
+    files = resources.files(MIGRATIONS_PACKAGE)
+    return sorted(f.name for f in files.iterdir() if f.name.endswith(".sql"))
+
+
+def translate(error: sqlite3.Error) -> Exception:
+    """Map constraint failures to the glossary's errors; everything else is a StoreError."""
+    text = str(error)
+    if "one_active_conversation_per_user" in text or "conversations.user_id" in text:
+        return ConversationAlreadyActive("this user already has an active conversation")
+    if "narrative is sealed" in text:
+        return SealedNarrative("sealed narratives are immutable")
+    return StoreError(text)
+
+
+class SqliteBase:
+    """Owns one connection.  Writes go through :meth:`transaction`; nested calls join it."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = str(path)
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()
+        self._depth = 0
+        try:
+            self.conn = sqlite3.connect(
+                self.path, isolation_level=None, check_same_thread=False, timeout=30.0
+            )
+        except sqlite3.Error as error:
+            raise StoreError(f"cannot open {self.path}: {error}") from error
+        self.conn.row_factory = sqlite3.Row
+        self.conn.execute("PRAGMA foreign_keys = ON")
+        self.conn.execute("PRAGMA busy_timeout = 30000")
+        if self.path != ":memory:":
+            self.conn.execute("PRAGMA journal_mode = WAL")
+            self.conn.execute("PRAGMA synchronous = NORMAL")
+        self.migrate()
+
+    # --- lifecycle -----------------------------------------------------------
+
+    def close(self) -> None:
+        with self._lock:
+            self.conn.close()
+
+    def migrate(self) -> list[str]:
+        """Apply every migration not yet recorded, each in its own transaction."""
+        with self._lock:
+            self.conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
+            )
+            done = {r[0] for r in self.conn.execute("SELECT name FROM schema_migrations")}
+            applied = []
+            for name in migration_names():
+                if name in done:
+                    continue
+                sql = resources.files(MIGRATIONS_PACKAGE).joinpath(name).read_text("utf-8")
+                self._apply_migration(name, sql)
+                applied.append(name)
+            return applied
+
+    def _apply_migration(self, name: str, sql: str) -> None:
+        statements = [s for s in _split_sql(sql) if s.strip()]
+        try:
+            self.conn.execute("BEGIN IMMEDIATE")
+            for statement in statements:
+                self.conn.execute(statement)
+            self.conn.execute(
+                "INSERT INTO schema_migrations(name, applied_at) VALUES (?, ?)",
+                (name, to_text(datetime.now(UTC))),
+            )
+            self.conn.execute("COMMIT")
+        except sqlite3.Error as error:
+            self.conn.execute("ROLLBACK")
+            raise StoreError(f"migration {name} failed: {error}") from error
+
+    def applied_migrations(self) -> list[str]:
+        return [r[0] for r in self.conn.execute("SELECT name FROM schema_migrations ORDER BY name")]
+
+    def schema_sql(self) -> list[str]:
+        """The schema as SQLite records it (used to compare fresh and upgraded files)."""
+        rows = self.conn.execute(
+            "SELECT sql FROM sqlite_master WHERE sql IS NOT NULL AND name != 'schema_migrations' ORDER BY name"
+        )
+        return [r[0] for r in rows]
+
+    # --- transactions --------------------------------------------------------
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """All-or-nothing.  The outermost call commits; inner calls use savepoints."""
+        with self._lock:
+            depth = self._depth
+            name = f"sp{depth}"
+            self.conn.execute("BEGIN IMMEDIATE" if depth == 0 else f"SAVEPOINT {name}")
+            self._depth += 1
+            try:
+                yield
+            except BaseException:
+                self._depth -= 1
+                if depth == 0:
+                    self.conn.execute("ROLLBACK")
+                else:
+                    self.conn.execute(f"ROLLBACK TO {name}")
+                    self.conn.execute(f"RELEASE {name}")
+                raise
+            self._depth -= 1
+            self.conn.execute("COMMIT" if depth == 0 else f"RELEASE {name}")
+
+    # --- small helpers -------------------------------------------------------
+
+    def _exec(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
+        with self._lock:
+            try:
+                return self.conn.execute(sql, params)
+            except sqlite3.Error as error:
+                raise translate(error) from error
+
+    def _insert(self, sql: str, params: Sequence[Any]) -> int:
+        with self.transaction():
+            cursor = self._exec(sql, params)
+            rowid = cursor.lastrowid
+        if rowid is None:
+            raise StoreError("insert returned no id")
+        return int(rowid)
+
+    def _one(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Row | None:
+        with self._lock:
+            row: sqlite3.Row | None = self._exec(sql, params).fetchone()
+            return row
+
+    def _all(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
+        with self._lock:
+            return list(self._exec(sql, params).fetchall())
+
+    def count_rows(self, table: str, user_id: str | None = None) -> int:
+        """Row count of one table (used by tests and delete checks)."""
+        if not table.replace("_", "").isalnum():
+            raise StoreError(f"bad table name {table!r}")
+        if user_id is None:
+            row = self._one(f"SELECT COUNT(*) FROM {table}")
+        else:
+            row = self._one(f"SELECT COUNT(*) FROM {table} WHERE user_id = ?", (user_id,))
+        return int(row[0]) if row else 0
+
+
+def _split_sql(sql: str) -> list[str]:
+    """Split a migration into statements, keeping trigger bodies whole."""
+    statements: list[str] = []
+    buffer: list[str] = []
+    for line in sql.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("--") and not buffer:
+            continue
+        buffer.append(line)
+        joined = "\n".join(buffer)
+        if stripped.endswith(";") and sqlite3.complete_statement(joined):
+            statements.append(joined)
+            buffer = []
+    if "".join(buffer).strip():
+        statements.append("\n".join(buffer))
+    return statements
+
+
+_WORD = re.compile(r"[\w']+", re.UNICODE)
+
+
+def fts_query(text: str) -> str:
+    """Turn free text into a safe FTS5 query: every word quoted, joined by OR (BM25 ranks)."""
+    words = [w.strip("'") for w in _WORD.findall(text.lower())]
+    words = [w for w in words if w]
+    if not words:
+        return '""'
+    return " OR ".join(f'"{w}"' for w in dict.fromkeys(words))

@@ -1,0 +1,345 @@
+"""Memories, their provenance, their vectors and their keyword index."""
+
+from __future__ import annotations
+
+import dataclasses
+import sqlite3
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from narrative.errors import NotFound, StoreError
+from narrative.model import (
+    ConversationDetails,
+    DecisionDetails,
+    Details,
+    Memory,
+    ReflectionDetails,
+    ResearchDetails,
+    Retention,
+    Source,
+    Stream,
+)
+from narrative.store.filters import MemoryFilter
+from narrative.store.sqlite.base import (
+    SqliteBase,
+    dumps,
+    fts_query,
+    loads,
+    placeholders,
+    to_text,
+    to_time,
+    to_time_required,
+)
+
+_DETAILS: dict[str, type[Any]] = {
+    "conversation": ConversationDetails,
+    "research": ResearchDetails,
+    "decision": DecisionDetails,
+    "reflection": ReflectionDetails,
+}
+_DETAIL_KIND = {cls: kind for kind, cls in _DETAILS.items()}
+_TIME_FIELDS = {"covered_from", "covered_to"}
+
+
+def details_to_json(details: Details | None) -> str | None:
+    if details is None:
+        return None
+    data = dataclasses.asdict(details)
+    data = {k: (to_text(v) if isinstance(v, datetime) else v) for k, v in data.items()}
+    return dumps({"kind": _DETAIL_KIND[type(details)], **data})
+
+
+def details_from_json(text: str | None) -> Details | None:
+    data = loads(text)
+    if not data:
+        return None
+    cls = _DETAILS[data.pop("kind")]
+    fields = {f.name for f in dataclasses.fields(cls)}
+    clean: dict[str, Any] = {}
+    for key, value in data.items():
+        if key not in fields:
+            continue
+        if key in _TIME_FIELDS:
+            value = to_time(value)
+        elif isinstance(value, list):
+            value = tuple(value)
+        clean[key] = value
+    result: Details = cls(**clean)
+    return result
+
+
+def _memory(row: sqlite3.Row, message_ids: tuple[int, ...], positions: tuple[int, ...]) -> Memory:
+    return Memory(
+        id=row["id"],
+        user_id=row["user_id"],
+        stream=Stream(row["stream"]),
+        source=Source(row["source"]),
+        content=row["content"],
+        importance=row["importance"],
+        emotions=tuple(loads(row["emotions"], [])),
+        conversation_id=row["conversation_id"],
+        storyline_id=row["storyline_id"],
+        narrative_id=row["narrative_id"],
+        message_ids=message_ids,
+        positions=positions,
+        details=details_from_json(row["details"]),
+        retention=Retention(row["retention"]),
+        key_points=row["key_points"],
+        user_reviewed=bool(row["user_reviewed"]),
+        user_edited=bool(row["user_edited"]),
+        original_content=row["original_content"],
+        extraction_model=row["extraction_model"],
+        extraction_confidence=row["extraction_confidence"],
+        event_at=to_time(row["event_at"]),
+        created_at=to_time_required(row["created_at"]),
+    )
+
+
+_UPDATABLE = {
+    "content",
+    "importance",
+    "emotions",
+    "storyline_id",
+    "narrative_id",
+    "details",
+    "retention",
+    "key_points",
+    "user_reviewed",
+    "user_edited",
+    "original_content",
+}
+
+
+class MemoryRows(SqliteBase):
+    def insert_memory(self, memory: Memory) -> Memory:
+        """Store a memory (its ``id`` is ignored) with its provenance rows."""
+        with self.transaction():
+            mid = self._insert(
+                "INSERT INTO memories(user_id, stream, source, content, importance, emotions, conversation_id,"
+                " storyline_id, narrative_id, details, retention, key_points, user_reviewed, user_edited,"
+                " original_content, extraction_model, extraction_confidence, event_at, created_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    memory.user_id,
+                    memory.stream.value,
+                    memory.source.value,
+                    memory.content,
+                    memory.importance,
+                    dumps(list(memory.emotions)),
+                    memory.conversation_id,
+                    memory.storyline_id,
+                    memory.narrative_id,
+                    details_to_json(memory.details),
+                    memory.retention.value,
+                    memory.key_points,
+                    int(memory.user_reviewed),
+                    int(memory.user_edited),
+                    memory.original_content,
+                    memory.extraction_model,
+                    memory.extraction_confidence,
+                    to_text(memory.event_at),
+                    to_text(memory.created_at),
+                ),
+            )
+            for message_id in dict.fromkeys(memory.message_ids):
+                self._exec(
+                    "INSERT INTO memory_sources(memory_id, message_id)"
+                    " SELECT ?, id FROM messages WHERE id = ? AND user_id = ?",
+                    (mid, message_id, memory.user_id),
+                )
+        return self.get_memory(memory.user_id, mid)
+
+    def get_memory(self, user_id: str, memory_id: int) -> Memory:
+        found = self.get_memories(user_id, [memory_id])
+        if not found:
+            raise NotFound(f"memory {memory_id} not found")
+        return found[0]
+
+    def get_memories(self, user_id: str, memory_ids: Iterable[int]) -> list[Memory]:
+        """Memories in the order of ``memory_ids``; unknown or foreign ids are skipped."""
+        ids = list(dict.fromkeys(memory_ids))
+        if not ids:
+            return []
+        rows = self._all(
+            f"SELECT * FROM memories WHERE user_id = ? AND id IN ({placeholders(ids)})", [user_id, *ids]
+        )
+        return self._hydrate(rows, order=ids)
+
+    def _hydrate(self, rows: list[sqlite3.Row], order: list[int] | None = None) -> list[Memory]:
+        if not rows:
+            return []
+        ids = [r["id"] for r in rows]
+        sources: dict[int, list[tuple[int, int]]] = {i: [] for i in ids}
+        for chunk_start in range(0, len(ids), 900):
+            chunk = ids[chunk_start : chunk_start + 900]
+            for src in self._all(
+                "SELECT s.memory_id, m.id, m.position FROM memory_sources s JOIN messages m ON m.id = s.message_id"
+                f" WHERE s.memory_id IN ({placeholders(chunk)}) ORDER BY m.position",
+                chunk,
+            ):
+                sources[src[0]].append((src[1], src[2]))
+        memories = {
+            r["id"]: _memory(
+                r,
+                tuple(m for m, _ in sources[r["id"]]),
+                tuple(p for _, p in sources[r["id"]]),
+            )
+            for r in rows
+        }
+        keys = order if order is not None else ids
+        return [memories[i] for i in keys if i in memories]
+
+    def list_memories(self, user_id: str, where: MemoryFilter | None = None) -> list[Memory]:
+        """Memories matching ``where``, newest first."""
+        sql, params = _filter_sql(user_id, where or MemoryFilter())
+        sql = f"SELECT * FROM memories m WHERE {sql} ORDER BY COALESCE(m.event_at, m.created_at) DESC, m.id DESC"
+        if where is not None and where.limit is not None:
+            sql += " LIMIT ? OFFSET ?"
+            params += [where.limit, where.offset]
+        return self._hydrate(self._all(sql, params))
+
+    def memory_ids_matching(self, user_id: str, where: MemoryFilter) -> set[int]:
+        sql, params = _filter_sql(user_id, where)
+        return {r[0] for r in self._all(f"SELECT m.id FROM memories m WHERE {sql}", params)}
+
+    def update_memory(self, user_id: str, memory_id: int, **changes: Any) -> Memory:
+        unknown = set(changes) - _UPDATABLE
+        if unknown:
+            raise StoreError(f"unknown memory columns: {sorted(unknown)}")
+        encoded: dict[str, Any] = {}
+        for key, value in changes.items():
+            if key == "emotions":
+                value = dumps(list(value))
+            elif key == "details":
+                value = details_to_json(value)
+            elif isinstance(value, Retention):
+                value = value.value
+            elif isinstance(value, bool):
+                value = int(value)
+            encoded[key] = value
+        sets = ", ".join(f"{k} = ?" for k in encoded)
+        with self.transaction():
+            cursor = self._exec(
+                f"UPDATE memories SET {sets} WHERE id = ? AND user_id = ?",
+                [*encoded.values(), memory_id, user_id],
+            )
+            if cursor.rowcount == 0:
+                raise NotFound(f"memory {memory_id} not found")
+        return self.get_memory(user_id, memory_id)
+
+    def delete_memories(self, user_id: str, memory_ids: Iterable[int]) -> int:
+        ids = list(memory_ids)
+        if not ids:
+            return 0
+        with self.transaction():
+            cursor = self._exec(
+                f"DELETE FROM memories WHERE user_id = ? AND id IN ({placeholders(ids)})", [user_id, *ids]
+            )
+        return cursor.rowcount
+
+    def memories_from_messages(self, user_id: str, message_ids: Iterable[int]) -> list[int]:
+        ids = list(message_ids)
+        if not ids:
+            return []
+        rows = self._all(
+            "SELECT DISTINCT s.memory_id FROM memory_sources s JOIN memories m ON m.id = s.memory_id"
+            f" WHERE m.user_id = ? AND s.message_id IN ({placeholders(ids)})",
+            [user_id, *ids],
+        )
+        return [r[0] for r in rows]
+
+    # --- keyword search --------------------------------------------------------
+
+    def keyword_search_memories(
+        self, user_id: str, query: str, where: MemoryFilter | None = None, limit: int = 50
+    ) -> list[tuple[int, float]]:
+        """(memory id, BM25 score; higher is better) best first."""
+        sql, params = _filter_sql(user_id, where or MemoryFilter())
+        rows = self._all(
+            "SELECT m.id, bm25(memories_fts) AS score FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid"
+            f" WHERE memories_fts MATCH ? AND {sql} ORDER BY score LIMIT ?",
+            [fts_query(query), *params, limit],
+        )
+        return [(r[0], -float(r[1])) for r in rows]
+
+    # --- vectors -------------------------------------------------------------
+
+    def put_memory_vectors(self, user_id: str, model: str, vectors: dict[int, np.ndarray]) -> None:
+        with self.transaction():
+            for memory_id, vector in vectors.items():
+                self._exec(
+                    "INSERT OR REPLACE INTO memory_vectors(memory_id, user_id, model, vector)"
+                    " SELECT id, user_id, ?, ? FROM memories WHERE id = ? AND user_id = ?",
+                    (model, np.asarray(vector, dtype=np.float32).tobytes(), memory_id, user_id),
+                )
+
+    def memory_vectors(self, user_id: str | None = None) -> tuple[list[int], list[str], list[str], np.ndarray]:
+        """(memory ids, user ids, models, matrix) of stored vectors, for building the index."""
+        sql = "SELECT memory_id, user_id, model, vector FROM memory_vectors"
+        params: list[Any] = []
+        if user_id is not None:
+            sql += " WHERE user_id = ?"
+            params.append(user_id)
+        rows = self._all(sql + " ORDER BY memory_id", params)
+        if not rows:
+            return [], [], [], np.zeros((0, 0), dtype=np.float32)
+        matrix = np.vstack([np.frombuffer(r[3], dtype=np.float32) for r in rows])
+        return [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], matrix
+
+    def vector_models(self) -> dict[str, int]:
+        """How many stored vectors each embedder identity made."""
+        rows = self._all("SELECT model, COUNT(*) FROM memory_vectors GROUP BY model")
+        rows += self._all("SELECT model, COUNT(*) FROM storyline_vectors GROUP BY model")
+        counts: dict[str, int] = {}
+        for model, count in rows:
+            counts[model] = counts.get(model, 0) + count
+        return counts
+
+    def memories_without_vectors(self, user_id: str | None = None, model: str | None = None) -> list[Memory]:
+        sql = "SELECT m.* FROM memories m LEFT JOIN memory_vectors v ON v.memory_id = m.id WHERE (v.memory_id IS NULL"
+        params: list[Any] = []
+        if model is not None:
+            sql += " OR v.model != ?"
+            params.append(model)
+        sql += ")"
+        if user_id is not None:
+            sql += " AND m.user_id = ?"
+            params.append(user_id)
+        return self._hydrate(self._all(sql + " ORDER BY m.id", params))
+
+
+def _filter_sql(user_id: str, where: MemoryFilter) -> tuple[str, list[Any]]:
+    """The WHERE clause for a filter over ``memories m``; always scoped to one user."""
+    clauses = ["m.user_id = ?"]
+    params: list[Any] = [user_id]
+
+    def among(column: str, values: Iterable[Any] | None) -> None:
+        if values is None:
+            return
+        items = [v.value if hasattr(v, "value") else v for v in values]
+        clauses.append(f"{column} IN ({placeholders(items)})" if items else "0")
+        params.extend(items)
+
+    among("m.conversation_id", where.conversation_ids)
+    among("m.storyline_id", where.storyline_ids)
+    among("m.stream", where.streams)
+    among("m.source", where.sources)
+    if where.since is not None:
+        clauses.append("COALESCE(m.event_at, m.created_at) >= ?")
+        params.append(to_text(where.since))
+    if where.until is not None:
+        clauses.append("COALESCE(m.event_at, m.created_at) <= ?")
+        params.append(to_text(where.until))
+    if where.entity_types is not None:
+        types = [t.value if hasattr(t, "value") else t for t in where.entity_types]
+        clauses.append(
+            f"m.id IN (SELECT memory_id FROM entities WHERE user_id = ? AND entity_type IN ({placeholders(types)}))"
+        )
+        params += [user_id, *types]
+    if where.min_importance is not None:
+        clauses.append("m.importance >= ?")
+        params.append(where.min_importance)
+    return " AND ".join(clauses), params
