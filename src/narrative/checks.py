@@ -36,6 +36,8 @@ def require_user(value: object) -> str:
 
 
 def require_choice(kind: type[E], value: object, field: str) -> E:
+    if not isinstance(value, str):
+        raise ValidationError(f"{field} must be text, got {value!r}", field=field)
     try:
         return kind(value)
     except ValueError as error:

@@ -10,11 +10,13 @@ from __future__ import annotations
 from narrative.engine.conversations import ConversationsAPI
 from narrative.engine.memories import MemoriesAPI
 from narrative.engine.searching import SearchAPI
+from narrative.engine.storylines import StorylinesAPI
+from narrative.engine.turns import Turn, TurnsAPI
 
-__all__ = ["Memory"]
+__all__ = ["Memory", "Turn"]
 
 
-class Memory(ConversationsAPI, MemoriesAPI, SearchAPI):
+class Memory(TurnsAPI, StorylinesAPI, ConversationsAPI, MemoriesAPI, SearchAPI):
     """A user's narrative memory in one SQLite file (or any :class:`~narrative.store.protocol.Store`).
 
     >>> mem = Memory("notes.db", user="alice")          # doctest: +SKIP

@@ -7,12 +7,15 @@ from typing import Any
 
 from narrative.checks import require_choice
 from narrative.engine.core import EngineBase
+from narrative.errors import InvalidTransition
 from narrative.model import Conversation, ConversationStatus, Message, Role
 from narrative.write import lifecycle
 
 
 class ConversationsAPI(EngineBase):
-    def start_conversation(self, title: str = "", *, user: str | None = None, at: datetime | None = None) -> Conversation:
+    def start_conversation(
+        self, title: str = "", *, user: str | None = None, at: datetime | None = None
+    ) -> Conversation:
         """Start a conversation; raises ConversationAlreadyActive while one is active."""
         user_id = self._user(user)
         return lifecycle.start(self.store, user_id, at or self.clock(), title=title)
@@ -71,10 +74,33 @@ class ConversationsAPI(EngineBase):
         user_id = self._user(user)
         return lifecycle.unpause(self.store, user_id, self._active_id(user_id, conversation_id))
 
+    def close_conversation(self, conversation_id: int | None = None, *, user: str | None = None) -> object:
+        """active → ready_to_close (the close path adds the preview)."""
+        user_id = self._user(user)
+        return lifecycle.close(self.store, user_id, conversation_id, self.clock())
+
+    def resume_conversation(self, conversation_id: int | None = None, *, user: str | None = None) -> Conversation:
+        """ready_to_close → active: cancel the closure, nothing is stored."""
+        return lifecycle.resume(self.store, self._user(user), conversation_id)
+
+    def describe(self, *, user: str | None = None) -> dict[str, Any]:
+        """Where the memory lives and what it holds (for ``narrative init`` and status pages)."""
+        user_id = self._user(user)
+        return {
+            "db": self.settings.db,
+            "backend": self.store.backend,
+            "user": user_id,
+            "migrations": self.store.applied_migrations(),
+            "counts": {
+                table: self.store.count_rows(table, user_id)
+                for table in ("conversations", "messages", "memories", "narratives", "storylines", "entities")
+            },
+        }
+
     def _active_id(self, user_id: str, conversation_id: int | None) -> int:
         if conversation_id is not None:
             return conversation_id
         active = self.store.active_conversation(user_id)
         if active is None:
-            raise lifecycle.InvalidTransition("there is no active conversation")
+            raise InvalidTransition("there is no active conversation")
         return active.id

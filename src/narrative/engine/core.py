@@ -6,7 +6,7 @@ import logging
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 from narrative.checks import require_user
 from narrative.config import Settings
@@ -136,7 +136,7 @@ class EngineBase:
         """Close the database connection."""
         self.store.close()
 
-    def __enter__(self) -> EngineBase:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

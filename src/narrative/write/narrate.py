@@ -57,3 +57,67 @@ def narrative_update(
             conversation_id=conversation_id,
             sealed=sealed,
         )
+
+
+# --- the running narrative (Koshi incremental compaction) ---------------------------
+
+MAX_LINK_MEMORIES = 40
+
+
+def running_link(
+    store: Store,
+    user_id: str,
+    storyline_id: int,
+    storyline_name: str,
+    now: datetime,
+    conversation_id: int | None,
+) -> Narrative:
+    """The storyline's open link, or a new one pointing back to where the thread was.
+
+    A new link continues the storyline's own chain when it has one (same topic
+    across sessions continues), else links back to the user's latest link.
+    """
+    current = store.open_narrative(user_id, storyline_id)
+    if current is not None:
+        return current
+    previous = store.latest_narrative(user_id, storyline_id) or store.latest_narrative(user_id)
+    return store.insert_narrative(
+        user_id,
+        f"{storyline_name} begins.",
+        [],
+        None if previous is None else previous.id,
+        storyline_name,
+        now,
+        storyline_id=storyline_id,
+        conversation_id=conversation_id,
+    )
+
+
+def narrative_sentence(topic: str, speaker: str, key_point: str) -> str:
+    """One sentence for the running link (the heuristic stand-in for the model's summary)."""
+    point = key_point.strip().rstrip(".!?")
+    if not point:
+        return f"{topic} continues."
+    who = f"{speaker} on {topic}" if speaker else topic
+    sentence = f"{who}: {point}."
+    return sentence if len(sentence) <= 300 else sentence[:297].rstrip() + "…"
+
+
+def extend_link(
+    store: Store, link: Narrative, memory_ids: Sequence[int], sentence: str | None
+) -> Narrative:
+    """Add this turn's memories (and a new summary sentence) to an open link."""
+    ids = list(dict.fromkeys([*link.memory_ids, *memory_ids]))
+    return store.update_narrative(link.user_id, link.id, summary=sentence or link.summary, memory_ids=ids)
+
+
+def seal_open_links(
+    store: Store, user_id: str, storyline_ids: Sequence[int], now: datetime
+) -> list[Narrative]:
+    """Seal the running link of each storyline (a topic shift or the end of a conversation)."""
+    sealed = []
+    for storyline_id in dict.fromkeys(storyline_ids):
+        link = store.open_narrative(user_id, storyline_id)
+        if link is not None:
+            sealed.append(store.seal_narrative(user_id, link.id, now))
+    return sealed

@@ -249,6 +249,15 @@ class ConversationRows(SqliteBase):
         messages = [_message(r) for r in self._all(sql, params)]
         return list(reversed(messages)) if latest else messages
 
+    def previous_message(self, user_id: str, conversation_id: int, position: int) -> Message | None:
+        """The message just before ``position`` in the same conversation."""
+        row = self._one(
+            "SELECT * FROM messages WHERE user_id = ? AND conversation_id = ? AND position < ?"
+            " ORDER BY position DESC LIMIT 1",
+            (user_id, conversation_id, position),
+        )
+        return None if row is None else _message(row)
+
     def set_message_storyline(self, user_id: str, message_id: int, storyline_id: int) -> None:
         with self.transaction():
             self._exec(

@@ -201,6 +201,11 @@ class MemoryRows(SqliteBase):
             params += [where.limit, where.offset]
         return self._hydrate(self._all(sql, params))
 
+    def count_memories(self, user_id: str, where: MemoryFilter | None = None) -> int:
+        sql, params = _filter_sql(user_id, where or MemoryFilter())
+        row = self._one(f"SELECT COUNT(*) FROM memories m WHERE {sql}", params)
+        return int(row[0]) if row else 0
+
     def memory_ids_matching(self, user_id: str, where: MemoryFilter) -> set[int]:
         sql, params = _filter_sql(user_id, where)
         return {r[0] for r in self._all(f"SELECT m.id FROM memories m WHERE {sql}", params)}

@@ -164,6 +164,13 @@ class StorylineRows(SqliteBase):
                 (model, np.asarray(vector, dtype=np.float32).tobytes(), storyline_id, user_id),
             )
 
+    def storyline_vector(self, user_id: str, storyline_id: int, model: str) -> np.ndarray | None:
+        row = self._one(
+            "SELECT vector FROM storyline_vectors WHERE user_id = ? AND storyline_id = ? AND model = ?",
+            (user_id, storyline_id, model),
+        )
+        return None if row is None else np.frombuffer(row[0], dtype=np.float32)
+
     def storyline_vectors(self, user_id: str, model: str) -> dict[int, np.ndarray]:
         rows = self._all(
             "SELECT v.storyline_id, v.vector FROM storyline_vectors v JOIN storylines s ON s.id = v.storyline_id"

@@ -1,0 +1,45 @@
+# narrative — the two commands that matter on a fresh machine:
+#   make demo   install, then load the bundled sample and print what the engine knows
+#   make test   install, then run ruff, mypy and the whole test suite
+PYTHON ?= python3
+PIP := $(PYTHON) -m pip
+DATA ?= ../shared/data/locomo-dev.json
+
+.PHONY: install install-python install-browser demo test lint pytest bench bench-locomo bench-latency bench-context bench-interfaces clean
+
+install: install-python install-browser
+
+install-python:
+	# torch first, pinned, so pip takes the local CPU build instead of a CUDA download
+	$(PIP) install -q torch==2.13.0
+	$(PIP) install -q -e ".[embed,server,postgres,dev]"
+
+install-browser:
+	# Debian's Chromium for the web page tests (skipped when present or when not root)
+	@if [ -x /usr/bin/chromium ]; then echo "chromium present"; \
+	elif [ "$$(id -u)" = "0" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
+	else echo "not root: skipping chromium (browser tests will skip)"; fi
+
+demo: install-python
+	narrative --db narrative-demo.db demo
+
+lint:
+	$(PYTHON) -m ruff check src tests bench
+	$(PYTHON) -m mypy
+
+pytest:
+	$(PYTHON) -m pytest
+
+test: install lint pytest
+
+bench: bench-locomo bench-latency
+
+bench-locomo: install-python
+	narrative bench locomo $(DATA)
+
+bench-latency: install-python
+	$(PIP) install -q -e ".[bench]"
+	narrative bench latency --memories 10000,100000
+
+clean:
+	rm -rf .pytest_cache .mypy_cache .ruff_cache build dist src/*.egg-info narrative-demo.db*

@@ -1,0 +1,152 @@
+"""The facade's write path: ``remember`` a turn, or many at once (batched embeddings)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from narrative.checks import require_choice, require_text
+from narrative.engine.core import EngineBase
+from narrative.model import Message, Role
+from narrative.write import lifecycle, storylines
+from narrative.write.turn import TurnResult, TurnWriter, WriteSettings, conversation_text
+
+if TYPE_CHECKING:
+    from narrative.write.extract import Extractor
+
+log = logging.getLogger("narrative.write")
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One message to remember: text, role, speaker, optional time and metadata."""
+
+    content: str
+    role: str = "user"
+    speaker: str = ""
+    at: datetime | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+class TurnsAPI(EngineBase):
+    _writer: TurnWriter | None = None
+    _extractor: Extractor | None = None
+    _defaults: dict[str, dict[str, int]] | None = None
+
+    def _bootstrap_storylines(self, user_id: str, now: datetime) -> None:
+        storylines.ensure_defaults(self.store, user_id, now)
+
+    def _turn_writer(self) -> TurnWriter:
+        if self._writer is None:
+            embedder = self.embedder
+            from narrative.write.extract import key_points as key_points_of
+            from narrative.write.extract import session_theme
+
+            s = self.settings
+            self._writer = TurnWriter(
+                self.store,
+                None if embedder is None else embedder.embed_batch,
+                None if embedder is None else embedder.identity,
+                WriteSettings(
+                    reflect_every=s.reflect_every,
+                    refresh_every=s.routing_refresh_every,
+                    stream_threshold=s.reflection_stream_threshold,
+                ),
+                key_points=key_points_of,
+                theme=session_theme,
+                assist=self._turn_assist(),
+            )
+        return self._writer
+
+    def _turn_assist(self) -> Any:
+        """The LLM's help for turns, or None when no LLM is configured."""
+        if self.settings.llm_provider == "none":
+            return None
+        from narrative.write.assist import LLMTurnAssist
+
+        return LLMTurnAssist(self.llm, self.settings)
+
+    def _extract(self) -> Extractor:
+        if self._extractor is None:
+            from narrative.write.extract import HeuristicExtractor
+
+            self._extractor = HeuristicExtractor()
+        return self._extractor
+
+    def _default_ids(self, user_id: str) -> dict[str, int]:
+        if self._defaults is None:
+            self._defaults = {}
+        if user_id not in self._defaults:
+            self._defaults[user_id] = storylines.ensure_defaults(self.store, user_id, self.clock())
+        return self._defaults[user_id]
+
+    # --- public ---------------------------------------------------------------------------
+
+    def remember(
+        self,
+        content: str,
+        role: str = "user",
+        *,
+        speaker: str = "",
+        at: datetime | None = None,
+        meta: dict[str, Any] | None = None,
+        user: str | None = None,
+    ) -> TurnResult:
+        """Store one turn and build memory from it: route, extract, narrate, update, reflect."""
+        return self.remember_many([Turn(content, role, speaker, at, meta or {})], user=user)[0]
+
+    def remember_many(self, turns: Iterable[Turn], *, user: str | None = None) -> list[TurnResult]:
+        """Remember turns in order, embedding them in batches (the fast path for imports)."""
+        user_id = self._user(user)
+        items = list(turns)
+        for turn in items:
+            require_text(turn.content, "content")
+            require_choice(Role, turn.role, "role")
+        results: list[TurnResult] = []
+        batch = max(1, getattr(self.embedder, "batch_size", 64))
+        for start in range(0, len(items), batch):
+            chunk = items[start : start + batch]
+            messages = [
+                lifecycle.add_message(
+                    self.store, user_id, t.content, t.at or self.clock(), role=Role(t.role), speaker=t.speaker,
+                    meta=t.meta,
+                )
+                for t in chunk
+            ]
+            results += self._process(user_id, messages)
+        return results
+
+    def _process(self, user_id: str, messages: Sequence[Message]) -> list[TurnResult]:
+        embedder = self.embedder
+        vectors: np.ndarray | None = None
+        if embedder is not None and messages:
+            vectors = embedder.embed_batch([conversation_text(m) for m in messages])
+        writer = self._turn_writer()
+        extractor = self._extract()
+        defaults = self._default_ids(user_id)
+        your_story = self._your_story_id(user_id)
+        results = []
+        previous_text: str | None = None
+        for i, message in enumerate(messages):
+            extraction = extractor.extract_turn(
+                message.content, speaker=message.speaker, role=message.role.value, previous=previous_text
+            )
+            previous_text = message.content
+            vector = None if vectors is None else vectors[i]
+            results.append(writer.process(message, vector, extraction, defaults, your_story))
+        return results
+
+    def pending_messages(self, *, user: str | None = None) -> list[Message]:
+        """Messages whose derived work failed (stored, never routed): retry with process_pending."""
+        user_id = self._user(user)
+        return [m for m in self.store.list_messages(user_id) if m.storyline_id is None]
+
+    def process_pending(self, *, user: str | None = None) -> list[TurnResult]:
+        """Run the write path again for messages whose derived work did not complete."""
+        user_id = self._user(user)
+        return self._process(user_id, self.pending_messages(user=user_id))

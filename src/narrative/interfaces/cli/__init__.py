@@ -1,0 +1,59 @@
+"""The ``narrative`` command line: every command takes ``--db``, ``--user`` and ``--json``.
+
+Commands live in small modules by concept; each registers itself on :data:`cli`.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from narrative.errors import NarrativeError
+from narrative.interfaces.cli.common import cli
+
+
+def _register() -> None:
+    from narrative.interfaces.cli import conversations, demo, memories  # noqa: F401
+
+    for optional in ("closing", "context", "bench", "serving", "admin"):
+        try:
+            __import__(f"narrative.interfaces.cli.{optional}")
+        except ModuleNotFoundError as error:
+            if error.name != f"narrative.interfaces.cli.{optional}":
+                raise
+
+
+def main(argv: list[str] | None = None) -> Any:
+    """Entry point: run the CLI, turning NarrativeError into a clean message and exit code 1."""
+    _register()
+    try:
+        return cli.main(args=argv, standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(1)
+    except click.ClickException as error:
+        error.show()
+        sys.exit(error.exit_code)
+    except NarrativeError as error:
+        click.echo(f"error: {error}", err=True)
+        sys.exit(1)
+
+
+def command_names() -> list[str]:
+    """Every command path (``conversation start`` …), for help-text tests."""
+    _register()
+    names: list[str] = []
+
+    def walk(group: click.Group, prefix: str) -> None:
+        for name, command in sorted(group.commands.items()):
+            names.append(f"{prefix}{name}")
+            if isinstance(command, click.Group):
+                walk(command, f"{prefix}{name} ")
+
+    walk(cli, "")
+    return names
+
+
+__all__ = ["cli", "command_names", "main"]

@@ -1,0 +1,65 @@
+"""``narrative demo``: load the bundled sample into a fresh database and show what the engine knows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from narrative import demo as sample_data
+from narrative.engine import Memory
+from narrative.interfaces.cli.common import Context, cli, json_option, pass_ctx
+
+
+@cli.command(help="Load a bundled sample conversation into a fresh database and print what the engine knows.")
+@click.option("--fresh/--keep", default=True, show_default=True, help="Delete the demo database first.")
+@click.option("--query", default="why SQLite instead of Firebase", show_default=True, help="A search to show.")
+@json_option
+@pass_ctx
+def demo(ctx: Context, fresh: bool, query: str) -> None:
+    db = Path(ctx.db or "narrative-demo.db")
+    if fresh:
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{db}{suffix}").unlink(missing_ok=True)
+    data = sample_data.sample()
+    overrides: dict[str, Any] = {"embedder": ctx.embedder} if ctx.embedder else {}
+    with Memory(db, user=ctx.user or data["user"], **overrides) as mem:
+        made = sample_data.load(mem, data)
+        report: dict[str, Any] = {
+            "db": str(db),
+            "loaded": made,
+            "conversations": mem.list_conversations(),
+            "storylines": mem.list_storylines() if hasattr(mem, "list_storylines") else [],
+            "memories": mem.list_memories(limit=12),
+            "narratives": mem.list_narratives(limit=50),
+            "search": {"query": query, "hits": mem.search(query, 3, record=False)},
+        }
+        ctx.emit(report, lambda: _text(report))
+
+
+def _text(report: dict[str, Any]) -> str:
+    from narrative.interfaces.serialize import hit_dict
+
+    lines = [f"Loaded the sample into {report['db']}.", "", "Conversations:"]
+    for c in report["conversations"]:
+        lines.append(f"  #{c.id} {c.title!r}: {c.status.value}, {c.message_count} messages")
+    if report["storylines"]:
+        lines += ["", "Storylines:"]
+        for s in report["storylines"]:
+            keywords = ", ".join(s.keywords[:5])
+            about = f" — {keywords}" if keywords else ""
+            lines.append(f"  #{s.id} {s.name} ({s.kind.value}; {s.interaction_count} turns){about}")
+    lines += ["", "Latest memories:"]
+    for m in report["memories"]:
+        lines.append(f"  #{m.id} [{m.stream.value}] [{'★' * m.importance}] {m.content[:100]}")
+    lines += ["", "The narrative chain (newest first):"]
+    for n in report["narratives"]:
+        back = f" ← #{n.previous_narrative_id}" if n.previous_narrative_id else ""
+        lines.append(f"  #{n.id} [{n.topic}] {n.summary}{back}")
+    search = report["search"]
+    lines += ["", f"Search: {search['query']!r}"]
+    for hit in search["hits"]:
+        h = hit_dict(hit)
+        lines.append(f"  #{h['memory_id']} {h['content'][:90]}\n      why: {h['why']['summary']}")
+    return "\n".join(lines)

@@ -1,0 +1,140 @@
+"""``narrative add``, ``search``, ``memories``, ``narratives``: memories and the chain."""
+
+from __future__ import annotations
+
+import click
+
+from narrative.interfaces.cli.common import Context, cli, json_option, pass_ctx
+from narrative.interfaces.serialize import hit_dict
+from narrative.model import Memory, Narrative
+
+
+def _memory_line(m: Memory) -> str:
+    stars = "★" * m.importance
+    return f"#{m.id} [{m.stream.value}] [{stars}] {m.content}"
+
+
+def _narrative_line(n: Narrative) -> str:
+    back = f" ← #{n.previous_narrative_id}" if n.previous_narrative_id else " (start of thread)"
+    seal = "sealed" if n.sealed else "running"
+    ids = ", ".join(str(i) for i in n.memory_ids)
+    return f"#{n.id} [{n.topic or '-'}] {n.summary}  (memories {ids or '-'}; {seal}){back}"
+
+
+@cli.group(help="Add a message or a memory.")
+def add() -> None:
+    pass
+
+
+@add.command("message", help="Add one message to the active conversation (runs the write path).")
+@click.argument("text")
+@click.option("--role", default="user", type=click.Choice(["user", "assistant", "system", "tool"]), show_default=True)
+@click.option("--speaker", default="", help="Who said it (a name).")
+@click.option("--raw", is_flag=True, help="Store the message only, without routing or extraction.")
+@json_option
+@pass_ctx
+def add_message(ctx: Context, text: str, role: str, speaker: str, raw: bool) -> None:
+    mem = ctx.memory
+    remember = getattr(mem, "remember", None)
+    if raw or remember is None:
+        message = mem.add_message(text, role, speaker=speaker)
+        ctx.emit(message, lambda: f"message #{message.id} at position {message.position}")
+        return
+    result = remember(text, role, speaker=speaker)
+    ctx.emit(result, lambda: result.describe())
+
+
+@add.command("memory", help="Add one memory directly (an agent's note).")
+@click.argument("text")
+@click.option("--stream", default="fact", show_default=True,
+              type=click.Choice(["conversation", "research", "decision", "reflection", "narrative", "fact"]))
+@click.option("--source", default="agent", show_default=True,
+              type=click.Choice(["conversation", "agent", "extraction", "narrative", "reflection"]))
+@click.option("--importance", default=2, type=int, show_default=True, help="1 (trivial) to 5 (life-changing).")
+@click.option("--emotion", "emotions", multiple=True, help="An emotion (repeatable).")
+@click.option("--message", "message_ids", multiple=True, type=int, help="Source message id (repeatable).")
+@click.option("--storyline", "storyline_id", type=int, default=None, help="Storyline id.")
+@json_option
+@pass_ctx
+def add_memory(ctx: Context, text: str, stream: str, source: str, importance: int, emotions: tuple[str, ...],
+               message_ids: tuple[int, ...], storyline_id: int | None) -> None:
+    m = ctx.memory.add_memory(text, stream=stream, source=source, importance=importance, emotions=emotions,
+                              message_ids=message_ids, storyline_id=storyline_id)
+    ctx.emit(m, lambda: f"stored {_memory_line(m)}")
+
+
+@cli.command(help="Search memories (hybrid BM25 + vectors); every hit says why it was returned.")
+@click.argument("query")
+@click.option("-k", "k", default=10, show_default=True, help="How many results.")
+@click.option("--mode", default="hybrid", type=click.Choice(["hybrid", "keyword", "vector"]), show_default=True)
+@click.option("--stream", "streams", multiple=True, help="Only these streams (repeatable).")
+@click.option("--storyline", "storyline_id", type=int, default=None, help="Only this storyline.")
+@click.option("--conversation", "conversation_id", type=int, default=None, help="Only this conversation.")
+@json_option
+@pass_ctx
+def search(ctx: Context, query: str, k: int, mode: str, streams: tuple[str, ...], storyline_id: int | None,
+           conversation_id: int | None) -> None:
+    hits = ctx.memory.search(query, k, mode=mode, streams=streams or None, storyline_id=storyline_id,
+                             conversation_id=conversation_id)
+    rows = [hit_dict(h) for h in hits]
+
+    def text() -> str:
+        if not hits:
+            return "no memories match"
+        return "\n".join(f"{_memory_line(h.memory)}\n    why: {h.why()['summary']} → {h.score:.3f}" for h in hits)
+
+    ctx.emit(rows, text)
+
+
+@cli.command(help="List memories, newest first.")
+@click.option("--stream", default=None, help="Only this stream.")
+@click.option("--storyline", "storyline_id", type=int, default=None, help="Only this storyline.")
+@click.option("--limit", default=20, show_default=True, help="How many.")
+@json_option
+@pass_ctx
+def memories(ctx: Context, stream: str | None, storyline_id: int | None, limit: int) -> None:
+    found = ctx.memory.list_memories(stream=stream, storyline_id=storyline_id, limit=limit)
+    ctx.emit(found, lambda: "\n".join(_memory_line(m) for m in found) or "no memories yet")
+
+
+@cli.command(help="The narrative chain: latest link (default), --id N, --search WORDS, --walk N, --forward N.")
+@click.option("--id", "narrative_id", type=int, default=None, help="One link by id.")
+@click.option("--search", "query", default=None, help="Keyword search over summaries and topics.")
+@click.option("--walk", "walk_id", type=int, default=None, help="Walk backward from this link.")
+@click.option("--forward", "forward_id", type=int, default=None, help="Walk forward from this link.")
+@click.option("--depth", type=int, default=None, help="How many links to walk (default: all).")
+@click.option("--all", "show_all", is_flag=True, help="List every link, newest first.")
+@json_option
+@pass_ctx
+def narratives(ctx: Context, narrative_id: int | None, query: str | None, walk_id: int | None,
+               forward_id: int | None, depth: int | None, show_all: bool) -> None:
+    mem = ctx.memory
+    if walk_id is not None:
+        found = mem.walk_back(walk_id, depth)
+    elif forward_id is not None:
+        found = mem.walk_forward(forward_id, depth)
+    elif show_all:
+        found = mem.list_narratives(limit=depth or 100)
+    else:
+        found = mem.narrative_search(narrative_id, query)
+    ctx.emit(found, lambda: "\n".join(_narrative_line(n) for n in found) or "no narratives yet")
+
+
+@cli.command(help="Show a memory's recall chain: its narrative, sibling memories and earlier links.")
+@click.argument("memory_id", type=int)
+@click.option("--depth", default=3, show_default=True, help="How many earlier links.")
+@json_option
+@pass_ctx
+def chain(ctx: Context, memory_id: int, depth: int) -> None:
+    found = ctx.memory.recall_chain(memory_id, depth)
+
+    def text() -> str:
+        lines = [_memory_line(found.memory)]
+        if found.narrative is None:
+            return lines[0] + "\n  (stored before any narrative)"
+        lines.append(f"  narrative {_narrative_line(found.narrative)}")
+        lines += [f"    sibling {_memory_line(m)}" for m in found.siblings]
+        lines += [f"  earlier {_narrative_line(n)}" for n in found.earlier]
+        return "\n".join(lines)
+
+    ctx.emit(found, text)

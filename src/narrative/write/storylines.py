@@ -1,0 +1,148 @@
+"""Keeping storylines alive: default set, rolling summary, keywords, participants, routing embedding."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+from datetime import datetime
+
+import numpy as np
+
+from narrative.model import Participant, Storyline, StorylineKind, StorylineStatus
+from narrative.store.protocol import Store
+from narrative.write.routing import DEFAULT_STORYLINES
+
+SUMMARY_POINTS = 4
+MAX_KEYWORDS = 8
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+
+
+def ensure_defaults(store: Store, user_id: str, now: datetime) -> dict[str, int]:
+    """Create the default storylines once; return name → id."""
+    ids: dict[str, int] = {}
+    for name, (description, _pattern) in DEFAULT_STORYLINES.items():
+        found = store.find_storyline(user_id, name)
+        if found is None:
+            found = store.insert_storyline(
+                user_id, name, StorylineKind.DEFAULT, now, description=description, status=StorylineStatus.ACTIVE
+            )
+        ids[name] = found.id
+    return ids
+
+
+def first_sentence(text: str, max_words: int = 25) -> str:
+    sentence = _SENTENCE.split(text.strip(), maxsplit=1)[0]
+    words = sentence.split()
+    return " ".join(words[:max_words]) + ("…" if len(words) > max_words else "")
+
+
+def merge_keywords(current: Sequence[str], tags: Sequence[str], weights: Counter[str] | None = None) -> tuple[str, ...]:
+    """Keep the storyline's keywords current: recent tags join, the list stays short."""
+    counts: Counter[str] = Counter(weights or {})
+    for rank, keyword in enumerate(current):
+        counts[keyword] += 2 * (MAX_KEYWORDS - rank)  # persistent keywords hold their place
+    for tag in tags:
+        counts[tag] += MAX_KEYWORDS // 2 + (2 if tag in counts else 0)
+    return tuple(k for k, _ in counts.most_common(MAX_KEYWORDS))
+
+
+def rolling_summary(current: str, key_point: str, speaker: str) -> str:
+    """Extractive rolling summary: the latest few salient points, one per line."""
+    if not key_point:
+        return current
+    line = f"- {speaker}: {key_point}" if speaker else f"- {key_point}"
+    lines = [x for x in current.splitlines() if x.strip() and x != line]
+    return "\n".join([*lines[-(SUMMARY_POINTS - 1):], line])
+
+
+def with_participant(participants: Sequence[Participant], name: str, role: str) -> tuple[Participant, ...]:
+    if not name or any(p.name == name for p in participants):
+        return tuple(participants)
+    role = "creator" if not participants else role
+    return (*participants, Participant(name=name, role=role))
+
+
+def routing_text(storyline: Storyline) -> str:
+    """What the routing embedding is made from: name, description, keywords, summary."""
+    parts = [storyline.name, storyline.description, ", ".join(storyline.keywords), storyline.summary]
+    return ". ".join(p for p in parts if p)
+
+
+def update_after_turn(
+    store: Store,
+    storyline: Storyline,
+    now: datetime,
+    tags: Sequence[str],
+    key_point: str,
+    speaker: str,
+    participant_role: str,
+    summary: str | None = None,
+) -> Storyline:
+    """NarraNexus step 4: count the interaction, refresh keywords, summary, participants."""
+    if storyline.kind is StorylineKind.DEFAULT:  # minimal updates for defaults
+        return store.update_storyline(
+            storyline.user_id, storyline.id, interaction_count=storyline.interaction_count + 1,
+            last_message_at=now, updated_at=now,
+        )
+    return store.update_storyline(
+        storyline.user_id,
+        storyline.id,
+        interaction_count=storyline.interaction_count + 1,
+        keywords=merge_keywords(storyline.keywords, tags),
+        summary=summary if summary is not None else rolling_summary(storyline.summary, key_point, speaker),
+        participants=with_participant(storyline.participants, speaker, participant_role),
+        last_message_at=now,
+        updated_at=now,
+    )
+
+
+def needs_embedding_refresh(storyline: Storyline, every: int) -> bool:
+    """Every ``every`` interactions (and at creation) the routing embedding is regenerated."""
+    if storyline.kind is StorylineKind.DEFAULT:
+        return False
+    return storyline.interaction_count <= 1 or storyline.interaction_count % every == 0
+
+
+def auxiliary(storylines: Sequence[Storyline], main_id: int | None, limit: int = 2) -> list[Storyline]:
+    """Up to two other recent topic storylines to show beside the main one."""
+    others = [
+        s for s in storylines
+        if s.id != main_id and s.kind in (StorylineKind.DETECTED, StorylineKind.USER) and s.last_message_at
+    ]
+    others.sort(key=lambda s: s.last_message_at or s.created_at, reverse=True)
+    return others[:limit]
+
+
+DRIFT = 0.2  # how far each new message pulls the routing embedding
+
+
+def _unit(vector: np.ndarray) -> np.ndarray:
+    norm = float(np.linalg.norm(vector))
+    return vector if norm == 0 else (vector / norm).astype(np.float32)
+
+
+def drift(routing_vector: np.ndarray | None, message_vector: np.ndarray) -> np.ndarray:
+    """Move the routing embedding a little toward each message routed to the storyline."""
+    if routing_vector is None:
+        return _unit(np.asarray(message_vector, dtype=np.float32))
+    return _unit((1 - DRIFT) * routing_vector + DRIFT * message_vector)
+
+
+def blend(routing_vector: np.ndarray | None, text_vector: np.ndarray) -> np.ndarray:
+    """The periodic refresh: half the running embedding, half the embedding of the storyline's text."""
+    if routing_vector is None:
+        return _unit(np.asarray(text_vector, dtype=np.float32))
+    return _unit(0.5 * routing_vector + 0.5 * text_vector)
+
+
+def maybe_rename(store: Store, storyline: Storyline) -> Storyline:
+    """A detected storyline takes its name from its current keywords (it evolves with the topic)."""
+    if storyline.kind is not StorylineKind.DETECTED or len(storyline.keywords) < 2:
+        return storyline
+    from narrative.write.routing import storyline_name
+
+    name = storyline_name(storyline.keywords[:3])
+    if name == storyline.name or store.find_storyline(storyline.user_id, name) is not None:
+        return storyline
+    return store.update_storyline(storyline.user_id, storyline.id, name=name)

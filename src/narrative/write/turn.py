@@ -1,0 +1,411 @@
+"""One turn through the write path, in order, in one transaction.
+
+    message (already stored) → route to a storyline → extract memories
+      → update the running narrative → update the storyline → maybe reflect
+
+The message itself is committed before this runs, so a failure here rolls back
+only the derived work; the message stays, unrouted, and is picked up again by
+``Memory.process_pending()``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+
+from narrative.model import (
+    ConversationDetails,
+    Entity,
+    EntityType,
+    Memory,
+    Message,
+    Narrative,
+    Role,
+    Source,
+    Storyline,
+    StorylineKind,
+    Stream,
+)
+from narrative.store.filters import MemoryFilter
+from narrative.store.protocol import Store
+from narrative.write import narrate, reflect, routing, storylines
+
+if TYPE_CHECKING:
+    from narrative.write.extract import TurnExtraction
+
+
+class TurnAssist(Protocol):
+    """What an LLM adds to a turn; each method returns None to mean "use the heuristic"."""
+
+    def continuity(self, storyline: Storyline, previous: str, text: str) -> bool | None: ...
+    def storyline_summary(self, storyline: Storyline, text: str) -> dict[str, Any] | None: ...
+    def narrative_sentence(self, topic: str, previous_summary: str, text: str) -> str | None: ...
+
+
+@dataclass
+class TurnResult:
+    message: Message
+    storyline: Storyline
+    decision: str
+    scores: dict[str, Any]
+    memories: list[Memory] = field(default_factory=list)
+    entities: list[Entity] = field(default_factory=list)
+    narrative: Narrative | None = None
+    sealed: list[Narrative] = field(default_factory=list)
+    reflections: list[Memory] = field(default_factory=list)
+
+    def describe(self) -> str:
+        lines = [
+            f"message #{self.message.id} (position {self.message.position}) → {self.storyline.name}"
+            f" [{self.decision}]"
+        ]
+        lines += [f"  memory #{m.id} [{m.stream.value}] {m.content[:90]}" for m in self.memories]
+        lines += [f"  entity {e.entity_type.value}: {e.name}" for e in self.entities]
+        if self.narrative is not None:
+            lines.append(f"  narrative #{self.narrative.id}: {self.narrative.summary}")
+        lines += [f"  sealed narrative #{n.id}: {n.summary}" for n in self.sealed]
+        lines += [f"  reflection #{m.id}: {m.content[:90]}" for m in self.reflections]
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "message_id": self.message.id,
+            "position": self.message.position,
+            "storyline": {"id": self.storyline.id, "name": self.storyline.name},
+            "decision": self.decision,
+            "scores": self.scores,
+            "memory_ids": [m.id for m in self.memories],
+            "entities": [{"id": e.id, "type": e.entity_type.value, "name": e.name} for e in self.entities],
+            "narrative_id": None if self.narrative is None else self.narrative.id,
+            "sealed_narrative_ids": [n.id for n in self.sealed],
+            "reflection_ids": [m.id for m in self.reflections],
+        }
+
+
+@dataclass
+class ConversationEnd:
+    """What closing a conversation added to the chain."""
+
+    sealed: list[Narrative] = field(default_factory=list)
+    narrative_memories: list[Memory] = field(default_factory=list)
+    reflections: list[Memory] = field(default_factory=list)
+
+
+@dataclass
+class WriteSettings:
+    reflect_every: int = 10
+    refresh_every: int = 5
+    stream_threshold: int = 200
+    thresholds: routing.RoutingThresholds = field(default_factory=routing.RoutingThresholds)
+
+
+def conversation_text(message: Message) -> str:
+    """The text of a conversation memory: who said it, then what was said."""
+    return f"{message.speaker}: {message.content}" if message.speaker else message.content
+
+
+class TurnWriter:
+    """Runs the derived work of one stored message.  Holds no state between turns."""
+
+    def __init__(
+        self,
+        store: Store,
+        embed: Callable[[Sequence[str]], np.ndarray] | None,
+        model: str | None,
+        settings: WriteSettings,
+        key_points: Callable[[str], str],
+        theme: Callable[[Sequence[str]], str],
+        assist: TurnAssist | None = None,
+    ) -> None:
+        self.store = store
+        self.embed = embed
+        self.model = model
+        self.settings = settings
+        self.key_points = key_points
+        self.theme = theme
+        self.assist = assist
+
+    # --- the turn ---------------------------------------------------------------------
+
+    def process(
+        self,
+        message: Message,
+        vector: np.ndarray | None,
+        extraction: TurnExtraction,
+        defaults: dict[str, int],
+        your_story_id: int,
+    ) -> TurnResult:
+        user_id = message.user_id
+        with self.store.transaction():
+            previous = self._previous_message(message)
+            route = self._route(message, vector, extraction, previous, defaults, your_story_id)
+            storyline = self._apply_route(message, route, vector, extraction)
+            result = TurnResult(message, storyline, route.decision, route.scores)
+            current_id = None if previous is None else previous.storyline_id
+            if route.decision in ("switch", "create") and current_id is not None:
+                result.sealed = narrate.seal_open_links(self.store, user_id, [current_id], message.created_at)
+            link = None
+            if storyline.kind is not StorylineKind.DEFAULT:
+                link = narrate.running_link(
+                    self.store, user_id, storyline.id, storyline.name, message.created_at, message.conversation_id
+                )
+            result.memories = self._store_memories(message, vector, extraction, storyline, link)
+            result.entities = self._store_entities(message, extraction, storyline, result.memories[0])
+            if link is not None:
+                result.narrative = self._extend(link, storyline, message, extraction, result.memories)
+            result.storyline = self._update_storyline(storyline, message, extraction, vector)
+            result.reflections = self.maybe_reflect(message, storyline)
+        return result
+
+    def _previous_message(self, message: Message) -> Message | None:
+        return self.store.previous_message(message.user_id, message.conversation_id, message.position)
+
+    def _route(
+        self,
+        message: Message,
+        vector: np.ndarray | None,
+        extraction: TurnExtraction,
+        previous: Message | None,
+        defaults: dict[str, int],
+        your_story_id: int,
+    ) -> routing.Route:
+        user_id = message.user_id
+        substantive = bool(extraction.topic_tags or extraction.entities)
+        default = routing.small_talk_default(message.content, defaults, substantive)
+        in_topic = previous is not None and previous.storyline_id not in (None, *defaults.values())
+        if default is not None and not (in_topic and default[0] == routing.ACKNOWLEDGEMENTS):
+            name, sid = default
+            return routing.Route("default", sid, {"reason": f"small talk ({name})"})
+        current = None
+        if previous is not None and previous.storyline_id is not None:
+            current = self.store.get_storyline(user_id, previous.storyline_id)
+        similarities: dict[int, float] = {}
+        if vector is not None and self.model is not None:
+            for sid, routing_vector in self.store.storyline_vectors(user_id, self.model).items():
+                similarities[sid] = float(np.dot(routing_vector, vector))
+        excluded = {*defaults.values(), your_story_id}
+        keyword = [(sid, s) for sid, s in self.store.keyword_search_storylines(user_id, message.content, limit=10)
+                   if sid not in excluded]
+        for sid in excluded:
+            similarities.pop(sid, None)
+        candidates = routing.fuse_candidates(keyword, similarities, self.settings.thresholds.rrf_k)
+        llm_verdict = None
+        if self.assist is not None and current is not None and previous is not None and substantive:
+            llm_verdict = self.assist.continuity(current, previous.content, message.content)
+        given = routing.RoutingInput(
+            text=message.content,
+            vector=vector,
+            topic_tags=extraction.topic_tags,
+            substantive=substantive,
+            now=message.created_at,
+            current=current,
+            previous_at=None if previous is None else previous.created_at,
+            llm_continuity=llm_verdict,
+            cue=bool(routing.TOPIC_CUE.search(message.content)),
+        )
+        current_similarity = None if current is None else similarities.get(current.id)
+        return routing.decide(given, candidates, current_similarity, your_story_id, self.settings.thresholds)
+
+    def _apply_route(
+        self, message: Message, route: routing.Route, vector: np.ndarray | None, extraction: TurnExtraction
+    ) -> Storyline:
+        user_id = message.user_id
+        if route.decision == "create":
+            name = route.new_name
+            existing = self.store.find_storyline(user_id, name)
+            if existing is not None:
+                storyline = existing
+                route.decision = "switch"
+            else:
+                storyline = self.store.insert_storyline(
+                    user_id, name, StorylineKind.DETECTED, message.created_at,
+                    description=storylines.first_sentence(message.content), keywords=tuple(extraction.topic_tags),
+                )
+                if vector is not None and self.model is not None:
+                    self.store.put_storyline_vector(user_id, storyline.id, self.model, vector)
+            route.storyline_id = storyline.id
+        assert route.storyline_id is not None
+        storyline = self.store.get_storyline(user_id, route.storyline_id)
+        self.store.set_message_storyline(user_id, message.id, storyline.id)
+        self.store.insert_routing_decision(
+            user_id, message.id, storyline.id, route.decision, route.scores, message.created_at
+        )
+        return storyline
+
+    # --- memories and entities ------------------------------------------------------------
+
+    def _store_memories(
+        self,
+        message: Message,
+        vector: np.ndarray | None,
+        extraction: TurnExtraction,
+        storyline: Storyline,
+        link: Narrative | None,
+    ) -> list[Memory]:
+        base = dict(
+            user_id=message.user_id,
+            created_at=message.created_at,
+            event_at=message.created_at,
+            conversation_id=message.conversation_id,
+            storyline_id=storyline.id,
+            narrative_id=None if link is None else link.id,
+            message_ids=(message.id,),
+        )
+        user_input, response = (message.content, "") if message.role is Role.USER else ("", message.content)
+        exchange = Memory(
+            id=0, stream=Stream.CONVERSATION, source=Source.CONVERSATION, content=conversation_text(message),
+            importance=extraction.importance, emotions=extraction.emotions,
+            details=ConversationDetails(
+                user_input=user_input, agent_response=response, question_type=extraction.question_type,
+                clarification_count=int(extraction.is_clarification), topic_tags=extraction.topic_tags,
+            ),
+            **base,  # type: ignore[arg-type]
+        )
+        derived = [
+            Memory(id=0, stream=Stream.DECISION, source=Source.EXTRACTION, content=content,
+                   importance=max(3, extraction.importance), details=details, **base)  # type: ignore[arg-type]
+            for content, details in extraction.decisions
+        ] + [
+            Memory(id=0, stream=Stream.RESEARCH, source=Source.EXTRACTION, content=content,
+                   importance=max(3, extraction.importance), details=details, **base)  # type: ignore[arg-type]
+            for content, details in extraction.research
+        ]
+        stored = [self.store.insert_memory(m) for m in [exchange, *derived]]
+        self._put_vectors(message.user_id, stored, vector)
+        return stored
+
+    def _put_vectors(self, user_id: str, memories: Sequence[Memory], first: np.ndarray | None) -> None:
+        if self.model is None or not memories:
+            return
+        vectors: dict[int, np.ndarray] = {}
+        if first is not None:
+            vectors[memories[0].id] = first
+        rest = [m for m in memories if m.id not in vectors]
+        if rest and self.embed is not None:
+            for memory, row in zip(rest, self.embed([m.content for m in rest]), strict=True):
+                vectors[memory.id] = row
+        self.store.put_memory_vectors(user_id, self.model, vectors)
+
+    def _store_entities(
+        self, message: Message, extraction: TurnExtraction, storyline: Storyline, memory: Memory
+    ) -> list[Entity]:
+        stored: list[Entity] = []
+        seen: set[tuple[EntityType, str]] = set()
+        for entity in extraction.entities:
+            key = (entity.entity_type, entity.name.casefold())
+            if key in seen or (entity.entity_type is EntityType.PERSON and entity.name == message.speaker):
+                continue  # speakers are participants, not news; one row per thing per turn
+            seen.add(key)
+            if entity.entity_type is EntityType.QUESTION_OPENED and message.role is not Role.USER:
+                continue  # the assistant's own questions are not the user's open threads
+            stored.append(
+                self.store.insert_entity(
+                    message.user_id, entity.entity_type, entity.name, message.created_at,
+                    data={**entity.data, "message_id": message.id, "speaker": message.speaker},
+                    memory_id=memory.id, conversation_id=message.conversation_id, storyline_id=storyline.id,
+                )
+            )
+        return stored
+
+    # --- narrative, storyline, reflection ---------------------------------------------------
+
+    def _extend(
+        self, link: Narrative, storyline: Storyline, message: Message, extraction: TurnExtraction,
+        memories: Sequence[Memory],
+    ) -> Narrative:
+        sentence = None
+        if self.assist is not None:
+            sentence = self.assist.narrative_sentence(storyline.name, link.summary, message.content)
+        salient = extraction.importance >= 3 or bool(extraction.decisions)
+        if sentence is None and (salient or not link.memory_ids):
+            sentence = narrate.narrative_sentence(storyline.name, message.speaker, extraction.key_points)
+        link = narrate.extend_link(self.store, link, [m.id for m in memories], sentence)
+        if len(link.memory_ids) >= narrate.MAX_LINK_MEMORIES:  # a long arc: seal and let the next link follow
+            link = self.store.seal_narrative(link.user_id, link.id, message.created_at)
+        return link
+
+    def _update_storyline(
+        self, storyline: Storyline, message: Message, extraction: TurnExtraction, vector: np.ndarray | None
+    ) -> Storyline:
+        summary = None
+        if self.assist is not None and storyline.kind is not StorylineKind.DEFAULT:
+            refreshed = self.assist.storyline_summary(storyline, message.content)
+            summary = None if refreshed is None else str(refreshed.get("summary") or "") or None
+        role = "participant" if message.role is Role.USER else "agent"
+        updated = storylines.update_after_turn(
+            self.store, storyline, message.created_at, extraction.topic_tags, extraction.key_points,
+            message.speaker, role, summary=summary,
+        )
+        if self.model is None or updated.kind is StorylineKind.DEFAULT:
+            return updated
+        routing_vector = self.store.storyline_vector(updated.user_id, updated.id, self.model)
+        if vector is not None:
+            routing_vector = storylines.drift(routing_vector, vector)
+        if self.embed is not None and storylines.needs_embedding_refresh(updated, self.settings.refresh_every):
+            updated = storylines.maybe_rename(self.store, updated)
+            text_vector = self.embed([storylines.routing_text(updated)])[0]
+            routing_vector = storylines.blend(routing_vector, text_vector)
+        if routing_vector is not None:
+            self.store.put_storyline_vector(updated.user_id, updated.id, self.model, routing_vector)
+        return updated
+
+    def maybe_reflect(self, message: Message, storyline: Storyline, force: bool = False) -> list[Memory]:
+        """Reflect every N exchanges of the conversation, at close (``force``), or past the stream size."""
+        every = self.settings.reflect_every
+        count = self.store.count_memories(
+            message.user_id, MemoryFilter(streams=[Stream.CONVERSATION], conversation_ids=[message.conversation_id])
+        )
+        by_count = count > 0 and count % every == 0
+        by_size = message.position % self.settings.stream_threshold == 0
+        themes = reflect.apply_retention(
+            self.store, message.user_id, message.conversation_id, self.key_points, self.theme, message.created_at
+        )
+        if force:  # at close: cover what the last periodic reflection did not
+            by_count, by_size = False, False
+            force = count % every != 0
+        if not (force or by_count or by_size):
+            return self._store_reflections(message.user_id, themes)
+        window = self.settings.stream_threshold if by_size and not by_count else every
+        where = MemoryFilter(streams=[Stream.CONVERSATION], limit=window)
+        if not by_size or by_count:
+            where = MemoryFilter(streams=[Stream.CONVERSATION], conversation_ids=[message.conversation_id],
+                                 limit=count % every or every if force else every)
+        exchanges = list(reversed(self.store.list_memories(message.user_id, where)))
+        texts = reflect.heuristic_reflections(self.store, message.user_id, exchanges)
+        target = None if storyline.kind is StorylineKind.DEFAULT else storyline.id
+        created = reflect.reflection_memories(message.user_id, exchanges, texts, message.created_at, target)
+        return self._store_reflections(message.user_id, [*themes, *created])
+
+    def _store_reflections(self, user_id: str, memories: Sequence[Memory]) -> list[Memory]:
+        stored = [self.store.insert_memory(m) for m in memories]
+        self._put_vectors(user_id, stored, None)
+        return stored
+
+    # --- the end of a conversation --------------------------------------------------------------
+
+    def finish_conversation(self, user_id: str, conversation_id: int, now: datetime) -> ConversationEnd:
+        """Seal the conversation's running links, store each as a ``source:narrative`` memory, reflect."""
+        messages = self.store.list_messages(user_id, conversation_id=conversation_id)
+        end = ConversationEnd()
+        if not messages:
+            return end
+        with self.store.transaction():
+            touched = list(dict.fromkeys(m.storyline_id for m in messages if m.storyline_id is not None))
+            for link in narrate.seal_open_links(self.store, user_id, touched, now):
+                end.sealed.append(link)
+                end.narrative_memories.append(self.store.insert_memory(Memory(
+                    id=0, user_id=user_id, stream=Stream.NARRATIVE, source=Source.NARRATIVE, content=link.summary,
+                    importance=3, created_at=now, event_at=messages[-1].created_at, conversation_id=conversation_id,
+                    storyline_id=link.storyline_id, narrative_id=link.id,
+                    message_ids=tuple(m.id for m in messages if m.storyline_id == link.storyline_id),
+                )))
+            self._put_vectors(user_id, end.narrative_memories, None)
+            last = messages[-1]
+            storyline = self.store.get_storyline(user_id, last.storyline_id) if last.storyline_id else None
+            if storyline is not None:
+                end.reflections = self.maybe_reflect(last, storyline, force=True)
+        return end

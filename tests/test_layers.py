@@ -1,0 +1,158 @@
+"""Layers are checked, not hoped for: every ``import`` under src/narrative obeys the table below.
+
+    interfaces  →  engine  →  read / write  →  store / providers  →  checks / config  →  model / errors
+
+The scan reads every module with ``ast`` and collects each import wherever it sits:
+at the top, inside functions, inside ``if TYPE_CHECKING:`` blocks.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+PACKAGE = SRC / "narrative"
+ROOT = "narrative"  # the package itself (its __init__ re-exports the engine); matched exactly, never as a prefix
+
+
+@dataclass(frozen=True)
+class Rule:
+    """What the modules of one layer may import.
+
+    ``allowed`` (when given) lists the only ``narrative.*`` packages they may import;
+    ``forbidden`` lists packages they must never import, ours or third-party.
+    A package name covers its submodules: ``narrative.store`` covers ``narrative.store.sqlite.base``.
+    """
+
+    layer: str
+    allowed: tuple[str, ...] | None = None
+    forbidden: tuple[str, ...] = ()
+
+
+BASE = ("narrative.model", "narrative.errors")
+DATABASE_DRIVERS = ("sqlite3", "psycopg", "psycopg2", "pgvector")
+
+RULES: tuple[Rule, ...] = (
+    Rule("narrative.model", allowed=()),
+    Rule("narrative.errors", allowed=()),
+    Rule("narrative.checks", allowed=BASE),
+    Rule("narrative.config", allowed=BASE),
+    Rule("narrative.store", allowed=(*BASE, "narrative.checks", "narrative.store")),
+    Rule("narrative.providers", allowed=(*BASE, "narrative.checks", "narrative.config", "narrative.providers")),
+    Rule("narrative.read", forbidden=(ROOT, "narrative.engine", "narrative.interfaces", *DATABASE_DRIVERS)),
+    Rule("narrative.write", forbidden=(ROOT, "narrative.engine", "narrative.interfaces", *DATABASE_DRIVERS)),
+    Rule("narrative.engine", forbidden=(ROOT, "narrative.interfaces")),
+    Rule("narrative.interfaces", forbidden=("narrative.store", *DATABASE_DRIVERS)),
+)
+
+#: Only the store talks to SQLite (bench/ and tests/ live outside src/ and are not scanned).
+SQLITE_OWNER = "narrative.store"
+
+#: Modules no rule covers, on purpose; a new top-level module must be added to RULES or here.
+UNRULED = {ROOT, "narrative.demo"}
+
+
+def within(module: str, package: str) -> bool:
+    if package == ROOT:
+        return module == ROOT
+    return module == package or module.startswith(package + ".")
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(SRC).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+@cache
+def modules() -> dict[str, Path]:
+    return {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _is_package(module: str) -> bool:
+    return modules().get(module, Path()).name == "__init__.py"
+
+
+def imports_of(module: str) -> set[str]:
+    """Every module ``module`` imports, absolute, with ``from pkg import submodule`` resolved."""
+    path = modules()[module]
+    tree = ast.parse(path.read_text("utf-8"), filename=str(path))
+    package = module if _is_package(module) else module.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[: len(anchor) - (node.level - 1)]
+                base = ".".join([*anchor, base] if base else anchor)
+            submodules = {f"{base}.{alias.name}" for alias in node.names} & set(modules())
+            found.update(submodules)
+            if len(submodules) < len(node.names):
+                found.add(base)
+    return found
+
+
+def violations(rule: Rule) -> list[str]:
+    broken = []
+    for module in modules():
+        if not within(module, rule.layer):
+            continue
+        for imported in sorted(imports_of(module)):
+            ours = imported == ROOT or imported.startswith(ROOT + ".")
+            if rule.allowed is not None and ours and not any(within(imported, a) for a in rule.allowed):
+                broken.append(f"{module} imports {imported}")
+            if any(within(imported, f) for f in rule.forbidden):
+                broken.append(f"{module} imports {imported} (forbidden)")
+    return broken
+
+
+# --- the scanner itself ----------------------------------------------------------------------------
+
+
+def test_the_scan_sees_the_package() -> None:
+    names = set(modules())
+    for expected in ("narrative", "narrative.model", "narrative.store.sqlite.base", "narrative.engine.core"):
+        assert expected in names
+
+
+def test_the_scan_finds_imports_inside_functions_and_type_checking() -> None:
+    core = imports_of("narrative.engine.core")
+    assert "narrative.store.sqlite" in core  # imported lazily inside __init__
+    assert "narrative.providers.embed" in core  # imported under TYPE_CHECKING and lazily
+    assert "narrative.model" in imports_of("narrative.engine.memories")  # ``from narrative import model``
+
+
+def test_every_module_is_covered_by_a_rule() -> None:
+    uncovered = [
+        m for m in modules() if not any(within(m, r.layer) for r in RULES) and not any(within(m, u) for u in UNRULED)
+    ]
+    assert uncovered == []
+
+
+# --- the rules ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("rule", RULES, ids=[r.layer for r in RULES])
+def test_layer_rule(rule: Rule) -> None:
+    assert violations(rule) == []
+
+
+def test_model_and_errors_import_nothing_of_ours() -> None:
+    for module in ("narrative.model", "narrative.errors"):
+        assert {i for i in imports_of(module) if within(i, ROOT) or i.startswith(ROOT + ".")} == set()
+
+
+def test_only_the_store_imports_sqlite3() -> None:
+    offenders = [
+        m for m in modules() if not within(m, SQLITE_OWNER) and any(within(i, "sqlite3") for i in imports_of(m))
+    ]
+    assert offenders == []
