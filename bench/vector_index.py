@@ -19,6 +19,7 @@ import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 import numpy.typing as npt
@@ -87,15 +88,13 @@ def run_backend(
         stop = min(offset + 1000, bulk)
         index.add(ids[offset:stop].tolist(), [USER] * (stop - offset), data[offset:stop])
     result.figures["bulk add (vectors/s)"] = bulk / (time.perf_counter() - start)
-    singles = [
-        (lambda row=row: index.add([int(ids[row])], [USER], data[row : row + 1])) for row in range(bulk, len(data))
-    ]
+    singles = [partial(index.add, [int(ids[row])], [USER], data[row : row + 1]) for row in range(bulk, len(data))]
     result.figures["single add p50 (ms)"] = percentile(timed(singles), 50)
     allowed = set(random.Random(7).sample(ids.tolist(), max(1, int(len(ids) * args.selectivity))))
     for label, filt in (("no filter", None), (f"allowed {args.selectivity:.0%}", allowed)):
         for query in queries[:5]:  # warm up
             index.search(USER, query, args.k, filt)
-        times = timed([(lambda q=q, f=filt: index.search(USER, q, args.k, f)) for q in queries])
+        times = timed([partial(index.search, USER, query, args.k, filt) for query in queries])
         result.figures[f"search k={args.k} {label} p50 (ms)"] = percentile(times, 50)
         result.figures[f"search k={args.k} {label} p95 (ms)"] = percentile(times, 95)
         result.figures[f"recall@10 {label}"] = recall(index, data, ids, queries, filt)

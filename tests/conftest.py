@@ -78,14 +78,13 @@ def store(db_path: Path) -> Iterator[SqliteStore]:
 
 def take_snapshot(target: SqliteStore) -> Snapshot:
     """Every row of every ordinary table (FTS shadow tables excluded: they follow via triggers)."""
+    tables = target.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
     names = [
-        row[0]
-        for row in target.conn.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
-            " AND name NOT LIKE '%_fts' AND name NOT LIKE '%_fts_%' ORDER BY name"
-        )
+        name
+        for (name,) in tables
+        if not name.startswith("sqlite_") and not name.endswith("_fts") and "_fts_" not in name
     ]
-    return {name: [tuple(r) for r in target.conn.execute(f"SELECT * FROM {name} ORDER BY rowid")] for name in names}
+    return {name: sorted((tuple(r) for r in target.conn.execute(f"SELECT * FROM {name}")), key=repr) for name in names}
 
 
 @pytest.fixture

@@ -241,6 +241,18 @@ def test_memory_is_stamped_with_the_active_link(mem: narrative.Memory, thread: T
     assert mem.get_memory(later.id).narrative_id == thread.n3.id  # it is stored, not only returned
 
 
+def test_stamping_prefers_the_running_link_of_the_storyline(mem: narrative.Memory, thread: Thread) -> None:
+    mem.list_narratives()
+    story = mem.store.your_story("alice")
+    assert story is not None
+    running = narrate.narrative_update(
+        mem.store, "alice", "Writing the docs", [], None, "docs", mem.clock(), storyline_id=story.id, sealed=False
+    )
+    newer = mem.narrative_update("A newer sealed link elsewhere", [], thread.n3.id, "search")
+    assert mem.add_memory("Docs go in README.md", storyline_id=story.id).narrative_id == running.id
+    assert mem.add_memory("No storyline given").narrative_id == newer.id
+
+
 def test_stamping_is_per_user(mem: narrative.Memory, thread: Thread) -> None:
     assert mem.add_memory("Bob's first memory", user="bob").narrative_id is None
 

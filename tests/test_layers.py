@@ -48,6 +48,8 @@ RULES: tuple[Rule, ...] = (
     Rule("narrative.write", forbidden=(ROOT, "narrative.engine", "narrative.interfaces", *DATABASE_DRIVERS)),
     Rule("narrative.engine", forbidden=(ROOT, "narrative.interfaces")),
     Rule("narrative.interfaces", forbidden=("narrative.store", *DATABASE_DRIVERS)),
+    # the benchmarks drive the engine like any user would
+    Rule("narrative.bench", forbidden=("narrative.store", "narrative.interfaces", *DATABASE_DRIVERS)),
 )
 
 #: Only the store talks to SQLite (bench/ and tests/ live outside src/ and are not scanned).

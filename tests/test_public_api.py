@@ -213,10 +213,6 @@ def test_invalid_env_value_names_the_field(name: str, value: str, field: str) ->
     assert caught.value.field == field
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="config.py _coerce maps any unrecognised boolean text to False instead of raising ValidationError",
-)
 def test_invalid_boolean_env_value_names_the_field() -> None:
     with pytest.raises(errors.ValidationError) as caught:
         Settings.resolve(env={"NARRATIVE_RECORD_USES": "ture"})

@@ -96,11 +96,6 @@ def test_fresh_and_upgraded_databases_have_the_same_schema(tmp_path: Path, alrea
             s.close()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="base.py SqliteBase.migrate reads schema_migrations before BEGIN IMMEDIATE, so a second "
-    "opener that waited for the first one's migration re-applies it and fails",
-)
 def test_opening_while_another_connection_migrates(db_path: Path) -> None:
     """Two processes opening a new file at once: the second must wait, then find nothing to do."""
     name = migration_names()[0]
@@ -371,6 +366,20 @@ def test_uncommitted_writes_are_invisible_to_another_connection(
         assert other.count_rows("memories") == 1
     finally:
         other.close()
+
+
+def test_a_locked_database_raises_store_error(store: SqliteStore, alice: str, db_path: Path) -> None:
+    store.conn.execute("PRAGMA busy_timeout = 50")  # fail fast instead of waiting 30 s
+    writer = sqlite3.connect(db_path, isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+    try:
+        with pytest.raises(StoreError, match="locked"):
+            store.insert_conversation(alice, NOW)
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+    assert store.count_rows("conversations") == 0
+    store.insert_conversation(alice, NOW)  # and the store recovers once the lock is gone
 
 
 def test_count_rows_refuses_odd_table_names(store: SqliteStore) -> None:

@@ -56,6 +56,7 @@ class Settings:
     stream_weights: dict[str, StreamWeights] = field(default_factory=default_stream_weights)
     record_uses: bool = True
     # write path
+    exchange_turns: int = 2  # a conversation memory holds the turn and the one it answers (1 = the turn alone)
     reflect_every: int = 10
     reflection_stream_threshold: int = 200
     routing_refresh_every: int = 5
@@ -103,7 +104,12 @@ def _coerce(name: str, raw: str, kind: Any) -> Any:
         if "int" in text:
             return int(raw)
         if "bool" in text:
-            return raw.strip().lower() in {"1", "true", "yes", "on"}
+            lowered = raw.strip().lower()
+            if lowered in {"1", "true", "yes", "on"}:
+                return True
+            if lowered in {"0", "false", "no", "off"}:
+                return False
+            raise ValueError(raw)
     except ValueError as error:
         raise ValidationError(f"{ENV_PREFIX}{name.upper()}={raw!r} is not a valid {text}", field=name) from error
     return raw

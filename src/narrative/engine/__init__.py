@@ -7,16 +7,32 @@ providers, and none of them writes SQL.
 
 from __future__ import annotations
 
+from narrative.engine.closing import ClosingAPI
+from narrative.engine.context import ContextAPI
 from narrative.engine.conversations import ConversationsAPI
+from narrative.engine.keys import KeysAPI
+from narrative.engine.maintenance import MaintenanceAPI
 from narrative.engine.memories import MemoriesAPI
 from narrative.engine.searching import SearchAPI
+from narrative.engine.sovereignty import SovereigntyAPI
 from narrative.engine.storylines import StorylinesAPI
 from narrative.engine.turns import Turn, TurnsAPI
 
 __all__ = ["Memory", "Turn"]
 
 
-class Memory(TurnsAPI, StorylinesAPI, ConversationsAPI, MemoriesAPI, SearchAPI):
+class Memory(
+    ClosingAPI,
+    ContextAPI,
+    SovereigntyAPI,
+    KeysAPI,
+    MaintenanceAPI,
+    TurnsAPI,
+    StorylinesAPI,
+    ConversationsAPI,
+    MemoriesAPI,
+    SearchAPI,
+):
     """A user's narrative memory in one SQLite file (or any :class:`~narrative.store.protocol.Store`).
 
     >>> mem = Memory("notes.db", user="alice")          # doctest: +SKIP

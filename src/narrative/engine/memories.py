@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
+from typing import Any
+
+import numpy as np
 
 from narrative import model
 from narrative.checks import require_choice, require_importance, require_text
@@ -35,7 +38,63 @@ class MemoriesAPI(EngineBase):
     ) -> model.Memory:
         """Store one memory, stamped with the narrative active now, embedded when an embedder is set."""
         user_id = self._user(user)
-        memory = model.Memory(
+        memory = self._new_memory(
+            user_id, content, stream=stream, source=source, importance=importance, emotions=emotions,
+            message_ids=message_ids, details=details, storyline_id=storyline_id, conversation_id=conversation_id,
+            event_at=event_at,
+        )
+        with self.store.transaction():
+            self._check_refs(user_id, memory)
+            return self._store_memories(user_id, [memory])[0]
+
+    def add_memories(
+        self,
+        items: Sequence[Mapping[str, Any]],
+        *,
+        vectors: np.ndarray | None = None,
+        user: str | None = None,
+    ) -> list[model.Memory]:
+        """Bulk insert for importers and benchmarks: one transaction, embeddings in batches.
+
+        Each item takes :meth:`add_memory`'s keyword arguments (``content`` required).
+        ``vectors`` (one row per item, made by this engine's embedder) skips embedding.
+        """
+        user_id = self._user(user)
+        memories = [self._new_memory(user_id, **dict(item)) for item in items]
+        if vectors is not None and (self.embedder is None or len(vectors) != len(memories)):
+            raise ValidationError("vectors need an embedder and one row per item", field="vectors")
+        with self.store.transaction():
+            for memory in memories:
+                self._check_refs(user_id, memory)
+            if vectors is None:
+                return self._store_memories(user_id, memories)
+            stored = [self.store.insert_memory(m) for m in memories]
+            assert self.embedder is not None
+            self.store.put_memory_vectors(
+                user_id, self.embedder.identity, {m.id: vectors[i] for i, m in enumerate(stored)}
+            )
+            return stored
+
+    def _new_memory(
+        self,
+        user_id: str,
+        content: str,
+        *,
+        stream: str = "fact",
+        source: str = "agent",
+        importance: int = 2,
+        emotions: Sequence[str] = (),
+        message_ids: Sequence[int] = (),
+        details: model.Details | None = None,
+        storyline_id: int | None = None,
+        conversation_id: int | None = None,
+        event_at: datetime | None = None,
+    ) -> model.Memory:
+        if isinstance(emotions, str):
+            emotions = [emotions]
+        if any(isinstance(i, bool) or not isinstance(i, int) for i in message_ids):
+            raise ValidationError("message_ids must be integers", field="message_ids")
+        return model.Memory(
             id=0,
             user_id=user_id,
             stream=require_choice(Stream, stream, "stream"),
@@ -50,9 +109,6 @@ class MemoriesAPI(EngineBase):
             event_at=event_at,
             created_at=self.clock(),
         )
-        with self.store.transaction():
-            self._check_refs(user_id, memory)
-            return self._store_memories(user_id, [memory])[0]
 
     def _check_refs(self, user_id: str, memory: model.Memory) -> None:
         if memory.storyline_id is not None:

@@ -14,9 +14,10 @@ from narrative.checks import require_choice, require_text
 from narrative.engine.core import EngineBase
 from narrative.model import Message, Role
 from narrative.write import lifecycle, storylines
-from narrative.write.turn import TurnResult, TurnWriter, WriteSettings, conversation_text
+from narrative.write.turn import TurnResult, TurnWriter, WriteSettings, exchange_text
 
 if TYPE_CHECKING:
+    from narrative.write.assist import LLMTurnAssist
     from narrative.write.extract import Extractor
 
 log = logging.getLogger("narrative.write")
@@ -56,6 +57,7 @@ class TurnsAPI(EngineBase):
                     reflect_every=s.reflect_every,
                     refresh_every=s.routing_refresh_every,
                     stream_threshold=s.reflection_stream_threshold,
+                    exchange_turns=s.exchange_turns,
                 ),
                 key_points=key_points_of,
                 theme=session_theme,
@@ -63,9 +65,9 @@ class TurnsAPI(EngineBase):
             )
         return self._writer
 
-    def _turn_assist(self) -> Any:
+    def _turn_assist(self) -> LLMTurnAssist | None:
         """The LLM's help for turns, or None when no LLM is configured."""
-        if self.settings.llm_provider == "none":
+        if self.settings.llm_provider == "none" and self._llm is None:
             return None
         from narrative.write.assist import LLMTurnAssist
 
@@ -122,24 +124,61 @@ class TurnsAPI(EngineBase):
         return results
 
     def _process(self, user_id: str, messages: Sequence[Message]) -> list[TurnResult]:
-        embedder = self.embedder
-        vectors: np.ndarray | None = None
-        if embedder is not None and messages:
-            vectors = embedder.embed_batch([conversation_text(m) for m in messages])
+        """Derived work for stored messages.  Without an LLM every vector of the chunk is made in one batch."""
         writer = self._turn_writer()
-        extractor = self._extract()
         defaults = self._default_ids(user_id)
         your_story = self._your_story_id(user_id)
-        results = []
-        previous_text: str | None = None
-        for i, message in enumerate(messages):
-            extraction = extractor.extract_turn(
+        assist = writer.assist
+        if assist is not None:  # the model works turn by turn, each with its own budget
+            results = []
+            previous_text: str | None = None
+            for message in messages:
+                assist.begin_turn()
+                extraction = assist.extract_turn(
+                    message.content, speaker=message.speaker, role=message.role.value, previous=previous_text
+                )
+                previous_text = message.content
+                text = self._exchange_texts(user_id, [message])[0]
+                vectors = self._embed_texts([text, *_derived_texts(extraction)])
+                results.append(writer.process(message, *_split(vectors, 0, extraction), defaults, your_story))
+            return results
+        extractor = self._extract()
+        extractions = []
+        previous_text = None
+        for message in messages:
+            extractions.append(extractor.extract_turn(
                 message.content, speaker=message.speaker, role=message.role.value, previous=previous_text
-            )
+            ))
             previous_text = message.content
-            vector = None if vectors is None else vectors[i]
-            results.append(writer.process(message, vector, extraction, defaults, your_story))
-        return results
+        texts = self._exchange_texts(user_id, messages)
+        offsets = []
+        for extraction in extractions:
+            offsets.append(len(texts))
+            texts += _derived_texts(extraction)
+        vectors = self._embed_texts(texts)
+        return [
+            writer.process(message, *_split(vectors, i, extraction, offsets[i]), defaults, your_story)
+            for i, (message, extraction) in enumerate(zip(messages, extractions, strict=True))
+        ]
+
+    def _exchange_texts(self, user_id: str, messages: Sequence[Message]) -> list[str]:
+        """What each turn's conversation memory says (and is embedded from)."""
+        texts = []
+        previous: Message | None = None
+        for message in messages:
+            if self.settings.exchange_turns < 2:
+                previous = None
+            elif previous is None or previous.conversation_id != message.conversation_id:
+                previous = self.store.previous_message(user_id, message.conversation_id, message.position)
+            texts.append(exchange_text(previous, message))
+            previous = message
+        return texts
+
+    def _embed_texts(self, texts: list[str]) -> np.ndarray | None:
+        embedder = self.embedder
+        if embedder is None or not texts:
+            return None
+        return embedder.embed_batch(texts)
 
     def pending_messages(self, *, user: str | None = None) -> list[Message]:
         """Messages whose derived work failed (stored, never routed): retry with process_pending."""
@@ -150,3 +189,19 @@ class TurnsAPI(EngineBase):
         """Run the write path again for messages whose derived work did not complete."""
         user_id = self._user(user)
         return self._process(user_id, self.pending_messages(user=user_id))
+
+
+def _derived_texts(extraction: Any) -> list[str]:
+    """Texts of the decision and research memories a turn will make (embedded with the turn)."""
+    return [content for content, _ in extraction.decisions] + [content for content, _ in extraction.research]
+
+
+def _split(
+    vectors: np.ndarray | None, index: int, extraction: Any, offset: int | None = None
+) -> tuple[np.ndarray | None, Any, list[np.ndarray] | None]:
+    """(the turn's vector, its extraction, the vectors of its derived memories)."""
+    if vectors is None:
+        return None, extraction, None
+    start = index + 1 if offset is None else offset
+    count = len(_derived_texts(extraction))
+    return vectors[index], extraction, list(vectors[start : start + count])

@@ -43,6 +43,9 @@ class SearchParams:
     half_life_days: float = 30.0
     mode: SearchMode = SearchMode.HYBRID
     stream_weights: Mapping[str, Weights] = field(default_factory=dict)
+    keyword_weight: float = 1.0  # weighted RRF: how much a BM25 rank counts
+    vector_weight: float = 1.0  # ... and a vector rank
+    diversify: bool = True  # prefer hits whose source messages are not already covered
 
 
 DEFAULT_WEIGHTS = Weights(0.7, 0.3)
@@ -88,12 +91,15 @@ def recency_factor(when: datetime, now: datetime, half_life_days: float) -> floa
     return float(0.5 ** (age_days / half_life_days)) if half_life_days > 0 else 1.0
 
 
-def fuse(ranked_lists: Sequence[Sequence[int]], rrf_k: int) -> dict[int, float]:
-    """Reciprocal rank fusion of id lists (rank 1 is best)."""
+def fuse(
+    ranked_lists: Sequence[Sequence[int]], rrf_k: int, weights: Sequence[float] | None = None
+) -> dict[int, float]:
+    """(Weighted) reciprocal rank fusion of id lists (rank 1 is best)."""
     fused: dict[int, float] = {}
-    for ranked in ranked_lists:
+    for index, ranked in enumerate(ranked_lists):
+        weight = 1.0 if weights is None else weights[index]
         for rank, item in enumerate(ranked, start=1):
-            fused[item] = fused.get(item, 0.0) + 1.0 / (rrf_k + rank)
+            fused[item] = fused.get(item, 0.0) + weight / (rrf_k + rank)
     return fused
 
 
@@ -115,11 +121,11 @@ def hybrid_search(
         query_vector, model = embed_query(query)
         vector = store.vector_search(user_id, query_vector, model, k=params.pool, where=where)
     lists = [[i for i, _ in keyword], [i for i, _ in vector]]
-    fused = fuse([ranked for ranked in lists if ranked], params.rrf_k)
+    list_weights = [params.keyword_weight, params.vector_weight]
+    fused = fuse(lists, params.rrf_k, list_weights)
     if not fused:
         return []
-    lists_used = sum(1 for ranked in lists if ranked)
-    fused_max = lists_used / (params.rrf_k + 1)
+    fused_max = sum(w for w, ranked in zip(list_weights, lists, strict=True) if ranked) / (params.rrf_k + 1)
     memories = {m.id: m for m in store.get_memories(user_id, list(fused))}
     bm25 = {i: (rank, score) for rank, (i, score) in enumerate(keyword, start=1)}
     cosine = {i: (rank, sim) for rank, (i, sim) in enumerate(vector, start=1)}
@@ -135,4 +141,25 @@ def hybrid_search(
         v_rank, v_sim = cosine.get(memory_id, (None, None))
         hits.append(SearchHit(memory, score, fused_score, b_rank, b_score, v_rank, v_sim, recency, weights))
     hits.sort(key=lambda h: (-h.score, -h.fused, h.memory.id))
-    return hits[: params.k]
+    return diversified(hits, params.k) if params.diversify else hits[: params.k]
+
+
+def diversified(hits: Sequence[SearchHit], k: int) -> list[SearchHit]:
+    """Best first, but a hit whose source messages are all covered by better hits waits its turn.
+
+    Overlapping conversation memories (an exchange shares a turn with the next
+    one) would otherwise fill the top k with the same words twice.
+    """
+    chosen: list[SearchHit] = []
+    waiting: list[SearchHit] = []
+    covered: set[int] = set()
+    for hit in hits:
+        sources = set(hit.memory.message_ids)
+        if sources and sources <= covered:
+            waiting.append(hit)
+            continue
+        chosen.append(hit)
+        covered |= sources
+        if len(chosen) == k:
+            return chosen
+    return (chosen + waiting)[:k]

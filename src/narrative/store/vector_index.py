@@ -376,15 +376,16 @@ class VectorIndex:
         if isinstance(user_ids, str):
             raise ValidationError("user_ids must be a sequence of user ids, one per vector", field="user_ids")
         id_array = np.asarray(ids, dtype=np.int64).reshape(-1)
+        if len(user_ids) != len(id_array):
+            raise ValidationError("ids and user_ids must have the same length", field="user_ids")
         matrix = np.asarray(vectors, dtype=np.float32)
+        if len(id_array) == 0 and matrix.size == 0:
+            return id_array, np.zeros((0, self.dims), dtype=np.float32)
         if matrix.ndim == 1 and len(id_array) == 1:
             matrix = matrix.reshape(1, -1)
         if matrix.ndim != 2 or matrix.shape[0] != len(id_array):
             raise ValidationError("vectors must be a matrix with one row per id", field="vectors")
-        if len(user_ids) != len(id_array):
-            raise ValidationError("ids and user_ids must have the same length", field="user_ids")
-        if len(id_array):
-            self._check_dims(matrix.shape[1])
+        self._check_dims(matrix.shape[1])
         if not np.all(np.isfinite(matrix)):
             raise ValidationError("vectors contain NaN or infinity", field="vectors")
         return id_array, _normalised(matrix)

@@ -5,15 +5,17 @@ environment access) so that one turn costs a few hundred microseconds.  The dete
 functions over already-split sentences; :mod:`narrative.write.extract` assembles them into a
 :class:`~narrative.write.extract.TurnExtraction`.
 
-| detector            | rule (see the function docstrings for details)                              |
-|---------------------|------------------------------------------------------------------------------|
-| ``split_sentences`` | split after ``.!?…`` and newlines; re-join after abbreviations (p., Dr., …)  |
-| ``is_question``     | ends with ``?``, or unpunctuated and starts with a wh-word / auxiliary        |
-| ``is_small_talk``   | greetings, thanks, goodbyes, "how are you", tag questions, bare reactions    |
-| ``question_kind``   | methodological > interpretive > factual, by the cue phrases listed below     |
-| ``find_emotions``   | lexicon + phrases, negation within the same clause drops the cue            |
-| ``find_people``     | capitalised tokens that are not sentence-initial, vocatives, relation cues   |
-| ``topic_tags``      | content words and capitalised phrases, stopwords/names/emotions removed      |
+| detector            | rule (the function docstrings have the details)                                       |
+|---------------------|----------------------------------------------------------------------------------------|
+| ``split_sentences`` | split after ``.!?…`` (closing quotes stay) and newlines; re-join after p., Dr., e.g. … |
+| ``is_question``     | ends with ``?``, or is unpunctuated and opens with a wh-word or an auxiliary           |
+| ``is_small_talk``   | greetings, thanks, goodbyes, "how are you", tag questions, ≤ 6-word contentless lines  |
+| ``question_kind``   | methodological cues, then interpretive cues (``_METHODOLOGICAL``, ``_INTERPRETIVE``), |
+|                     | else factual                                                                           |
+| ``find_emotions``   | lexicon + phrases; a negator earlier in the same clause drops the cue                  |
+| ``find_people``     | relation / "named" / title / "by" cues, Title-case runs not at a sentence start and not |
+|                     | after place or thing words; vocatives ("Thanks, Joanna!") are marked "addressee"        |
+| ``topic_tags``      | capitalised phrases, then content words by frequency; stopwords, names, emotions out    |
 """
 
 from __future__ import annotations
@@ -62,7 +64,13 @@ STOPWORDS = lex(
     weeks month months year years lot something anything everything nothing wait hear heard talk talked
     chat chatting catch catching congrats congratulations welcome sorry btw by-the-way ya yo dude buddy
     man guys folks gosh wanna gotta gonna i'ma ain't 'cause cause cuz cos tho thru u ur im ive id dont
-    cant wont isnt didnt doesnt thats whats
+    cant wont isnt didnt doesnt thats whats went goes taking starting start started thinking doing agree
+    agreed help helps helping helped pick picked chose choose realize realized continue check stand stands happen
+    happens happening happened talking sharing share shared creating create created spreading making getting giving
+    having ran new long different important similar single special tough hard easy word words people part whole
+    big small huge tiny old young thinkin inspiring inspired rewarding powerful lovely sweet cute beautiful gorgeous
+    perfect favorite fave lucky caring positive crazy wild use used using work worked working keen vital
+    woohoo yay dang damn yikes oops ooh ahh huh hooray bravo jeez woah
     """
 )
 
@@ -83,7 +91,8 @@ NOT_NAMES = lex(
     english spanish french german italian chinese japanese korean american british canadian mexican
     african european asian indian irish scottish russian christian muslim jewish catholic buddhist hindu
     internet tv wifi covid ok okay lgbtq lgbt dr mr mrs ms prof mom dad mum grandma grandpa mama papa
-    congrats congratulations happy merry dear bro sis thanks hey hi hello wow yes no oh
+    congrats congratulations happy merry dear bro sis thanks hey hi hello wow yes no oh midwestern western eastern
+    northern southern
     """
 )
 #: Last words that make a capitalised phrase a place, an organisation or an event, not a person.
@@ -105,7 +114,8 @@ NON_PERSON_LEFT = lex(
     """
     in at from near into across around visit visited visiting the a an of on using use used via about
     learn learning learned play playing played watch watching watched read reading speak speaking spoke
-    install installed installing run running try trying tried called named titled like love loved
+    install installed installing run running try trying tried called named titled like love loved my your our
+    his her their some any fellow this that every each local
     """
 )
 COMMUNICATION_VERBS = lex(
@@ -123,6 +133,19 @@ RELATION_WORDS = (
 #: Interjections that may precede a vocative name ("Hey Mel!", "Thanks, Joanna").
 VOCATIVE_LEAD = lex(
     "hey hi hello hiya yo thanks thank bye goodbye congrats congratulations dear sorry wow oh aw aww welcome"
+)
+
+#: Words before a sentence-final name that make it an object ("I met Tom."), not an address ("See you, Tom!").
+MENTION_LEFT = lex(
+    """
+    with to and or met meet meeting saw see seeing visit visited visiting call called calling told tell asked ask
+    for from by about love loved like liked miss missed hugged help helped thank thanked introduced invited
+    join joined texted text emailed email dating married marry than as is was be been named at in of behind like
+    """
+)
+INTERJECTIONS = VOCATIVE_LEAD | lex(
+    "yeah yes yep yup ok okay sure absolutely totally well so and agreed exactly right true indeed no nope cool "
+    "great awesome nice good night morning cheers see ya you love agree i too me miss"
 )
 
 #: emotion cue (single word) -> label.  Multi-word cues are in ``EMOTION_PHRASES``.
@@ -189,21 +212,22 @@ NO_SINGULAR = lex(
     """
     series species news physics mathematics politics ethics economics athletics gymnastics lens christmas
     canvas chaos virus bonus campus focus status thesis analysis basis crisis tennis dress always perhaps
-    sometimes yes this his hers its ours yours theirs was has does is as us plus bus gas lgbtq
+    sometimes yes this his hers its ours yours theirs was has does is as us plus bus gas lgbtq trans
     """
 )
 
 # --- compiled expressions ----------------------------------------------------------------------
 
 _QUOTES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u201c": '"', "\u201d": '"', "\u00a0": " "})
-_SPLIT = re.compile(r"(?<=[.!?\u2026])[\"')\]]*\s+|\s*\n+\s*")
+_SPLIT = re.compile(r"(?<=[.!?\u2026])\s+|(?<=[.!?\u2026][\"')\]])\s+|\s*\n+\s*")
 _ABBREV_END = re.compile(
     r"(?:\b(?:p|pp|dr|mr|mrs|ms|prof|st|vs|no|vol|ch|ed|eds|al|cf|fig|approx|etc|e\.g|i\.e|jr|sr)\.)$",
     re.IGNORECASE,
 )
 WORD = re.compile(r"[A-Za-z][A-Za-z'\-]*[A-Za-z]|[A-Za-z]")
 _CAP_RUN = re.compile(r"(?<![\w'\-])[A-Z][a-z]+(?:'s)?(?:[ ][A-Z][a-z]+(?:'s)?){0,3}(?![\w\-])")
-_QUOTED = re.compile(r"\"[^\"]{1,400}\"")
+QUOTED = re.compile(r"\"[^\"]{1,400}\"")
+_QUOTED_ANY = re.compile(r"\"[^\"]{1,400}\"|(?<![\w'])'[^']{2,80}'(?![\w'])")
 _WH_START = re.compile(
     r"^(?:who|whom|whose|what|when|where|why|how|which|is|are|am|was|were|do|does|did|can|could|should|"
     r"would|will|shall|have|has|had|may|might)\b"
@@ -257,13 +281,17 @@ _CLARIFICATION = re.compile(
 _CLARIFY_START = re.compile(r"^(?:no,? |sorry,? )?i mean\b")
 
 _RELATION_CUE = re.compile(
-    rf"\b(?:my|our|his|her|their) (?:(?:new|old|best|little|older|younger|big|dear) )?({RELATION_WORDS})"
+    rf"\b(?:[Mm]y|[Oo]ur|[Hh]is|[Hh]er|[Tt]heir) (?:(?:new|old|best|little|older|younger|big|dear) )?({RELATION_WORDS})"
     r"(?:,)? ([A-Z][a-z]+)\b"
 )
-_NAMED_CUE = re.compile(r"\b(?:named|called) ([A-Z][a-z]+)\b")
+_NAMED_CUE = re.compile(
+    r"\b(?:named|(?:who'?s|guy|girl|man|woman|person|kid|boy|baby|dog|cat|puppy|friend|someone|somebody) called)"
+    r" ([A-Z][a-z]+)\b(?![\-'])"
+)
 _TITLE_CUE = re.compile(r"\b(?:Dr|Mr|Mrs|Ms|Prof|Professor)\.? ([A-Z][a-z]+)\b")
 _FIRST_LETTER = re.compile(r"[A-Za-z]")
-_POSSESSIVE_HINT = re.compile(r"\b(?:my|our|his|her|their) ")
+_PRODUCT_TAIL = re.compile(r" (?:[A-Z]{2,}|\d)")
+_POSSESSIVE_HINT = re.compile(r"\b(?:[Mm]y|[Oo]ur|[Hh]is|[Hh]er|[Tt]heir) ")
 _CUE_HINT = re.compile(r"named|called|Dr|Mr|Ms|Prof")
 _BY_AUTHOR = re.compile(r"\bby ((?:[A-Z][a-z]+|[A-Z]\.)(?: (?:[A-Z][a-z'\-]+|[A-Z]\.)){0,3})")
 
@@ -298,6 +326,14 @@ def strip_lead(lower_sentence: str) -> str:
     return _LEAD_FILLER.sub("", lower_sentence).strip()
 
 
+def drop_leading_stopwords(toks: Sequence[str]) -> list[str]:
+    """``toks`` without its leading stopwords ("See Truth and Method" → "Truth and Method")."""
+    i = 0
+    while i < len(toks) and (toks[i].lower() in STOPWORDS or toks[i].lower() in ("cf", "cf.")):
+        i += 1
+    return list(toks[i:])
+
+
 def is_question(sentence: str) -> bool:
     """A question ends with ``?``, or has no end punctuation and opens with a wh-word or an auxiliary."""
     s = sentence.rstrip()
@@ -310,7 +346,7 @@ def is_question(sentence: str) -> bool:
 
 
 def is_small_talk(sentence: str) -> bool:
-    """Greetings, thanks, goodbyes, "how are you", tag questions and one-to-three-word reactions."""
+    """Greetings, thanks, goodbyes, "how are you", tag questions, and short (≤ 6 words) contentless lines."""
     low = sentence.lower().strip(" \"'")
     lead = strip_lead(low) or low
     if len(low) <= 90:
@@ -318,17 +354,18 @@ def is_small_talk(sentence: str) -> bool:
             return True
         if _TAG_QUESTION.search(low) and len(low.split()) <= 6:
             return True
-    return all(w.lower() in STOPWORDS for w in words(lead))
+    toks = words(lead)
+    return len(toks) <= 6 and all(w.lower() in STOPWORDS for w in toks)
 
 
 def question_kind(sentence: str) -> str:
     """``methodological`` (how should / which approach / should we / how to), ``interpretive`` (why / what
     does it mean / how do you feel / what do you think / what inspired you), else ``factual``."""
     low = strip_lead(sentence.lower())
-    if _INTERPRETIVE.search(low):
-        return "interpretive"
     if _METHODOLOGICAL.search(low):
         return "methodological"
+    if _INTERPRETIVE.search(low):
+        return "interpretive"
     return "factual"
 
 
@@ -342,7 +379,7 @@ def is_clarification(text_lower: str, previous_was_question: bool) -> bool:
 def negated_before(lower: str, start: int, window: int = 4) -> bool:
     """True when a negator occurs within ``window`` tokens before ``start`` in the same clause."""
     head = lower[max(0, start - 60) : start]
-    for mark in ",;:":
+    for mark in (",", ";", ":", "\u2014", "\u2013", " - "):
         head = head.rsplit(mark, 1)[-1]
     toks = head.split()[-window:]
     for tok in reversed(toks):
@@ -393,7 +430,7 @@ def find_emotions(lower: str) -> tuple[tuple[str, ...], bool]:
 # --- people ------------------------------------------------------------------------------------
 
 
-def _name_ok(word: str) -> bool:
+def name_ok(word: str) -> bool:
     low = word.lower()
     return not (
         low in STOPWORDS
@@ -410,9 +447,11 @@ def _name_ok(word: str) -> bool:
 def _clean_run(run: str) -> tuple[str, ...]:
     """A capitalised run without possessive 's, leading interjections and non-name ends (cached)."""
     toks = [t[:-2] if t.endswith("'s") else t for t in run.split()]
-    while toks and (toks[0].lower() in VOCATIVE_LEAD or not _name_ok(toks[0])):
+    if len(toks) > 1 and toks[0].lower() in PLACE_PREFIXES:
+        return tuple(toks)  # "New York", "San Diego": keep the prefix so the run reads as a place
+    while toks and (toks[0].lower() in VOCATIVE_LEAD or not name_ok(toks[0])):
         toks.pop(0)
-    while toks and not _name_ok(toks[-1]):
+    while toks and not name_ok(toks[-1]):
         toks.pop()
     return tuple(toks)
 
@@ -424,6 +463,17 @@ def _left_word(sentence: str, start: int) -> tuple[str, str]:
     return a, b
 
 
+def _vocative(sentence: str, start: int, end: int, first_at: int) -> bool:
+    """A name used to address someone: followed by , . ! ? or the end, and preceded by a comma or only
+    by interjections ("Thanks, Joanna!", "Totally agree, Mel.", "Yeah Mel, let's …", "Caroline, …")."""
+    if sentence[end : end + 1] not in ("", ",", ".", "!", "?"):
+        return False
+    before = sentence[first_at:start].rstrip()
+    if before.endswith(",") or all(w.strip(",.!").lower() in INTERJECTIONS for w in before.split()):
+        return True
+    return before.rsplit(" ", 1)[-1].lower() not in MENTION_LEFT
+
+
 def _is_person_run(sentence: str, start: int, toks: Sequence[str], initial: bool, vocative: bool) -> bool:
     """Decide whether a cleaned capitalised run names a person (see ``find_people``)."""
     if len(toks) > 1:
@@ -433,6 +483,8 @@ def _is_person_run(sentence: str, start: int, toks: Sequence[str], initial: bool
         return not initial and left not in ("the", "a", "an", "in", "at", "to", "from", "of")
     if vocative:
         return True
+    if _PRODUCT_TAIL.match(sentence, start + len(toks[0])):
+        return False  # "Scene UI", "Windows 11"
     if initial:
         tail = sentence[start + len(toks[0]) : start + len(toks[0]) + 1]
         return tail == "," and toks[0].lower() not in STOPWORDS
@@ -470,31 +522,26 @@ def find_people(sentences: Sequence[str]) -> list[tuple[str, str, str]]:
 
     for sentence in sentences:
         for m in _RELATION_CUE.finditer(sentence) if _POSSESSIVE_HINT.search(sentence) else ():
-            if _name_ok(m.group(2)):
+            if name_ok(m.group(2)):
                 add(m.group(2), m.group(1), sentence)
         for rx in (_NAMED_CUE, _TITLE_CUE):
             for m in rx.finditer(sentence) if _CUE_HINT.search(sentence) else ():
-                if _name_ok(m.group(1)):
+                if name_ok(m.group(1)):
                     add(m.group(1), "", sentence)
         for m in _BY_AUTHOR.finditer(sentence) if "by " in sentence else ():
             toks = _clean_run(m.group(1))
             if toks:
                 add(" ".join(toks), "author", sentence)
-        bare = _QUOTED.sub(lambda q: " " * len(q.group(0)), sentence)
+        bare = _QUOTED_ANY.sub(lambda q: " " * len(q.group(0)), sentence)
         first = _FIRST_LETTER.search(bare)
         first_at = first.start() if first else 0
         for m in _CAP_RUN.finditer(bare):
-            raw_first = m.group(0).split()[0]
-            raw_first = raw_first[:-2] if raw_first.endswith("'s") else raw_first
-            vocative = raw_first.lower() in VOCATIVE_LEAD
             toks = _clean_run(m.group(0))
             if not toks:
                 continue
             start = m.start() + m.group(0).find(toks[0])
             initial = start == first_at
-            if not vocative:
-                left, _ = _left_word(bare, start)
-                vocative = left in VOCATIVE_LEAD and len(toks) == 1
+            vocative = _vocative(bare, start, start + len(" ".join(toks)), first_at)
             if _is_person_run(bare, start, toks, initial, vocative):
                 add(" ".join(toks), "addressee" if vocative or initial else "", sentence)
     return list(seen.values())
@@ -533,11 +580,20 @@ def content_word(low: str) -> bool:
     return not (low.endswith("ed") and len(low) >= 5 and low not in KEEP_LY_ED and not low.endswith("eed"))
 
 
+@lru_cache(maxsize=16384)
+def _token_weight(tok: str) -> tuple[str, str | None, float]:
+    """(lowercase token without 's, its tag or None, base weight: 1, or 1.5 when long and not -ing)."""
+    low = tok.lower()
+    low = low[:-2] if low.endswith("'s") else low
+    key = tag_key(low)
+    return low, key, 1.5 if key is not None and len(key) >= 7 and not key.endswith("ing") else 1.0
+
+
 def topic_tags(sentences: Sequence[str], exclude: Iterable[str] = (), limit: int = 5) -> tuple[str, ...]:
     """Up to ``limit`` lowercase tags: capitalised multi-word phrases, then content words by frequency.
 
     Scoring: a content word scores its count in the turn, +1 when it is ever capitalised mid-sentence
-    (a proper noun), +0.5 when it is long (≥ 7 letters); a multi-word capitalised phrase that is not a
+    (a proper noun), +0.5 when it is long (≥ 7 letters, not -ing); a multi-word capitalised phrase that is not a
     person scores 3.  Ties keep first-appearance order.  Words in ``exclude`` (people) are skipped.
     """
     banned = {e.lower() for e in exclude}
@@ -547,9 +603,11 @@ def topic_tags(sentences: Sequence[str], exclude: Iterable[str] = (), limit: int
     first: dict[str, int] = {}
     pos = 0
     for sentence in sentences:
-        bare = _QUOTED.sub(" ", sentence)
+        bare = QUOTED.sub(" ", sentence)
         for m in _CAP_RUN.finditer(bare):
             toks = _clean_run(m.group(0))
+            if toks and m.start() == 0 and toks[0].lower().endswith(("ing", "ed")):
+                toks = toks[1:]  # "Adopting Gadamer's …" is about Gadamer
             phrase = " ".join(toks).lower()
             if len(toks) > 1 and phrase not in banned:
                 scores[phrase] = scores.get(phrase, 0.0) + 3.0
@@ -557,12 +615,10 @@ def topic_tags(sentences: Sequence[str], exclude: Iterable[str] = (), limit: int
                 banned.update(phrase.split())
         for i, tok in enumerate(words(bare)):
             pos += 1
-            low = tok.lower()
-            key = tag_key(low)
+            low, key, weight = _token_weight(tok)
             if key is None or low in banned:
                 continue
-            bonus = 1.0 if (tok[0].isupper() and i > 0) else 0.0
-            scores[key] = scores.get(key, 0.0) + 1.0 + bonus + (0.5 if len(key) >= 7 else 0.0)
+            scores[key] = scores.get(key, 0.0) + weight + (1.0 if i > 0 and tok[0].isupper() else 0.0)
             first.setdefault(key, pos)
     ranked = sorted(scores, key=lambda k: (-scores[k], first[k]))
     return tuple(k for k in ranked if k not in banned)[:limit]

@@ -41,6 +41,10 @@ if TYPE_CHECKING:
 class TurnAssist(Protocol):
     """What an LLM adds to a turn; each method returns None to mean "use the heuristic"."""
 
+    def begin_turn(self) -> None: ...
+    def extract_turn(
+        self, text: str, *, speaker: str = "", role: str = "user", previous: str | None = None
+    ) -> TurnExtraction: ...
     def continuity(self, storyline: Storyline, previous: str, text: str) -> bool | None: ...
     def storyline_summary(self, storyline: Storyline, text: str) -> dict[str, Any] | None: ...
     def narrative_sentence(self, topic: str, previous_summary: str, text: str) -> str | None: ...
@@ -99,13 +103,21 @@ class ConversationEnd:
 class WriteSettings:
     reflect_every: int = 10
     refresh_every: int = 5
+    exchange_turns: int = 2  # turns per conversation memory: the turn and the one it answers
     stream_threshold: int = 200
     thresholds: routing.RoutingThresholds = field(default_factory=routing.RoutingThresholds)
 
 
 def conversation_text(message: Message) -> str:
-    """The text of a conversation memory: who said it, then what was said."""
+    """One turn as a line: who said it, then what was said."""
     return f"{message.speaker}: {message.content}" if message.speaker else message.content
+
+
+def exchange_text(previous: Message | None, message: Message) -> str:
+    """An exchange (ITSERR's conversation-stream unit): the turn it answers, then the turn."""
+    if previous is None:
+        return conversation_text(message)
+    return f"{conversation_text(previous)}\n{conversation_text(message)}"
 
 
 class TurnWriter:
@@ -136,6 +148,7 @@ class TurnWriter:
         message: Message,
         vector: np.ndarray | None,
         extraction: TurnExtraction,
+        derived_vectors: list[np.ndarray] | None,
         defaults: dict[str, int],
         your_story_id: int,
     ) -> TurnResult:
@@ -153,7 +166,10 @@ class TurnWriter:
                 link = narrate.running_link(
                     self.store, user_id, storyline.id, storyline.name, message.created_at, message.conversation_id
                 )
-            result.memories = self._store_memories(message, vector, extraction, storyline, link)
+            answered = previous if self.settings.exchange_turns >= 2 else None
+            result.memories = self._store_memories(
+                message, vector, extraction, storyline, link, derived_vectors, answered
+            )
             result.entities = self._store_entities(message, extraction, storyline, result.memories[0])
             if link is not None:
                 result.narrative = self._extend(link, storyline, message, extraction, result.memories)
@@ -245,45 +261,51 @@ class TurnWriter:
         extraction: TurnExtraction,
         storyline: Storyline,
         link: Narrative | None,
+        derived_vectors: list[np.ndarray] | None = None,
+        answered: Message | None = None,
     ) -> list[Memory]:
-        base = dict(
-            user_id=message.user_id,
-            created_at=message.created_at,
-            event_at=message.created_at,
-            conversation_id=message.conversation_id,
-            storyline_id=storyline.id,
-            narrative_id=None if link is None else link.id,
-            message_ids=(message.id,),
-        )
+        def memory(stream: Stream, source: Source, content: str, importance: int, details: Any,
+                   message_ids: tuple[int, ...] = (message.id,), emotions: tuple[str, ...] = ()) -> Memory:
+            return Memory(
+                id=0, user_id=message.user_id, stream=stream, source=source, content=content,
+                importance=importance, emotions=emotions, details=details, created_at=message.created_at,
+                event_at=message.created_at, conversation_id=message.conversation_id, storyline_id=storyline.id,
+                narrative_id=None if link is None else link.id, message_ids=message_ids,
+            )
+
         user_input, response = (message.content, "") if message.role is Role.USER else ("", message.content)
-        exchange = Memory(
-            id=0, stream=Stream.CONVERSATION, source=Source.CONVERSATION, content=conversation_text(message),
-            importance=extraction.importance, emotions=extraction.emotions,
-            details=ConversationDetails(
+        if answered is not None and message.role is not Role.USER:
+            user_input = answered.content
+        exchange = memory(
+            Stream.CONVERSATION, Source.CONVERSATION, exchange_text(answered, message), extraction.importance,
+            ConversationDetails(
                 user_input=user_input, agent_response=response, question_type=extraction.question_type,
                 clarification_count=int(extraction.is_clarification), topic_tags=extraction.topic_tags,
             ),
-            **base,  # type: ignore[arg-type]
+            message_ids=(message.id,) if answered is None else (answered.id, message.id),
+            emotions=extraction.emotions,
         )
+        importance = max(3, extraction.importance)
         derived = [
-            Memory(id=0, stream=Stream.DECISION, source=Source.EXTRACTION, content=content,
-                   importance=max(3, extraction.importance), details=details, **base)  # type: ignore[arg-type]
+            memory(Stream.DECISION, Source.EXTRACTION, content, importance, details)
             for content, details in extraction.decisions
         ] + [
-            Memory(id=0, stream=Stream.RESEARCH, source=Source.EXTRACTION, content=content,
-                   importance=max(3, extraction.importance), details=details, **base)  # type: ignore[arg-type]
+            memory(Stream.RESEARCH, Source.EXTRACTION, content, importance, details)
             for content, details in extraction.research
         ]
         stored = [self.store.insert_memory(m) for m in [exchange, *derived]]
-        self._put_vectors(message.user_id, stored, vector)
+        known = [vector, *(derived_vectors or [])] if vector is not None else []
+        self._put_vectors(message.user_id, stored, known)
         return stored
 
-    def _put_vectors(self, user_id: str, memories: Sequence[Memory], first: np.ndarray | None) -> None:
+    def _put_vectors(self, user_id: str, memories: Sequence[Memory], known: Sequence[np.ndarray | None]) -> None:
+        """Store vectors: the ones already made (in order), embedding the rest in one batch."""
         if self.model is None or not memories:
             return
         vectors: dict[int, np.ndarray] = {}
-        if first is not None:
-            vectors[memories[0].id] = first
+        for memory, vector in zip(memories, known, strict=False):
+            if vector is not None:
+                vectors[memory.id] = vector
         rest = [m for m in memories if m.id not in vectors]
         if rest and self.embed is not None:
             for memory, row in zip(rest, self.embed([m.content for m in rest]), strict=True):
@@ -382,7 +404,7 @@ class TurnWriter:
 
     def _store_reflections(self, user_id: str, memories: Sequence[Memory]) -> list[Memory]:
         stored = [self.store.insert_memory(m) for m in memories]
-        self._put_vectors(user_id, stored, None)
+        self._put_vectors(user_id, stored, [])
         return stored
 
     # --- the end of a conversation --------------------------------------------------------------
@@ -403,7 +425,7 @@ class TurnWriter:
                     storyline_id=link.storyline_id, narrative_id=link.id,
                     message_ids=tuple(m.id for m in messages if m.storyline_id == link.storyline_id),
                 )))
-            self._put_vectors(user_id, end.narrative_memories, None)
+            self._put_vectors(user_id, end.narrative_memories, [])
             last = messages[-1]
             storyline = self.store.get_storyline(user_id, last.storyline_id) if last.storyline_id else None
             if storyline is not None:

@@ -20,13 +20,14 @@ from narrative.store.sqlite.conversations import ConversationRows
 from narrative.store.sqlite.entities import EntityRows
 from narrative.store.sqlite.memories import MemoryRows
 from narrative.store.sqlite.narratives import NarrativeRows
+from narrative.store.sqlite.portability import PortabilityRows
 from narrative.store.sqlite.storylines import StorylineRows
 from narrative.store.vector_index import VectorIndex
 
 __all__ = ["SqliteStore"]
 
 
-class SqliteStore(ConversationRows, MemoryRows, NarrativeRows, StorylineRows, EntityRows):
+class SqliteStore(ConversationRows, MemoryRows, NarrativeRows, StorylineRows, EntityRows, PortabilityRows):
     """Every concept's rows in one file.  See :class:`narrative.store.protocol.Store`."""
 
     backend = "sqlite"

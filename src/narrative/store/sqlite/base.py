@@ -55,7 +55,9 @@ def migration_names() -> list[str]:
 def translate(error: sqlite3.Error) -> Exception:
     """Map constraint failures to the glossary's errors; everything else is a StoreError."""
     text = str(error)
-    if "one_active_conversation_per_user" in text or "conversations.user_id" in text:
+    if "one_active_conversation_per_user" in text or (
+        "UNIQUE" in text and "conversations.user_id" in text
+    ):
         return ConversationAlreadyActive("this user already has an active conversation")
     if "narrative is sealed" in text:
         return SealedNarrative("sealed narratives are immutable")
@@ -92,32 +94,42 @@ class SqliteBase:
             self.conn.close()
 
     def migrate(self) -> list[str]:
-        """Apply every migration not yet recorded, each in its own transaction."""
+        """Apply every migration not yet recorded, each in its own transaction.
+
+        The applied names are read inside the write transaction, so two processes
+        opening a new file at once apply each migration exactly once.
+        """
         with self._lock:
-            self.conn.execute(
-                "CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
-            )
-            done = {r[0] for r in self.conn.execute("SELECT name FROM schema_migrations")}
+            try:
+                self.conn.execute(
+                    "CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
+                )
+            except sqlite3.Error as error:
+                raise StoreError(f"cannot prepare {self.path}: {error}") from error
             applied = []
             for name in migration_names():
-                if name in done:
-                    continue
                 sql = resources.files(MIGRATIONS_PACKAGE).joinpath(name).read_text("utf-8")
-                self._apply_migration(name, sql)
-                applied.append(name)
+                if self._apply_migration(name, sql):
+                    applied.append(name)
             return applied
 
-    def _apply_migration(self, name: str, sql: str) -> None:
+    def _apply_migration(self, name: str, sql: str) -> bool:
         statements = [s for s in _split_sql(sql) if s.strip()]
         try:
             self.conn.execute("BEGIN IMMEDIATE")
-            for statement in statements:
-                self.conn.execute(statement)
-            self.conn.execute(
-                "INSERT INTO schema_migrations(name, applied_at) VALUES (?, ?)",
-                (name, to_text(datetime.now(UTC))),
-            )
+        except sqlite3.Error as error:
+            raise StoreError(f"cannot migrate {self.path}: {error}") from error
+        try:
+            done = self.conn.execute("SELECT 1 FROM schema_migrations WHERE name = ?", (name,)).fetchone()
+            if done is None:
+                for statement in statements:
+                    self.conn.execute(statement)
+                self.conn.execute(
+                    "INSERT INTO schema_migrations(name, applied_at) VALUES (?, ?)",
+                    (name, to_text(datetime.now(UTC))),
+                )
             self.conn.execute("COMMIT")
+            return done is None
         except sqlite3.Error as error:
             self.conn.execute("ROLLBACK")
             raise StoreError(f"migration {name} failed: {error}") from error
@@ -140,20 +152,32 @@ class SqliteBase:
         with self._lock:
             depth = self._depth
             name = f"sp{depth}"
-            self.conn.execute("BEGIN IMMEDIATE" if depth == 0 else f"SAVEPOINT {name}")
+            self._control("BEGIN IMMEDIATE" if depth == 0 else f"SAVEPOINT {name}")
             self._depth += 1
             try:
                 yield
             except BaseException:
                 self._depth -= 1
                 if depth == 0:
-                    self.conn.execute("ROLLBACK")
+                    self._control("ROLLBACK")
                 else:
-                    self.conn.execute(f"ROLLBACK TO {name}")
-                    self.conn.execute(f"RELEASE {name}")
+                    self._control(f"ROLLBACK TO {name}")
+                    self._control(f"RELEASE {name}")
                 raise
             self._depth -= 1
-            self.conn.execute("COMMIT" if depth == 0 else f"RELEASE {name}")
+            try:
+                self._control("COMMIT" if depth == 0 else f"RELEASE {name}")
+            except StoreError:
+                if depth == 0 and self.conn.in_transaction:
+                    self.conn.execute("ROLLBACK")
+                raise
+
+    def _control(self, statement: str) -> None:
+        """Run a transaction-control statement, reporting failures (e.g. a locked file) as StoreError."""
+        try:
+            self.conn.execute(statement)
+        except sqlite3.Error as error:
+            raise StoreError(f"{statement} failed on {self.path}: {error}") from error
 
     # --- small helpers -------------------------------------------------------
 
@@ -213,10 +237,21 @@ def _split_sql(sql: str) -> list[str]:
 _WORD = re.compile(r"[\w']+", re.UNICODE)
 
 
+#: Words too common to help BM25; dropped from keyword queries unless nothing else is left.
+STOPWORDS = frozenset(
+    """a about after again all am an and any are as at be been before being both but by can could did do does
+    doing for from had has have having he her here hers him his how i if in into is it its just me more most my
+    no nor not of off on once only or other our ours out over own same she should so some such than that the
+    their theirs them then there these they this those through to too under until up very was we were what
+    when where which while who whom why will with would you your yours s t don didn doesn isn wasn""".split()
+)
+
+
 def fts_query(text: str) -> str:
-    """Turn free text into a safe FTS5 query: every word quoted, joined by OR (BM25 ranks)."""
+    """Turn free text into a safe FTS5 query: content words quoted, joined by OR (BM25 ranks)."""
     words = [w.strip("'") for w in _WORD.findall(text.lower())]
     words = [w for w in words if w]
     if not words:
         return '""'
-    return " OR ".join(f'"{w}"' for w in dict.fromkeys(words))
+    content = [w for w in words if w not in STOPWORDS]
+    return " OR ".join(f'"{w}"' for w in dict.fromkeys(content or words))

@@ -1,0 +1,1 @@
+"""Benchmarks that run through the engine (LoCoMo retrieval, latency); scripts in bench/ call these."""

@@ -1,0 +1,39 @@
+"""The facade's API keys (per user, stored hashed) for the HTTP API.
+
+A key is ``nk_`` followed by 32 random bytes (``secrets.token_urlsafe``), so it
+carries 256 bits of entropy.  Only its SHA-256 digest is stored: with keys that
+random, a fast digest is enough (nobody can search 2**256 inputs), and a slow
+password hash would only make every authenticated request slower.  The
+plaintext is returned once, by :meth:`KeysAPI.create_api_key`, and never again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+
+from narrative.engine.core import EngineBase
+
+KEY_PREFIX = "nk_"
+KEY_BYTES = 32
+MAX_KEY_LENGTH = 200
+
+
+def hash_key(key: str) -> str:
+    """The stored form of a key: the hex SHA-256 digest of its UTF-8 text."""
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+class KeysAPI(EngineBase):
+    def create_api_key(self, *, label: str = "", user: str | None = None) -> str:
+        """Mint a key for ``user``; the plaintext is returned now and cannot be recovered later."""
+        user_id = self._user(user)
+        key = KEY_PREFIX + secrets.token_urlsafe(KEY_BYTES)
+        self.store.insert_api_key(user_id, hash_key(key), label.strip()[:200], self.clock())
+        return key
+
+    def user_for_api_key(self, key: str) -> str | None:
+        """Whose key this is, or None for an unknown, revoked or malformed key."""
+        if not isinstance(key, str) or not key.startswith(KEY_PREFIX) or len(key) > MAX_KEY_LENGTH:
+            return None
+        return self.store.user_for_key_hash(hash_key(key))

@@ -1,0 +1,113 @@
+"""``narrative mcp`` (and the other long-running servers): serve one memory to clients.
+
+Server commands also accept ``--db`` and ``--user`` after the command name, so an MCP
+client's config can say ``narrative mcp --db PATH --user NAME``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from narrative.interfaces.cli.common import Context, cli, json_option, pass_ctx
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def target_options(f: F) -> F:
+    """``--db``/``--user`` accepted after the command name too (they override the global ones)."""
+
+    def set_db(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
+        if value is not None:
+            ctx.find_object(Context).db = value  # type: ignore[union-attr]
+
+    def set_user(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
+        if value is not None:
+            ctx.find_object(Context).user = value  # type: ignore[union-attr]
+
+    f = click.option("--user", "user_local", default=None, expose_value=False, callback=set_user,
+                     help="Whose memory (same as the global --user).")(f)
+    return click.option("--db", "db_local", default=None, expose_value=False, callback=set_db,
+                        help="SQLite file (same as the global --db).")(f)
+
+
+# --- MCP ---------------------------------------------------------------------------------------
+
+
+@cli.command("mcp", help="Serve this memory to MCP clients (Claude Desktop, agents) over stdio or streamable HTTP.")
+@target_options
+@click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True,
+              help="stdio for a client that starts the server; http for a long-running server.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="HTTP: interface to listen on.")
+@click.option("--port", default=8766, show_default=True, type=int, help="HTTP: port to listen on.")
+@json_option
+@pass_ctx
+def mcp_command(ctx: Context, transport: str, host: str, port: int) -> None:
+    try:
+        from narrative.interfaces.mcp import HTTP_PATH, serve
+    except ModuleNotFoundError as error:
+        if error.name is None or not error.name.startswith(("mcp", "pydantic")):
+            raise
+        raise click.ClickException("the MCP server needs the 'mcp' package: pip install 'narrative[server]'") from error
+    memory = ctx.memory
+    where = f"{memory.settings.db} (user {memory.user})"
+    if transport == "http":
+        click.echo(f"narrative MCP server for {where} on http://{host}:{port}{HTTP_PATH}", err=True)
+    serve(memory, transport="http" if transport == "http" else "stdio", host=host, port=port)
+
+
+# --- HTTP API and review page (narrative serve, narrative keys) -------------------------------------
+
+
+@cli.command("serve", help="Serve the HTTP API (/api/v1, /openapi.json) and the memory review page (/).")
+@target_options
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Interface to listen on (loopback by default; anything else is reachable by others).")
+@click.option("--port", default=8765, show_default=True, type=int, help="Port to listen on.")
+@click.option("--open-user", default=None, metavar="USER",
+              help="Mint an API key for USER and print a page URL that carries it (in the #fragment).")
+@click.option("--max-body", default=1024 * 1024, show_default=True, type=int,
+              help="Largest request body in bytes (413 beyond).")
+@json_option
+@pass_ctx
+def serve_command(ctx: Context, host: str, port: int, open_user: str | None, max_body: int) -> None:
+    try:
+        from narrative.interfaces.http import create_app, is_loopback, run
+    except ModuleNotFoundError as error:
+        if error.name is None or not error.name.startswith(("fastapi", "starlette", "pydantic", "anyio")):
+            raise
+        message = "the HTTP server needs fastapi and uvicorn: pip install 'narrative[server]'"
+        raise click.ClickException(message) from error
+    memory = ctx.memory
+    if not is_loopback(host):
+        click.echo(f"warning: listening on {host}, not loopback: anyone who can reach this port can try keys. "
+                   "Put TLS in front of it.", err=True)
+    shown = f"[{host}]" if ":" in host else host
+    base = f"http://{shown}:{port}/"
+    info: dict[str, Any] = {"url": base, "db": memory.settings.db}
+    if open_user is not None:
+        key = memory.create_api_key(label="serve --open-user", user=open_user)
+        info["page"] = f"{base}#key={key}"
+    ctx.emit(info, lambda: "\n".join(
+        [f"narrative HTTP API for {memory.settings.db} on {base} (OpenAPI: {base}openapi.json)"]
+        + ([f"review page for {open_user}: {info['page']}"] if open_user else [])
+    ))
+    run(create_app(memory, max_body=max_body), host=host, port=port)
+
+
+@cli.group("keys", help="API keys for the HTTP API (one user per key; stored hashed).")
+def keys() -> None:
+    pass
+
+
+@keys.command("create", help="Create an API key for --user and print it (it is shown only this once).")
+@target_options
+@click.option("--label", default="", help="A note to tell keys apart.")
+@json_option
+@pass_ctx
+def keys_create(ctx: Context, label: str) -> None:
+    memory = ctx.memory
+    key = memory.create_api_key(label=label)
+    ctx.emit({"user": memory.user, "key": key, "label": label}, key)

@@ -1,0 +1,200 @@
+"""The HTTP API (FastAPI) and the memory review page, served by ``narrative serve``.
+
+* ``/api/v1/...`` — REST resources; every request carries an API key
+  (``Authorization: Bearer <key>`` or ``X-API-Key``) and is scoped to its user.
+  Another user's ids answer 404, exactly like ids that do not exist.
+* ``/`` and ``/static/...`` — the review page (no key needed to load the page
+  itself; its script sends the key on every API call).
+* ``/openapi.json`` and ``/docs`` — the generated description.
+
+One :class:`narrative.Memory` serves every user.  Endpoints are plain ``def``
+functions, so FastAPI runs them in its thread pool; requests that change
+something are serialised by one lock (SQLite has one writer anyway), reads run
+side by side.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from importlib import resources
+from string import Template
+from typing import Any
+
+import anyio
+from fastapi import FastAPI
+from fastapi.responses import HTMLResponse, Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from narrative import __version__
+from narrative.engine import Memory
+from narrative.interfaces import http_conversations, http_memories, http_read
+from narrative.interfaces.http_common import HANDLERS
+
+MAX_BODY = 1024 * 1024  # bytes; larger request bodies are answered with 413
+DRAIN_LIMIT = 64 * MAX_BODY  # an oversize body is read (and dropped) up to this, so the client sees the 413
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+WEB_PACKAGE = "narrative.interfaces.web"
+STATIC_TYPES = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8"}
+PAGE_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; "
+        "form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
+
+
+class BodyLimit:
+    """ASGI middleware: 413 for request bodies over ``max_bytes``; one writer at a time.
+
+    The body is read up front (it is small by construction) and replayed to the
+    application, so chunked uploads are measured as well as declared ones.
+    """
+
+    def __init__(self, app: ASGIApp, max_bytes: int = MAX_BODY) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+        self.write_lock = anyio.Lock()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = _content_length(scope)
+        body, too_large = await self._read(receive, declared)
+        if too_large:
+            await _too_large(send, self.max_bytes)
+            return
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        if scope["method"] in SAFE_METHODS:
+            await self.app(scope, replay, send)
+            return
+        async with self.write_lock:
+            await self.app(scope, replay, send)
+
+    async def _read(self, receive: Receive, declared: int | None) -> tuple[bytes, bool]:
+        if declared is not None and declared > DRAIN_LIMIT:
+            return b"", True
+        chunks: list[bytes] = []
+        size = 0
+        too_large = declared is not None and declared > self.max_bytes
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                break
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_bytes:
+                too_large = True
+            if not too_large:
+                chunks.append(chunk)
+            if not message.get("more_body", False) or size > DRAIN_LIMIT:
+                break
+        return b"".join(chunks), too_large
+
+
+def _content_length(scope: Scope) -> int | None:
+    for name, value in scope.get("headers", ()):
+        if name == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return None
+    return None
+
+
+async def _too_large(send: Send, max_bytes: int) -> None:
+    body = (
+        b'{"error":"too_large","message":"request body is larger than '
+        + str(max_bytes).encode()
+        + b' bytes"}'
+    )
+    await send({
+        "type": "http.response.start",
+        "status": 413,
+        "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                    (b"connection", b"close")],
+    })
+    await send({"type": "http.response.body", "body": body})
+
+
+# --- the page -------------------------------------------------------------------------------------
+
+
+def _web_file(*parts: str) -> str:
+    return resources.files(WEB_PACKAGE).joinpath(*parts).read_text("utf-8")
+
+
+def _add_page(app: FastAPI) -> None:
+    page = Template(_web_file("templates", "index.html")).safe_substitute(version=__version__)
+    static = {
+        name: _web_file("static", name)
+        for name in ("app.js", "views.js", "style.css")
+    }
+
+    @app.get("/", include_in_schema=False)
+    def index() -> HTMLResponse:
+        return HTMLResponse(page, headers=PAGE_HEADERS)
+
+    @app.get("/static/{name}", include_in_schema=False)
+    def static_file(name: str) -> Response:
+        text = static.get(name)
+        if text is None:
+            return Response(status_code=404)
+        suffix = name[name.rfind("."):]
+        return Response(text, media_type=STATIC_TYPES.get(suffix, "text/plain"),
+                        headers={"X-Content-Type-Options": "nosniff", "Cache-Control": "no-cache"})
+
+
+# --- the application ------------------------------------------------------------------------------
+
+
+def create_app(memory: Memory, *, max_body: int = MAX_BODY, web: bool = True) -> FastAPI:
+    """The FastAPI application over one engine (shared by every request and every user)."""
+    app = FastAPI(
+        title="narrative",
+        version=__version__,
+        description=(
+            "Narrative memory for LLM agents: conversations, memories, storylines, the narrative chain, "
+            "and the why behind every recall. Authenticate with `Authorization: Bearer <key>` "
+            "(keys from `narrative keys create --user U`)."
+        ),
+        openapi_url="/openapi.json",
+        docs_url="/docs",
+        redoc_url=None,
+    )
+    app.state.memory = memory
+    for kind, handler in HANDLERS.items():
+        app.add_exception_handler(kind, handler)
+    for module in (http_conversations, http_memories, http_read):
+        app.include_router(module.router)
+    if web:
+        _add_page(app)
+    app.add_middleware(BodyLimit, max_bytes=max_body)
+    return app
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def run(app: Any, host: str = "127.0.0.1", port: int = 8765, log_level: str = "info") -> None:
+    """Serve ``app`` with uvicorn until interrupted."""
+    import uvicorn
+
+    uvicorn.run(app, host=host, port=port, log_level=log_level, server_header=False)

@@ -1,0 +1,182 @@
+"""What every HTTP route shares: the caller (memory + user from the API key), pages, JSON output, errors.
+
+Every request is scoped to the user its key belongs to: routes only ever call the
+engine with ``user=caller.user``, so another user's ids are simply not found (404).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any, TypeVar
+
+from fastapi import Depends, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from narrative.engine import Memory
+from narrative.errors import ConversationAlreadyActive, InvalidTransition, NarrativeError, NotFound, ValidationError
+from narrative.interfaces.serialize import plain
+
+T = TypeVar("T")
+
+DEFAULT_LIMIT = 50
+MAX_LIMIT = 200
+MAX_OFFSET = 10_000_000
+
+bearer = HTTPBearer(auto_error=False, description="`Authorization: Bearer <key>` (from `narrative keys create`).")
+api_key_header = APIKeyHeader(name="X-API-Key", auto_error=False, description="The same key in `X-API-Key`.")
+
+
+class Unauthorized(Exception):
+    """No key, or a key nobody owns: answered with 401."""
+
+
+@dataclass(frozen=True)
+class Caller:
+    """The engine and the user the request's key belongs to."""
+
+    memory: Memory
+    user: str
+
+
+def the_memory(request: Request) -> Memory:
+    memory: Memory = request.app.state.memory
+    return memory
+
+
+def caller(
+    request: Request,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
+    x_api_key: Annotated[str | None, Depends(api_key_header)],
+) -> Caller:
+    """Authenticate the request: a Bearer token or an X-API-Key header naming a stored key."""
+    key = credentials.credentials if credentials is not None else x_api_key
+    if not key:
+        raise Unauthorized("missing API key: send 'Authorization: Bearer <key>' or 'X-API-Key: <key>'")
+    memory = the_memory(request)
+    user = memory.user_for_api_key(key.strip())
+    if user is None:
+        raise Unauthorized("unknown API key")
+    return Caller(memory, user)
+
+
+Who = Annotated[Caller, Depends(caller)]
+
+
+@dataclass(frozen=True)
+class Page:
+    limit: int
+    offset: int
+
+
+def page(
+    limit: Annotated[int, Query(ge=1, le=MAX_LIMIT, description=f"At most {MAX_LIMIT}.")] = DEFAULT_LIMIT,
+    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
+) -> Page:
+    return Page(limit, offset)
+
+
+Paging = Annotated[Page, Depends(page)]
+
+
+def paged(fetch: Callable[[int, int], Sequence[Any]], at: Page) -> JSONResponse:
+    """Call ``fetch(limit + 1, offset)`` and answer one page with ``next_offset`` when more exist."""
+    found = list(fetch(at.limit + 1, at.offset))
+    return page_of(found[: at.limit], at, more=len(found) > at.limit)
+
+
+def sliced(items: Sequence[Any], at: Page) -> JSONResponse:
+    """A page cut from a full list (for engine calls without limit/offset)."""
+    chunk = list(items[at.offset : at.offset + at.limit])
+    return page_of(chunk, at, more=len(items) > at.offset + at.limit)
+
+
+def page_of(items: Sequence[Any], at: Page, *, more: bool) -> JSONResponse:
+    return ok({
+        "items": [out(item) for item in items],
+        "limit": at.limit,
+        "offset": at.offset,
+        "next_offset": at.offset + at.limit if more else None,
+    })
+
+
+def out(value: Any) -> Any:
+    """JSON-able form of engine results: objects with ``to_dict`` first, then the model's dataclasses."""
+    to_dict = getattr(value, "to_dict", None)
+    if callable(to_dict) and not isinstance(value, type):
+        return out(to_dict())
+    if isinstance(value, dict):
+        return {str(k): out(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [out(v) for v in value]
+    return plain(value)
+
+
+def ok(value: Any, status: int = 200) -> JSONResponse:
+    return JSONResponse(out(value), status_code=status)
+
+
+def require_engine(memory: Memory, name: str) -> Callable[..., Any]:
+    """The engine method ``name``; a clear 501 when this build of the engine lacks it."""
+    method = getattr(memory, name, None)
+    if method is None:
+        raise StarletteHTTPException(501, f"this engine has no {name}()")
+    return method  # type: ignore[no-any-return]
+
+
+# --- errors -------------------------------------------------------------------------------
+
+
+def error_body(status: int, kind: str, message: str, **extra: Any) -> JSONResponse:
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    return JSONResponse({"error": kind, "message": message, **extra}, status_code=status, headers=headers)
+
+
+def narrative_error(_request: Request, error: Exception) -> JSONResponse:
+    """NotFound → 404, ValidationError → 422 (with the field), InvalidTransition → 409, the rest → 400."""
+    if isinstance(error, NotFound):
+        return error_body(404, "not_found", str(error))
+    if isinstance(error, ValidationError):
+        fields = [error.field] if error.field else []
+        return error_body(422, "validation_error", str(error), field=error.field, fields=fields)
+    if isinstance(error, ConversationAlreadyActive):
+        return error_body(409, "conversation_already_active", str(error))
+    if isinstance(error, InvalidTransition):
+        return error_body(409, "invalid_transition", str(error))
+    return error_body(400, "bad_request", str(error))
+
+
+def request_error(_request: Request, error: Exception) -> JSONResponse:
+    """Pydantic/FastAPI input errors as 422 naming each offending field."""
+    assert isinstance(error, RequestValidationError)
+    details = []
+    for item in error.errors():
+        location = [str(part) for part in item.get("loc", ())]
+        where = location[0] if location else ""
+        name = ".".join(location[1:]) or where
+        details.append({"field": name, "in": where, "message": str(item.get("msg", ""))})
+    fields = list(dict.fromkeys(d["field"] for d in details))
+    message = "; ".join(f"{d['field']}: {d['message']}" for d in details) or "invalid request"
+    return error_body(422, "validation_error", message, field=fields[0] if fields else None, fields=fields,
+                      detail=details)
+
+
+def http_error(_request: Request, error: Exception) -> JSONResponse:
+    assert isinstance(error, StarletteHTTPException)
+    kinds = {401: "unauthorized", 404: "not_found", 405: "method_not_allowed", 413: "too_large", 501: "not_implemented"}
+    return error_body(error.status_code, kinds.get(error.status_code, "http_error"), str(error.detail))
+
+
+def unauthorized(_request: Request, error: Exception) -> JSONResponse:
+    return error_body(401, "unauthorized", str(error))
+
+
+HANDLERS: dict[type[Exception], Callable[[Request, Exception], JSONResponse]] = {
+    NarrativeError: narrative_error,
+    RequestValidationError: request_error,
+    StarletteHTTPException: http_error,
+    Unauthorized: unauthorized,
+}

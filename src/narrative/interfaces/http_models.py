@@ -1,0 +1,142 @@
+"""Request bodies of the HTTP API (pydantic): malformed input is answered with 422 naming the field."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal, Self
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+Text = Annotated[str, Field(min_length=1, max_length=100_000)]
+Name = Annotated[str, Field(min_length=1, max_length=200)]
+Id = Annotated[int, Field(ge=1)]
+
+Role = Literal["user", "assistant", "system", "tool"]
+StreamName = Literal["conversation", "research", "decision", "reflection", "narrative", "fact"]
+SourceName = Literal["conversation", "agent", "extraction", "narrative", "reflection"]
+InfluenceName = Literal["disambiguation", "pattern_match", "entity_reference", "intent_verification", "retrieval"]
+UseKindName = Literal["recall", "context", "classification", "decomposition", "verification", "outcome"]
+
+
+class Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class StartConversation(Body):
+    title: Annotated[str, Field(max_length=500)] = ""
+
+
+class CloseConversation(Body):
+    at: Annotated[datetime | None, Field(description="When the conversation ended (default: now).")] = None
+
+
+class PreviewChange(Body):
+    """Edit the narrative memory, redirect it to another storyline, or both."""
+
+    narrative: Annotated[str | None, Field(min_length=1, max_length=100_000)] = None
+    storyline_id: Annotated[int | None, Field(ge=1)] = None
+
+    @model_validator(mode="after")
+    def something(self) -> Self:
+        if self.narrative is None and self.storyline_id is None:
+            raise ValueError("give narrative and/or storyline_id")
+        return self
+
+
+class Confirm(Body):
+    storyline_id: Annotated[int | None, Field(ge=1, description="Destination (default: the preview's).")] = None
+    narrative: Annotated[str | None, Field(min_length=1, max_length=100_000, description="Edited narrative.")] = None
+    at: datetime | None = None
+
+
+class SplitPart(Body):
+    narrative: Text
+    storyline_id: Annotated[int | None, Field(ge=1)] = None
+    entity_ids: list[int] = Field(default_factory=list, max_length=500)
+
+
+class Split(Body):
+    parts: Annotated[list[SplitPart], Field(min_length=1, max_length=20)]
+
+
+class TurnIn(Body):
+    """One turn to remember (runs the write path: route, extract, narrate)."""
+
+    content: Text
+    role: Role = "user"
+    speaker: Annotated[str, Field(max_length=200)] = ""
+    at: datetime | None = None
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+
+class MemoryIn(Body):
+    content: Text
+    stream: StreamName = "fact"
+    source: SourceName = "agent"
+    importance: Annotated[int, Field(ge=1, le=5)] = 2
+    emotions: list[str] = Field(default_factory=list, max_length=20)
+    message_ids: list[int] = Field(default_factory=list, max_length=1000)
+    storyline_id: Annotated[int | None, Field(ge=1)] = None
+    conversation_id: Annotated[int | None, Field(ge=1)] = None
+
+
+class MemoryChange(Body):
+    content: Annotated[str | None, Field(min_length=1, max_length=100_000)] = None
+    importance: Annotated[int | None, Field(ge=1, le=5)] = None
+    emotions: Annotated[list[str] | None, Field(max_length=20)] = None
+    entities_to_remove: list[int] = Field(default_factory=list, max_length=500)
+    entities_to_add: list[dict[str, Any]] = Field(default_factory=list, max_length=500)
+
+
+class StorylineIn(Body):
+    name: Name
+    description: Annotated[str, Field(max_length=5000)] = ""
+    keywords: list[str] = Field(default_factory=list, max_length=50)
+
+
+class StorylineRename(Body):
+    name: Name
+
+
+class NarrativeIn(Body):
+    summary: Annotated[str, Field(min_length=1, max_length=10_000)]
+    memory_ids: list[int] = Field(default_factory=list, max_length=1000)
+    previous_narrative_id: Annotated[int | None, Field(ge=1)] = None
+    topic: Annotated[str, Field(max_length=200)] = ""
+    storyline_id: Annotated[int | None, Field(ge=1)] = None
+
+
+class Resolve(Body):
+    by_memory_id: Annotated[int | None, Field(ge=1)] = None
+
+
+class ContextIn(Body):
+    query: Annotated[str, Field(min_length=1, max_length=10_000)]
+    budget: Annotated[int, Field(ge=50, le=100_000)] = 2000
+    record: bool = True
+
+
+class ReasoningIn(Body):
+    request: Annotated[str, Field(min_length=1, max_length=10_000)]
+    kind: Literal["classification", "decomposition", "verification"] = "classification"
+    top_k: Annotated[int, Field(ge=1, le=50)] = 5
+    include_active_entities: bool = True
+    record: bool = True
+
+
+class ReferenceIn(Body):
+    memory_id: Id
+    influence_type: InfluenceName = "retrieval"
+    score: Annotated[float, Field(ge=-1e6, le=1e6)] = 0.0
+    reasoning: Annotated[str, Field(max_length=2000)] = ""
+
+
+class UseIn(Body):
+    kind: UseKindName = "classification"
+    query: Annotated[str, Field(min_length=1, max_length=10_000)]
+    references: list[ReferenceIn] = Field(default_factory=list, max_length=200)
+
+
+class Outcome(Body):
+    outcome: Annotated[str, Field(min_length=1, max_length=200)]
+    correction: Annotated[str | None, Field(max_length=10_000)] = None

@@ -1,0 +1,110 @@
+"""/api/v1 search (with why), context, reasoning context, uses, greeting, export/import, the user."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Body, Query
+from fastapi.responses import JSONResponse, Response
+
+from narrative.interfaces.http_common import Paging, Who, ok, paged, require_engine
+from narrative.interfaces.http_models import ContextIn, Outcome, ReasoningIn, UseIn
+from narrative.interfaces.serialize import hit_dict
+
+router = APIRouter(prefix="/api/v1")
+
+StreamName = Literal["conversation", "research", "decision", "reflection", "narrative", "fact"]
+
+
+@router.get("/me", tags=["user"], summary="Who this key belongs to, and what their memory holds")
+def me(who: Who) -> JSONResponse:
+    info = who.memory.describe(user=who.user)
+    return ok({"user": who.user, "counts": info.get("counts", {})})
+
+
+@router.get("/search", tags=["search"], summary="Hybrid search; every hit says why it was returned")
+def search(
+    who: Who,
+    q: Annotated[str, Query(min_length=1, max_length=10_000, description="The query.")],
+    k: Annotated[int, Query(ge=1, le=100)] = 10,
+    mode: Literal["hybrid", "keyword", "vector"] = "hybrid",
+    stream: Annotated[list[StreamName] | None, Query(description="Only these streams (repeatable).")] = None,
+    storyline_id: Annotated[int | None, Query(ge=1)] = None,
+    conversation_id: Annotated[int | None, Query(ge=1)] = None,
+    record: bool | None = None,
+) -> JSONResponse:
+    hits = who.memory.search(q, k, mode=mode, streams=stream, storyline_id=storyline_id,
+                             conversation_id=conversation_id, record=record, user=who.user)
+    return ok({"query": q, "items": [hit_dict(h) for h in hits]})
+
+
+@router.post("/context", tags=["context"], summary="The context block for a query, within a token budget")
+def context(who: Who, body: ContextIn) -> JSONResponse:
+    block = require_engine(who.memory, "context")(body.query, body.budget, record=body.record, user=who.user)
+    return ok(block)
+
+
+@router.post("/reasoning-context", tags=["context"],
+             summary="Memories and open entities as reasoning context (classification, decomposition, verification)")
+def reasoning_context(who: Who, body: ReasoningIn) -> JSONResponse:
+    found = require_engine(who.memory, "reasoning_context")(
+        body.request, body.kind, body.top_k, include_active_entities=body.include_active_entities,
+        record=body.record, user=who.user
+    )
+    return ok(found)
+
+
+# --- uses: why did you think that? ------------------------------------------------------------
+
+
+@router.get("/uses", tags=["uses"], summary="Recent uses of memory, newest first")
+def list_uses(who: Who, at: Paging) -> JSONResponse:
+    list_uses = require_engine(who.memory, "list_uses")
+    return paged(lambda limit, offset: list_uses(limit, offset=offset, user=who.user), at)
+
+
+@router.post("/uses", tags=["uses"], status_code=201, summary="Record a use: which memories shaped a decision")
+def record_use(who: Who, body: UseIn) -> JSONResponse:
+    references = [(r.memory_id, r.influence_type, r.score, r.reasoning) for r in body.references]
+    use = require_engine(who.memory, "record_use")(body.kind, body.query, references, user=who.user)
+    return ok(use, 201)
+
+
+@router.get("/uses/{use_id}", tags=["uses"], summary="Explain a use: the memories that shaped it and why")
+def explain(who: Who, use_id: int) -> JSONResponse:
+    return ok(require_engine(who.memory, "explain")(use_id, user=who.user))
+
+
+@router.post("/uses/{use_id}/outcome", tags=["uses"], summary="Learn from the outcome of a use")
+def outcome(who: Who, use_id: int, body: Outcome) -> JSONResponse:
+    learn = require_engine(who.memory, "learn_from_outcome")
+    return ok(learn(use_id, body.outcome, body.correction, user=who.user))
+
+
+# --- greeting, export/import, the user --------------------------------------------------------
+
+
+@router.get("/greeting", tags=["user"], summary="The startup greeting: where things stand, open threads")
+def greeting(who: Who) -> JSONResponse:
+    return ok(require_engine(who.memory, "greet")(user=who.user))
+
+
+@router.get("/export", tags=["user"], summary="Everything of this user, as JSON or Markdown")
+def export(who: Who, format: Literal["json", "markdown"] = "json") -> Response:
+    text = require_engine(who.memory, "export")(format, user=who.user)
+    if format == "json":
+        return Response(text, media_type="application/json")
+    return Response(text, media_type="text/markdown; charset=utf-8")
+
+
+@router.post("/import", tags=["user"], summary="Import a JSON export into this user's memory")
+def import_data(who: Who, document: Annotated[dict[str, Any], Body(description="A JSON export.")]) -> JSONResponse:
+    summary = require_engine(who.memory, "import_data")(json.dumps(document), user=who.user)
+    return ok(summary)
+
+
+@router.delete("/user", tags=["user"], summary="Delete this user and everything of theirs (keys included)")
+def delete_user(who: Who) -> JSONResponse:
+    result = require_engine(who.memory, "delete_user")(who.user)
+    return ok({"deleted": who.user, "result": result})

@@ -1,0 +1,125 @@
+"""The MCP server: one user's narrative memory as tools for any MCP client, over stdio or streamable HTTP.
+
+Built on the official ``mcp`` SDK (2.x, ``MCPServer``).  The tools themselves live in
+:mod:`narrative.interfaces.mcp_tools`; this module wraps each one so that
+
+* calls are serialised (one :class:`narrative.Memory`, one database connection, many worker threads),
+* a :class:`~narrative.errors.NarrativeError` comes back as a tool error result (``isError``) carrying the
+  engine's message, and any other exception as a tool error too, logged with its traceback here —
+  the server never goes down because of one bad call.
+
+>>> from narrative import Memory                                   # doctest: +SKIP
+>>> serve(Memory("narrative.db", user="alice"), transport="stdio")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+
+from narrative.errors import NarrativeError, ValidationError
+from narrative.interfaces.mcp_tools import NarrativeTools, ToolSpec, tool_specs
+
+if TYPE_CHECKING:
+    from narrative.engine import Memory
+
+log = logging.getLogger("narrative.mcp")
+
+Transport = Literal["stdio", "http"]
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8766
+HTTP_PATH = "/mcp"
+
+INSTRUCTIONS = """\
+narrative is this user's long-term memory: conversations, the memories made from them, storylines (topics) and
+a narrative chain of one-sentence links that says where each line of reasoning stands.
+- Session start: call greet() or narrative_search() with no arguments to see where you left off.
+- Every turn: remember(text, role) stores it and builds memory from it.
+- Before answering: recall(query) or get_context(query) for relevant memories; every hit says why.
+- Reasoning milestones: narrative_update(summary, memory_ids, previous_narrative_id, topic).
+- When the user is done: close_conversation() → show the preview → confirm_memory() (or resume_conversation()).
+- "Why did you think that?": explain_classification(use_id); get_memory_influence_chain(memory_id).
+Errors come back as tool errors with the reason; fix the arguments and call again."""
+
+
+def build_server(memory: Memory, *, name: str = "narrative") -> MCPServer:
+    """An ``MCPServer`` exposing every tool of :class:`NarrativeTools` over ``memory``."""
+    server: MCPServer = MCPServer(
+        name,
+        title="narrative memory",
+        description="Offline-first narrative memory: storylines, the narrative chain, and why every recall.",
+        instructions=INSTRUCTIONS,
+        version=_version(),
+        log_level="WARNING",
+    )
+    tools = NarrativeTools(memory)
+    lock = threading.Lock()
+    for spec in tool_specs():
+        server.add_tool(
+            _guarded(getattr(tools, spec.name), spec.name, lock),
+            name=spec.name,
+            description=spec.description,
+            annotations=_annotations(spec),
+            structured_output=True,
+        )
+    return server
+
+
+def serve(
+    memory: Memory, *, transport: Transport = "stdio", host: str = DEFAULT_HOST, port: int = DEFAULT_PORT
+) -> None:
+    """Run the server until the client disconnects (stdio) or the process is stopped (http)."""
+    server = build_server(memory)
+    if transport == "stdio":
+        server.run("stdio")
+    elif transport == "http":
+        server.run("streamable-http", host=host, port=port, streamable_http_path=HTTP_PATH)
+    else:
+        raise ValidationError(f"transport must be stdio or http, got {transport!r}", field="transport")
+
+
+def _guarded(method: Callable[..., dict[str, Any]], name: str, lock: threading.Lock) -> Callable[..., dict[str, Any]]:
+    """One call at a time; engine errors become tool errors with the engine's message."""
+
+    @functools.wraps(method)
+    def call(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        with lock:
+            try:
+                return method(*args, **kwargs)
+            except NarrativeError as error:
+                raise ToolError(f"{type(error).__name__}: {error}") from error
+            except ToolError:
+                raise
+            except Exception as error:
+                log.exception("tool %s failed unexpectedly", name)
+                raise ToolError(
+                    f"internal error ({type(error).__name__}); the server logged the details and keeps serving"
+                ) from error
+
+    return call
+
+
+def _annotations(spec: ToolSpec) -> ToolAnnotations:
+    title = spec.name.replace("_", " ")
+    if spec.read_only:
+        return ToolAnnotations(title=title, read_only_hint=True, open_world_hint=False)
+    return ToolAnnotations(title=title, read_only_hint=False, destructive_hint=spec.destructive, open_world_hint=False)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("narrative")
+    except PackageNotFoundError:
+        return "0"
+
+
+__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "HTTP_PATH", "INSTRUCTIONS", "build_server", "serve"]

@@ -1,0 +1,180 @@
+"""Exports of one user's memory: lossless JSON (see docs/export-format.md) and readable Markdown.
+
+The JSON document is deterministic — rows in primary-key order, keys sorted, no export time —
+so exporting, importing into an empty store and exporting again gives the same bytes.
+The Markdown is for people: one section per storyline with the memories of closed conversations
+(and what they extracted), the other remembered items, the open threads, and every archived
+conversation's transcript, each memory linking to its conversation's anchor.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from narrative.errors import ValidationError
+from narrative.model import Conversation, Entity, EntityType, Memory, Storyline, StorylineKind, Stream
+from narrative.store.filters import MemoryFilter
+from narrative.store.protocol import Store
+from narrative.write import resolve
+
+__all__ = ["FORMAT", "SCHEMA_VERSION", "Dump", "export_json", "export_markdown", "parse_dump"]
+
+FORMAT = "narrative-export"
+SCHEMA_VERSION = 1
+VECTOR_TABLES = ("memory_vectors", "storyline_vectors")
+
+
+@dataclass(frozen=True)
+class Dump:
+    user: str
+    tables: dict[str, list[dict[str, Any]]]
+
+    def models(self) -> Counter[str]:
+        return Counter(str(r.get("model")) for t in VECTOR_TABLES for r in self.tables.get(t, []))
+
+
+def export_json(store: Store, user_id: str) -> str:
+    """Every row of the user, with a header: format, schema_version, user, migrations, models, counts."""
+    tables = store.export_user_rows(user_id)
+    dump = Dump(user_id, tables)
+    document = {
+        "format": FORMAT,
+        "schema_version": SCHEMA_VERSION,
+        "user": user_id,
+        "migrations": store.applied_migrations(),
+        "embedding_models": dict(sorted(dump.models().items())),
+        "counts": {table: len(rows) for table, rows in tables.items()},
+        "tables": tables,
+    }
+    return json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def parse_dump(text: str) -> Dump:
+    """Check a JSON export's envelope; ValidationError names what is wrong."""
+    if not isinstance(text, str) or not text.strip():
+        raise ValidationError("the export is empty", field="text")
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ValidationError(f"the export is not JSON: {error}", field="text") from error
+    if not isinstance(document, dict) or document.get("format") != FORMAT:
+        raise ValidationError(f"not a narrative export (format must be {FORMAT!r})", field="format")
+    if document.get("schema_version") != SCHEMA_VERSION:
+        raise ValidationError(
+            f"unsupported schema_version {document.get('schema_version')!r}; this version reads {SCHEMA_VERSION}",
+            field="schema_version",
+        )
+    tables = document.get("tables")
+    if not isinstance(tables, dict) or not all(
+        isinstance(rows, list) and all(isinstance(r, dict) for r in rows) for rows in tables.values()
+    ):
+        raise ValidationError("tables must map each table name to a list of row objects", field="tables")
+    user = document.get("user")
+    if not isinstance(user, str) or not user:
+        raise ValidationError("the export names no user", field="user")
+    return Dump(user, tables)
+
+
+# --- markdown ------------------------------------------------------------------------------------
+
+
+def _anchor(conversation_id: int) -> str:
+    return f"conversation-{conversation_id}"
+
+
+def _link(conversations: dict[int, Conversation], conversation_id: int | None) -> str:
+    if conversation_id is None or conversation_id not in conversations:
+        return ""
+    c = conversations[conversation_id]
+    title = f" “{c.title}”" if c.title else ""
+    return f"[conversation #{c.id}{title}](#{_anchor(c.id)})"
+
+
+def _entity_line(e: Entity) -> str:
+    label = resolve.entity_label(e.entity_type, e.name, e.data).removeprefix("waiting on ")
+    kind = e.entity_type.value.replace("_", " ")
+    state = "" if e.is_active else f" — resolved {e.resolved_at:%Y-%m-%d}" if e.resolved_at else " — resolved"
+    return f"  - {kind}: {label}{state}"
+
+
+def _memory_block(store: Store, user_id: str, m: Memory, conversations: dict[int, Conversation]) -> list[str]:
+    when = m.event_at or m.created_at
+    source = _link(conversations, m.conversation_id)
+    lines = [f"### {when:%Y-%m-%d}" + (f" · from {source}" if source else ""), "", m.content]
+    if m.user_edited and m.original_content:
+        lines += ["", f"_Edited by you; first proposed as:_ {m.original_content}"]
+    entities = store.list_entities(user_id, memory_id=m.id)
+    if entities:
+        lines += ["", "Extracted:"]
+        lines += [_entity_line(e) for e in sorted(entities, key=lambda e: e.id)]
+    return [*lines, ""]
+
+
+def _storyline_section(
+    store: Store, user_id: str, storyline: Storyline | None, memories: list[Memory],
+    conversations: dict[int, Conversation],
+) -> list[str]:
+    closing = [m for m in memories if m.stream is Stream.NARRATIVE and m.user_reviewed]
+    others = [m for m in memories if m not in closing and m.stream is not Stream.CONVERSATION]
+    title = storyline.name if storyline is not None else "Not in a storyline"
+    lines = [f"## {title}", ""]
+    if storyline is not None and storyline.description:
+        lines += [f"_{storyline.description}_", ""]
+    for m in sorted(closing, key=lambda m: (m.event_at or m.created_at, m.id)):
+        lines += _memory_block(store, user_id, m, conversations)
+    if others:
+        lines += ["Also remembered:", ""]
+        for m in sorted(others, key=lambda m: (m.event_at or m.created_at, m.id)):
+            source = _link(conversations, m.conversation_id)
+            lines.append(f"- {(m.event_at or m.created_at):%Y-%m-%d} [{m.stream.value}] {m.content}"
+                         + (f" ({source})" if source else ""))
+        lines.append("")
+    return lines
+
+
+def _transcripts(store: Store, user_id: str, conversations: dict[int, Conversation]) -> list[str]:
+    lines = ["## Archived conversations", ""]
+    for c in sorted(conversations.values(), key=lambda c: c.id):
+        title = f" · “{c.title}”" if c.title else ""
+        lines += [f'<a id="{_anchor(c.id)}"></a>', "", f"### Conversation #{c.id}{title} · {c.status.value}", "",
+                  f"Started {c.started_at:%Y-%m-%d %H:%M}, {c.message_count} messages"
+                  + (f", archived {c.archived_at:%Y-%m-%d %H:%M}" if c.archived_at else "") + ".", ""]
+        for message in store.list_messages(user_id, conversation_id=c.id):
+            who = message.speaker or message.role.value
+            lines.append(f"- **{who}** ({message.created_at:%H:%M}): {message.content}")
+        lines.append("")
+    return lines
+
+
+def export_markdown(store: Store, user_id: str) -> str:
+    """A readable export: storylines with their memories, open threads, archived transcripts."""
+    storylines = store.list_storylines(user_id, include_archived=True)
+    conversations = {c.id: c for c in store.list_conversations(user_id, limit=1_000_000)}
+    memories = store.list_memories(user_id, MemoryFilter())
+    by_storyline: dict[int | None, list[Memory]] = {}
+    for m in memories:
+        by_storyline.setdefault(m.storyline_id, []).append(m)
+    lines = [f"# The narrative memory of {user_id}", "",
+             f"{len(memories)} memories in {len(storylines)} storylines, from {len(conversations)} conversations."
+             " Exported by narrative.", ""]
+    order = sorted(storylines, key=lambda s: (s.kind is not StorylineKind.YOUR_STORY, s.id))
+    for storyline in order:
+        items = by_storyline.get(storyline.id, [])
+        if items or storyline.kind is StorylineKind.YOUR_STORY:
+            lines += _storyline_section(store, user_id, storyline, items, conversations)
+    if by_storyline.get(None):
+        lines += _storyline_section(store, user_id, None, by_storyline[None], conversations)
+    open_items = resolve.open_entities(store, user_id)
+    if open_items:
+        lines += ["## Open threads", ""]
+        for e in open_items:
+            label = resolve.entity_label(e.entity_type, e.name, e.data)
+            kind = "waiting on" if e.entity_type is EntityType.WAITING_ON else e.entity_type.value.replace("_", " ")
+            source = _link(conversations, e.conversation_id)
+            lines.append(f"- {kind}: {label.removeprefix('waiting on ')}" + (f" ({source})" if source else ""))
+        lines.append("")
+    lines += _transcripts(store, user_id, conversations)
+    return "\n".join(lines).rstrip() + "\n"

@@ -1,0 +1,358 @@
+"""Open state: what is still open, what a later conversation settled, what has gone stale.
+
+The open state is the set of *active* entities of the open types — tasks,
+waiting-ons and opened questions (``model.OPEN_ENTITY_TYPES``).  An entity stays
+active until something resolves it; resolution records which memory (and, when
+there is one, which entity) settled it and when.
+
+Thread resolution across conversations is conservative: an open item is
+resolved only by an *explicit* statement of the user that
+
+1. talks about the same thing — at least two shared content words, or half of
+   the item's words (a waiting-on must also share a word of *what* is awaited,
+   not only *who*), or an embedding similarity of at least ``SIMILAR`` when an
+   embedder is available; and
+2. carries a resolution cue of the item's family:
+
+   ============== =================================================================
+   open item      resolution cue in the same (non-question, non-negated) sentence
+   ============== =================================================================
+   waiting_on     a blocker_cleared / question_resolved entity, or "sent", "arrived",
+                  "got back", "replied", "delivered", "received", "heard back", …
+   task           "done", "finished", "completed", "took care of", … or the past
+                  tense of the task's own verb ("call Mum" → "called Mum")
+   question       a question_resolved / decision entity, or "figured out", "the
+                  answer is", "decided", "settled on", "solved", "going with", …
+   ============== =================================================================
+
+With an LLM configured, each candidate pair that passes (1) is put to the
+``thread_resolution`` prompt instead of the cue test; the model must say it
+resolves with confidence above ``LLM_CONFIDENCE``.  A failed call falls back to
+the cue test.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import numpy as np
+
+from narrative.errors import InvalidTransition, ValidationError
+from narrative.model import OPEN_ENTITY_TYPES, Entity, EntityType, Message, Role
+from narrative.store.protocol import Store
+from narrative.write import patterns as P
+
+__all__ = [
+    "LLM_CONFIDENCE",
+    "OPEN_TYPES",
+    "SIMILAR",
+    "Evidence",
+    "Judge",
+    "Resolution",
+    "Similarity",
+    "entity_label",
+    "evidence_from",
+    "find_resolutions",
+    "open_entities",
+    "past_forms",
+    "recent_entities",
+    "resolve_entity",
+    "stale_entities",
+    "word_keys",
+]
+
+OPEN_TYPES: tuple[EntityType, ...] = (EntityType.TASK, EntityType.WAITING_ON, EntityType.QUESTION_OPENED)
+SIMILAR = 0.6
+LLM_CONFIDENCE = 0.7
+
+#: (thread label, evidence sentence) → (resolves, confidence), or None when the model could not answer.
+Judge = Callable[[str, str], "tuple[bool, float] | None"]
+#: (texts a, texts b) → cosine similarity matrix of shape (len(a), len(b)).
+Similarity = Callable[[Sequence[str], Sequence[str]], np.ndarray]
+
+_I = re.IGNORECASE
+_DELIVERED = re.compile(
+    r"\b(?:sent|arrived|came\s+(?:in|back|through)|got\s+back|replied|responded|answered|delivered|received|"
+    r"heard\s+back|confirmed|signed(?:\s+off)?|approved|handed\s+(?:it\s+|them\s+)?(?:over|in)|dropped\s+off|"
+    r"got\s+(?:it|them|the|their|his|her))\b",
+    _I,
+)
+_DONE = re.compile(
+    r"\b(?:done|finished|completed|sorted|wrapped\s+up|took\s+care\s+of|taken\s+care\s+of|crossed\s+off|"
+    r"ticked\s+off|did\s+it|got\s+it\s+done)\b",
+    _I,
+)
+_ANSWERED = re.compile(
+    r"\b(?:figured\s+(?:it\s+)?out|the\s+answer\s+(?:is|was)|decided|settled\s+(?:on|it)|resolved|solved|"
+    r"answered|worked\s+out|(?:we're|i'm|we\s+are|i\s+am)\s+going\s+with|(?:we'll|i'll|let's)\s+go\s+with)\b",
+    _I,
+)
+_OPEN_PREFIX = re.compile(r"^(?:open\s+question|question|todo|to-do)\s*:\s*", _I)
+_IRREGULAR: dict[str, tuple[str, ...]] = {
+    "send": ("sent",), "write": ("wrote", "written"), "draw": ("drew", "drawn"), "buy": ("bought",),
+    "make": ("made",), "do": ("did", "done"), "pay": ("paid",), "read": ("read",), "meet": ("met",),
+    "bring": ("brought",), "get": ("got", "gotten"), "find": ("found",), "take": ("took", "taken"),
+    "give": ("gave", "given"), "go": ("went", "gone"), "tell": ("told",), "speak": ("spoke", "spoken"),
+    "build": ("built",), "think": ("thought",), "leave": ("left",), "sell": ("sold",), "put": ("put",),
+    "set": ("set",), "run": ("ran",), "begin": ("began", "begun"), "choose": ("chose", "chosen"),
+    "ring": ("rang", "rung"), "see": ("saw", "seen"), "fly": ("flew", "flown"), "hold": ("held",),
+    "sit": ("sat",), "teach": ("taught",), "catch": ("caught",), "fight": ("fought",), "lend": ("lent",),
+    "spend": ("spent",), "win": ("won",), "book": ("booked",), "fix": ("fixed",),
+}  # fmt: skip
+_SKIP_LEAD = frozenset({"to", "also", "finally", "still", "then", "just", "really", "first"})
+_VOWELS = frozenset("aeiou")
+
+
+# --- the open state ----------------------------------------------------------------------------
+
+
+def open_entities(
+    store: Store,
+    user_id: str,
+    entity_type: EntityType | None = None,
+    storyline_id: int | None = None,
+    exclude_conversation: int | None = None,
+    limit: int = 500,
+) -> list[Entity]:
+    """Active entities of the open types (or of ``entity_type``), oldest first."""
+    types = [entity_type] if entity_type is not None else list(OPEN_TYPES)
+    found = store.list_entities(user_id, entity_types=types, active=True, storyline_id=storyline_id, limit=limit)
+    found = [e for e in found if exclude_conversation is None or e.conversation_id != exclude_conversation]
+    return sorted(found, key=lambda e: (e.created_at, e.id))
+
+
+def stale_entities(
+    store: Store, user_id: str, now: datetime, days: int, entity_type: EntityType | None = None
+) -> list[Entity]:
+    """Open items older than ``days`` days that nothing has resolved ("should have moved by now")."""
+    if isinstance(days, bool) or not isinstance(days, int) or days < 0:
+        raise ValidationError(f"days must be a non-negative integer, got {days!r}", field="days")
+    cutoff = now - timedelta(days=days)
+    return [e for e in open_entities(store, user_id, entity_type) if e.created_at <= cutoff]
+
+
+def recent_entities(store: Store, user_id: str, entity_type: EntityType, now: datetime, days: int) -> list[Entity]:
+    """Entities of one type made in the last ``days`` days, newest first (e.g. recent decisions)."""
+    since = now - timedelta(days=days)
+    found = store.list_entities(user_id, entity_types=[entity_type], since=since)
+    return [e for e in found if e.created_at <= now]
+
+
+def resolve_entity(
+    store: Store,
+    user_id: str,
+    entity_id: int,
+    now: datetime,
+    by_memory_id: int | None = None,
+    by_entity_id: int | None = None,
+) -> Entity:
+    """Mark one entity resolved (by a memory, an entity, or by hand); refused when already resolved."""
+    entity = store.get_entity(user_id, entity_id)
+    if not entity.is_active:
+        raise InvalidTransition(f"entity {entity_id} is already resolved")
+    if by_memory_id is not None:
+        store.get_memory(user_id, by_memory_id)
+    return store.resolve_entity(
+        user_id, entity_id, now, resolved_by_memory_id=by_memory_id, resolved_by_entity_id=by_entity_id
+    )
+
+
+# --- labels and words --------------------------------------------------------------------------
+
+
+def entity_label(entity_type: EntityType, name: str, data: dict[str, Any]) -> str:
+    """How an item reads in a sentence: "waiting on Sam to send the measurements", a bare question, …"""
+    if entity_type is EntityType.WAITING_ON:
+        who, what = str(data.get("who") or "").strip(), str(data.get("what") or "").strip()
+        if who and what:
+            return f"waiting on {who} to {what}"
+        return f"waiting on {who or what or name}"
+    text = _OPEN_PREFIX.sub("", name.strip())
+    return text[:1].lower() + text[1:] if entity_type is EntityType.TASK else text
+
+
+def word_keys(text: str) -> set[str]:
+    """Content-word keys of a text (lowercase, singular), the unit of overlap."""
+    keys = set()
+    for word in P.words(text):
+        key = P.tag_key(word.lower())
+        if key is not None:
+            keys.add(key)
+    return keys
+
+
+def past_forms(verb: str) -> tuple[str, ...]:
+    """Past-tense forms of a verb (irregular table, else the regular spellings)."""
+    verb = verb.lower()
+    if verb in _IRREGULAR:
+        return _IRREGULAR[verb]
+    forms = [verb + "d" if verb.endswith("e") else verb + "ed"]
+    if len(verb) > 2 and verb.endswith("y") and verb[-2] not in _VOWELS:
+        forms.append(verb[:-1] + "ied")
+    if len(verb) >= 3 and verb[-1] not in _VOWELS | {"w", "x", "y"} and verb[-2] in _VOWELS and verb[-3] not in _VOWELS:
+        forms.append(verb + verb[-1] + "ed")
+    return tuple(forms)
+
+
+def _lead_verb(text: str) -> str | None:
+    for word in P.words(text):
+        low = word.lower()
+        if low not in _SKIP_LEAD:
+            return low
+    return None
+
+
+# --- evidence and resolution -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One statement sentence of the user, with the entity extracted from it (if any)."""
+
+    message: Message
+    sentence: str
+    entity_type: EntityType | None = None
+    entity_id: int | None = None  # a stored entity found in this sentence
+    entity_key: str | None = None  # or a preview entity not stored yet
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """An open item settled by one sentence of a later (or the same, later) conversation turn."""
+
+    entity: Entity
+    evidence: Evidence
+    confidence: float
+    method: str  # heuristic | llm
+
+    @property
+    def label(self) -> str:
+        return entity_label(self.entity.entity_type, self.entity.name, self.entity.data)
+
+
+def evidence_from(
+    messages: Sequence[Message], tagged: Sequence[tuple[EntityType, int | None, str | None, int, str]] = ()
+) -> list[Evidence]:
+    """Statement sentences of the user's messages, each tagged with an entity found in it.
+
+    ``tagged`` holds (type, stored entity id, preview key, message id, sentence) of the conversation's
+    entities; a sentence takes the first resolution-bearing one (question_resolved, blocker_cleared,
+    decision) whose sentence it is.
+    """
+    bearing = {EntityType.QUESTION_RESOLVED, EntityType.BLOCKER_CLEARED, EntityType.DECISION}
+    out: list[Evidence] = []
+    for message in messages:
+        if message.role is not Role.USER:
+            continue
+        for sentence in P.split_sentences(P.normalize(message.content)):
+            if P.is_question(sentence) or P.is_small_talk(sentence):
+                continue
+            tag = next(
+                (t for t in tagged if t[0] in bearing and t[3] == message.id and _same_sentence(t[4], sentence)),
+                None,
+            )
+            if tag is None:
+                out.append(Evidence(message, sentence))
+            else:
+                out.append(Evidence(message, sentence, tag[0], tag[1], tag[2]))
+    return out
+
+
+def _same_sentence(a: str, b: str) -> bool:
+    wa, wb = [w.lower() for w in P.words(a)][:40], [w.lower() for w in P.words(b)][:40]
+    n = min(len(wa), len(wb))
+    return n > 0 and wa[:n] == wb[:n]
+
+
+def _related(entity: Entity, sentence: str, similarity: float | None) -> int:
+    """How strongly a sentence talks about an item: shared words (0 = unrelated)."""
+    label = entity_label(entity.entity_type, entity.name, entity.data)
+    keys = word_keys(label)
+    words = word_keys(sentence)
+    shared = keys & words
+    if entity.entity_type is EntityType.WAITING_ON:
+        what = word_keys(str(entity.data.get("what") or entity.name))
+        if not what & words:
+            shared = set()
+    enough = len(shared) >= 2 or (bool(shared) and len(shared) * 2 >= len(keys))
+    if enough:
+        return len(shared)
+    if similarity is not None and similarity >= SIMILAR and (entity.entity_type is not EntityType.WAITING_ON or shared):
+        return 1
+    return 0
+
+
+def _cue(entity: Entity, evidence: Evidence) -> bool:
+    """Does the sentence explicitly settle an item of this family (see the module table)?"""
+    sentence = evidence.sentence
+    lower = sentence.lower()
+    kind = entity.entity_type
+    if kind is EntityType.WAITING_ON:
+        if evidence.entity_type in (EntityType.BLOCKER_CLEARED, EntityType.QUESTION_RESOLVED):
+            return True
+        patterns = [_DELIVERED, _DONE]
+    elif kind is EntityType.TASK:
+        verb = _lead_verb(entity.name)
+        forms = past_forms(verb) if verb else ()
+        past = re.compile(r"\b(?:" + "|".join(map(re.escape, forms)) + r")\b", _I) if forms else None
+        patterns = [_DONE, *([past] if past is not None else [])]
+    elif kind is EntityType.QUESTION_OPENED:
+        if evidence.entity_type in (EntityType.QUESTION_RESOLVED, EntityType.DECISION):
+            return True
+        patterns = [_ANSWERED]
+    else:
+        return False
+    for rx in patterns:
+        for match in rx.finditer(sentence):
+            if not P.negated_before(lower, match.start()):
+                return True
+    return False
+
+
+def find_resolutions(
+    open_items: Sequence[Entity],
+    evidence: Sequence[Evidence],
+    *,
+    judge: Judge | None = None,
+    similarity: Similarity | None = None,
+    max_judged: int = 8,
+) -> list[Resolution]:
+    """Which open items the evidence settles: at most one resolution per item, best first by message.
+
+    An item is only settled by a sentence written after it (a later message position).
+    """
+    items = [e for e in open_items if e.is_active and e.entity_type in OPEN_ENTITY_TYPES]
+    if not items or not evidence:
+        return []
+    sims: np.ndarray | None = None
+    if similarity is not None:
+        labels = [entity_label(e.entity_type, e.name, e.data) for e in items]
+        sims = np.asarray(similarity(labels, [ev.sentence for ev in evidence]), dtype=np.float32)
+    judged = 0
+    out: list[Resolution] = []
+    for i, entity in enumerate(items):
+        origin = entity.data.get("message_id")
+        for j, ev in enumerate(evidence):
+            if isinstance(origin, int) and ev.message.id <= origin:
+                continue
+            related = _related(entity, ev.sentence, None if sims is None else float(sims[i, j]))
+            if not related:
+                continue
+            verdict = None
+            if judge is not None and judged < max_judged:
+                judged += 1
+                verdict = judge(entity_label(entity.entity_type, entity.name, entity.data), ev.sentence)
+            if verdict is not None:
+                resolves, confidence = verdict
+                if resolves and confidence > LLM_CONFIDENCE:
+                    out.append(Resolution(entity, ev, round(confidence, 3), "llm"))
+                    break
+                continue
+            if _cue(entity, ev):
+                out.append(Resolution(entity, ev, round(min(0.95, 0.7 + 0.05 * related), 3), "heuristic"))
+                break
+    return out
