@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FakeClock
-from llm_server import Reply, ScriptedLLMServer, scripted_llm_server
 
 import narrative
+from conftest import FakeClock
+from llm_server import Reply, ScriptedLLMServer, scripted_llm_server
 from narrative.errors import ConversationAlreadyActive, InvalidTransition, NotFound, ValidationError
 from narrative.model import ConversationStatus, DeltaType, EntityType, Source, Stream
 from narrative.write import lifecycle
@@ -291,7 +291,8 @@ def test_split_refuses_bad_parts_and_changes_nothing(mem: narrative.Memory, snap
         [ok, "not a part"],
     ):
         assert_refused(mem, snapshot, ValidationError, lambda p=parts: mem.split_memory(cid, p))  # type: ignore[misc]
-    assert_refused(mem, snapshot, NotFound, lambda: mem.split_memory(cid, [ok, {"narrative": "x", "storyline_id": 999}]))
+    unknown = {"narrative": "x", "storyline_id": 999}
+    assert_refused(mem, snapshot, NotFound, lambda: mem.split_memory(cid, [ok, unknown]))
 
 
 # --- after the fact ----------------------------------------------------------------------------------
@@ -385,3 +386,63 @@ def test_closing_records_the_time_given(mem: narrative.Memory, clock: FakeClock)
     result = mem.confirm_memory(cid, at=at)
     assert result.conversation.archived_at == at and result.memories[0].created_at == at
     assert all(d.delta_type in DeltaType for d in result.deltas)
+
+
+# --- the CLI -----------------------------------------------------------------------------------------
+
+
+def test_cli_close_review_and_confirm(mem: narrative.Memory, db_path: Path) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from narrative.interfaces.cli import _register, cli
+
+    _register()
+    talk(mem)
+    work = mem.create_storyline("Work")
+    mem.close()
+    runner = CliRunner()
+
+    def run(*args: str) -> Any:
+        done = runner.invoke(cli, ["--db", str(db_path), "--user", "alice", "--embedder", "none", *args])
+        assert done.exit_code == 0, done.output
+        return done.output
+
+    assert "[confirm] [edit] [redirect] [split] [resume]" in run("close")
+    shown = json.loads(run("preview", "--json"))
+    assert shown["conversation_id"] == 1 and shown["extracted"]["decisions"]
+    key = shown["entities"][0]["key"]
+    edited = json.loads(run("edit", "--narrative", "Postgres it is.", "--remove", key, "--json"))
+    assert edited["narrative"] == "Postgres it is." and edited["removed"] == [key]
+    assert json.loads(run("redirect", str(work.id), "--json"))["destination"]["storyline_id"] == work.id
+    assert "resumed conversation #1" in run("resume")
+    run("close")
+    done = json.loads(run("split", "--part", f"{work.id}:Postgres for the team.", "--part", ":Priya owes a dump.",
+                          "--json"))
+    assert [m["storyline_id"] for m in done["memories"]] == [work.id, 1]  # empty id: Your Story (#1)
+    assert done["status"] == "archived"
+    archive = run("archive", "1")
+    assert "Postgres for the team." in archive and "[1] alex:" in archive
+    bad = runner.invoke(cli, ["--db", str(db_path), "--user", "alice", "--embedder", "none", "split", "--part",
+                              "oops", "--part", "x:y"])
+    assert bad.exit_code != 0
+
+
+def test_cli_confirm_with_options(mem: narrative.Memory, db_path: Path) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from narrative.interfaces.cli import _register, cli
+
+    _register()
+    talk(mem)
+    mem.close()
+    runner = CliRunner()
+    base = ["--db", str(db_path), "--user", "alice", "--embedder", "none"]
+    assert runner.invoke(cli, [*base, "close", "--json"]).exit_code == 0
+    done = runner.invoke(cli, [*base, "confirm", "--to", "1", "--narrative", "Moved to Postgres.", "--json"])
+    assert done.exit_code == 0, done.output
+    [memory] = json.loads(done.output)["memories"]
+    assert memory == {"id": memory["id"], "storyline_id": 1, "content": "Moved to Postgres.", "user_edited": True}

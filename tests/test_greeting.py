@@ -9,9 +9,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from conftest import FakeClock
 
 import narrative
+from conftest import FakeClock
 from narrative import demo
 from narrative.interfaces.serialize import plain
 from narrative.read.greeting import IDLE_INVITATION
@@ -128,3 +128,30 @@ def test_idle_threshold_comes_from_settings(db_path: Path, clock: FakeClock) -> 
         clock.advance(timedelta(minutes=10))
         assert mem.idle_check() is None  # 30 minutes by default
         assert mem.settings.stale_after_days == 1
+
+
+def test_cli_greet_threads_resolve_and_idle(maya: narrative.Memory, clock: FakeClock) -> None:
+    from click.testing import CliRunner
+
+    from narrative.interfaces.cli import _register, cli
+
+    _register()
+    path = maya.settings.db
+    task = maya.open_threads("task")[0]
+    maya.close()
+    runner = CliRunner()
+    base = ["--db", path, "--user", "maya", "--embedder", "none"]
+
+    def run(*args: str) -> str:
+        done = runner.invoke(cli, [*base, *args])
+        assert done.exit_code == 0, done.output
+        return done.output
+
+    assert run("greet").startswith("Welcome back.")
+    assert json.loads(run("greet", "--json"))["kind"] == "fresh"
+    assert f"#{task.id} [task]" in run("threads")
+    assert all(t["entity_type"] == "task" for t in json.loads(run("threads", "--type", "task", "--json")))
+    assert "draw the plot map" in run("threads", "--stale")
+    assert "resolved" in run("resolve", str(task.id))
+    assert f"#{task.id} " not in run("threads")
+    assert json.loads(run("idle", "--json")) == {"invitation": None}

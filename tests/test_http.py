@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FakeClock
-from http_server import Client, LiveServer, free_port
 
 import narrative
+from conftest import FakeClock
+from http_server import Client, LiveServer, free_port
 from narrative.interfaces.http import create_app, is_loopback
 
 API = "/api/v1"
@@ -139,7 +139,7 @@ TARGETS: list[tuple[str, str, Any, tuple[str, ...]]] = [
     ("PATCH", "/conversations/{closing}/preview", {"narrative": "rewritten by someone else"}, ("edit_preview",)),
     ("PATCH", "/conversations/{closing}/preview", {"storyline_id": "{own_storyline}"}, ("redirect_preview",)),
     ("POST", "/conversations/{closing}/confirm", {}, ("confirm_memory",)),
-    ("POST", "/conversations/{closing}/split", {"parts": [{"narrative": "a part"}]}, ("split_memory",)),
+    ("POST", "/conversations/{closing}/split", {"parts": [{"narrative": "a"}, {"narrative": "b"}]}, ("split_memory",)),
     ("POST", "/conversations/{closing}/resume", {}, ()),
     ("POST", "/conversations/{active}/pause", {}, ()),
     ("POST", "/conversations/{active}/unpause", {}, ()),
@@ -168,6 +168,15 @@ TARGETS: list[tuple[str, str, Any, tuple[str, ...]]] = [
     ("GET", "/uses/{use}", None, ("explain",)),
     ("POST", "/uses/{use}/outcome", {"outcome": "approved"}, ("learn_from_outcome",)),
     ("POST", "/uses", {"query": "planted", "references": [{"memory_id": "{memory}"}]}, ("record_use",)),
+    # alice's own objects, pointed at one of bob's
+    ("PATCH", "/conversations/{own_closing}/preview", {"storyline_id": "{storyline}"}, ("redirect_preview",)),
+    ("POST", "/conversations/{own_closing}/confirm", {"storyline_id": "{storyline}"}, ("confirm_memory",)),
+    ("POST", "/conversations/{own_closing}/split",
+     {"parts": [{"narrative": "a"}, {"narrative": "b", "storyline_id": "{storyline}"}]}, ("split_memory",)),
+    ("PATCH", "/memories/{own_memory}", {"entities_to_remove": ["{entity}"]}, ()),
+    ("POST", "/entities/{own_entity}/resolve", {"by_memory_id": "{memory}"}, ("resolve_thread",)),
+    ("POST", "/narratives", {"summary": "link", "memory_ids": ["{own_memory}"], "previous_narrative_id": "{narrative}"},
+     ()),
 ]
 
 # What bob reads before and after each refused request: nothing of his may change.
@@ -228,7 +237,8 @@ def without_queries(value: Any) -> Any:
 @pytest.mark.parametrize("path", [
     "/conversations", "/conversations/active", "/messages?limit=200", "/memories?limit=200", "/storylines",
     "/narratives", "/narratives/latest", "/narratives/search?q=tomatoes", "/search?q=tomatoes%20Priya&record=false",
-    "/search?q=bicycle&record=false", "/uses", "/entities/open", "/greeting", "/export", "/export?format=markdown", "/me",
+    "/search?q=bicycle&record=false", "/uses", "/entities/open", "/greeting", "/export", "/export?format=markdown",
+    "/me",
 ])
 def test_lists_hold_only_the_callers_data(shared: World, path: str) -> None:
     needs = {"/uses": ("list_uses",), "/entities/open": ("open_threads",), "/greeting": ("greet",)}
@@ -283,7 +293,8 @@ def test_page_and_openapi_need_no_key(shared: World) -> None:
     assert spec.status == 200
     paths = spec.json["paths"]
     for expected in ("/api/v1/conversations", "/api/v1/conversations/{conversation_id}/confirm",
-                     "/api/v1/conversations/{conversation_id}/preview", "/api/v1/messages", "/api/v1/memories/{memory_id}",
+                     "/api/v1/conversations/{conversation_id}/preview", "/api/v1/messages",
+                     "/api/v1/memories/{memory_id}",
                      "/api/v1/storylines", "/api/v1/narratives/{narrative_id}/back", "/api/v1/search",
                      "/api/v1/context", "/api/v1/uses/{use_id}", "/api/v1/export", "/api/v1/user"):
         assert expected in paths, expected

@@ -285,6 +285,7 @@ def test_close_preview_resume_confirm_archive(server: Driver) -> None:
 
     preview = server.ok("close_conversation")
     assert preview["text"].strip()
+    assert server.ok("get_active_conversation")["awaiting_confirmation"] == [active["id"]]
     again = server.ok("get_memory_preview", conversation_id=active["id"])
     assert again["text"] == preview["text"]
     assert "InvalidTransition" in server.error("close_conversation", conversation_id=active["id"])

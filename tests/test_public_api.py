@@ -175,7 +175,7 @@ def test_import_is_light_and_side_effect_free(tmp_path: Path) -> None:
 def test_settings_defaults() -> None:
     settings = Settings.resolve(env={})
     assert settings == Settings()
-    assert (settings.user, settings.embedder, settings.rrf_k) == ("default", "minilm", 60)
+    assert (settings.user, settings.embedder, settings.rrf_k) == ("default", "minilm", 10)
 
 
 def test_settings_precedence() -> None:

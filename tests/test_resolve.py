@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FakeClock
-from llm_server import Reply, ScriptedLLMServer, scripted_llm_server
 
 import narrative
+from conftest import FakeClock
+from llm_server import Reply, ScriptedLLMServer, scripted_llm_server
 from narrative import demo
 from narrative.errors import InvalidTransition, NotFound, ValidationError
 from narrative.model import DeltaType, Entity, EntityType, Message, Role

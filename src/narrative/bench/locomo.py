@@ -132,6 +132,8 @@ def evaluate(mem: Memory, sample: dict[str, Any], modes: Sequence[str] = MODES) 
             hits = mem.search(str(qa["question"]), max(KS), mode=mode, streams=TURN_STREAMS, record=False)
             row["latency_ms"][mode] = (time.perf_counter() - started) * 1000
             found_by_rank = [{dia_of.get(i, "") for i in hit.memory.message_ids} for hit in hits]
+            if mode == "hybrid":
+                row["turns_in_top10"] = len(set().union(*found_by_rank[:10]) - {""}) if found_by_rank else 0
             row["recall"][mode] = {
                 k: len(wanted & set().union(*found_by_rank[:k])) / len(wanted) if found_by_rank else 0.0 for k in KS
             }
@@ -189,6 +191,7 @@ def run(path: str | Path, *, embedder: str = "minilm", limit: int | None = None,
             },
         },
         "recall": summarise(rows),
+        "hybrid_top10_distinct_turns": round(sum(r.get("turns_in_top10", 0) for r in rows) / max(1, len(rows)), 2),
         "hybrid_search_ms": {
             "p50": round(latencies[len(latencies) // 2], 2) if latencies else None,
             "p95": round(latencies[int(len(latencies) * 0.95)], 2) if latencies else None,
@@ -203,6 +206,8 @@ def format_report(report: dict[str, Any]) -> str:
         f"ingest: {report['ingest']['turns']} turns in {report['ingest']['seconds']} s "
         f"= {report['ingest']['turns_per_s']} turns/s (write path incl. embeddings)",
         f"hybrid search latency: p50 {report['hybrid_search_ms']['p50']} ms, p95 {report['hybrid_search_ms']['p95']} ms",
+        f"a top-10 hybrid result covers {report['hybrid_top10_distinct_turns']} distinct turns on average"
+        " (a conversation memory is an exchange: the turn and the one it answers)",
         "",
     ]
     header = f"{'mode':<8} {'category':<12} {'n':>4} " + " ".join(f"{'R@' + str(k):>6}" for k in KS)

@@ -14,7 +14,7 @@ from narrative.checks import require_choice, require_text
 from narrative.engine.core import EngineBase
 from narrative.model import Message, Role
 from narrative.write import lifecycle, storylines
-from narrative.write.turn import TurnResult, TurnWriter, WriteSettings, exchange_text
+from narrative.write.turn import TurnResult, TurnWriter, WriteSettings, conversation_text, exchange_text
 
 if TYPE_CHECKING:
     from narrative.write.assist import LLMTurnAssist
@@ -124,55 +124,56 @@ class TurnsAPI(EngineBase):
         return results
 
     def _process(self, user_id: str, messages: Sequence[Message]) -> list[TurnResult]:
-        """Derived work for stored messages.  Without an LLM every vector of the chunk is made in one batch."""
+        """Derived work for stored messages.  Without an LLM every vector of the chunk is made in one batch.
+
+        Each turn is read with the stored turn it follows (also for a single ``remember``): the extractor sees
+        it, the conversation memory holds both, and routing embeds the message alone so the previous turn's
+        topic does not pull the message into it.
+        """
         writer = self._turn_writer()
         defaults = self._default_ids(user_id)
         your_story = self._your_story_id(user_id)
+        befores = [self.store.previous_message(user_id, m.conversation_id, m.position) for m in messages]
         assist = writer.assist
         if assist is not None:  # the model works turn by turn, each with its own budget
             results = []
-            previous_text: str | None = None
-            for message in messages:
+            for message, before in zip(messages, befores, strict=True):
                 assist.begin_turn()
                 extraction = assist.extract_turn(
-                    message.content, speaker=message.speaker, role=message.role.value, previous=previous_text
+                    message.content, speaker=message.speaker, role=message.role.value,
+                    previous=None if before is None else before.content,
                 )
-                previous_text = message.content
-                text = self._exchange_texts(user_id, [message])[0]
-                vectors = self._embed_texts([text, *_derived_texts(extraction)])
-                results.append(writer.process(message, *_split(vectors, 0, extraction), defaults, your_story))
+                vectors = self._embed_texts(self._turn_texts(message, before, extraction))
+                vector, derived, routing_vector = _split(vectors, extraction)
+                results.append(writer.process(
+                    message, vector, extraction, derived, defaults, your_story, routing_vector=routing_vector
+                ))
             return results
         extractor = self._extract()
-        extractions = []
-        previous_text = None
-        for message in messages:
-            extractions.append(extractor.extract_turn(
-                message.content, speaker=message.speaker, role=message.role.value, previous=previous_text
-            ))
-            previous_text = message.content
-        texts = self._exchange_texts(user_id, messages)
-        offsets = []
-        for extraction in extractions:
-            offsets.append(len(texts))
-            texts += _derived_texts(extraction)
-        vectors = self._embed_texts(texts)
-        return [
-            writer.process(message, *_split(vectors, i, extraction, offsets[i]), defaults, your_story)
-            for i, (message, extraction) in enumerate(zip(messages, extractions, strict=True))
+        extractions = [
+            extractor.extract_turn(
+                m.content, speaker=m.speaker, role=m.role.value, previous=None if before is None else before.content
+            )
+            for m, before in zip(messages, befores, strict=True)
         ]
+        blocks = [self._turn_texts(m, b, x) for m, b, x in zip(messages, befores, extractions, strict=True)]
+        vectors = self._embed_texts([text for block in blocks for text in block])
+        results, start = [], 0
+        for message, extraction, block in zip(messages, extractions, blocks, strict=True):
+            rows = None if vectors is None else vectors[start : start + len(block)]
+            start += len(block)
+            vector, derived, routing_vector = _split(rows, extraction)
+            results.append(writer.process(
+                message, vector, extraction, derived, defaults, your_story, routing_vector=routing_vector
+            ))
+        return results
 
-    def _exchange_texts(self, user_id: str, messages: Sequence[Message]) -> list[str]:
-        """What each turn's conversation memory says (and is embedded from)."""
-        texts = []
-        previous: Message | None = None
-        for message in messages:
-            if self.settings.exchange_turns < 2:
-                previous = None
-            elif previous is None or previous.conversation_id != message.conversation_id:
-                previous = self.store.previous_message(user_id, message.conversation_id, message.position)
-            texts.append(exchange_text(previous, message))
-            previous = message
-        return texts
+    def _turn_texts(self, message: Message, before: Message | None, extraction: Any) -> list[str]:
+        """What one turn embeds: its exchange (the conversation memory), its derived memories, and — when
+        the exchange holds more than the message — the message alone, for routing."""
+        exchange = exchange_text(before if self.settings.exchange_turns >= 2 else None, message)
+        alone = conversation_text(message)
+        return [exchange, *_derived_texts(extraction), *([alone] if alone != exchange else [])]
 
     def _embed_texts(self, texts: list[str]) -> np.ndarray | None:
         embedder = self.embedder
@@ -197,11 +198,11 @@ def _derived_texts(extraction: Any) -> list[str]:
 
 
 def _split(
-    vectors: np.ndarray | None, index: int, extraction: Any, offset: int | None = None
-) -> tuple[np.ndarray | None, Any, list[np.ndarray] | None]:
-    """(the turn's vector, its extraction, the vectors of its derived memories)."""
-    if vectors is None:
-        return None, extraction, None
-    start = index + 1 if offset is None else offset
+    rows: np.ndarray | None, extraction: Any
+) -> tuple[np.ndarray | None, list[np.ndarray] | None, np.ndarray | None]:
+    """One turn's rows (see ``_turn_texts``) → (exchange vector, derived vectors, routing vector)."""
+    if rows is None:
+        return None, None, None
     count = len(_derived_texts(extraction))
-    return vectors[index], extraction, list(vectors[start : start + count])
+    routing_vector = rows[count + 1] if len(rows) > count + 1 else rows[0]
+    return rows[0], list(rows[1 : count + 1]), routing_vector

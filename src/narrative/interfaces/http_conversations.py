@@ -74,8 +74,9 @@ def get_preview(who: Who, conversation_id: int) -> JSONResponse:
               summary="Edit the narrative and/or redirect the preview to another storyline")
 def change_preview(who: Who, conversation_id: int, body: PreviewChange) -> JSONResponse:
     preview = None
-    if body.narrative is not None:
-        preview = require_engine(who.memory, "edit_preview")(conversation_id, body.narrative, user=who.user)
+    if body.narrative is not None or body.remove_entities:
+        edit = require_engine(who.memory, "edit_preview")
+        preview = edit(conversation_id, body.narrative, remove_entities=body.remove_entities, user=who.user)
     if body.storyline_id is not None:
         redirect = require_engine(who.memory, "redirect_preview")
         preview = redirect(conversation_id, body.storyline_id, user=who.user)

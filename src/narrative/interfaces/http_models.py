@@ -31,15 +31,16 @@ class CloseConversation(Body):
 
 
 class PreviewChange(Body):
-    """Edit the narrative memory, redirect it to another storyline, or both."""
+    """Edit the narrative memory, drop over-extracted entities (by preview key), redirect it; any of these."""
 
     narrative: Annotated[str | None, Field(min_length=1, max_length=100_000)] = None
+    remove_entities: Annotated[list[str], Field(max_length=500, description="Preview entity keys (e1, e2…).")] = []
     storyline_id: Annotated[int | None, Field(ge=1)] = None
 
     @model_validator(mode="after")
     def something(self) -> Self:
-        if self.narrative is None and self.storyline_id is None:
-            raise ValueError("give narrative and/or storyline_id")
+        if self.narrative is None and self.storyline_id is None and not self.remove_entities:
+            raise ValueError("give narrative, remove_entities and/or storyline_id")
         return self
 
 
@@ -51,12 +52,12 @@ class Confirm(Body):
 
 class SplitPart(Body):
     narrative: Text
-    storyline_id: Annotated[int | None, Field(ge=1)] = None
-    entity_ids: list[int] = Field(default_factory=list, max_length=500)
+    storyline_id: Annotated[int | None, Field(ge=1, description="Default: Your Story.")] = None
+    entity_ids: Annotated[list[int | str], Field(max_length=500, description="Entity ids or preview keys.")] = []
 
 
 class Split(Body):
-    parts: Annotated[list[SplitPart], Field(min_length=1, max_length=20)]
+    parts: Annotated[list[SplitPart], Field(min_length=2, max_length=20)]
 
 
 class TurnIn(Body):

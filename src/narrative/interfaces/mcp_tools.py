@@ -231,12 +231,19 @@ class NarrativeTools:
 
     @tool(read_only=True)
     def get_active_conversation(self) -> dict[str, Any]:
-        """Get the currently active conversation, if any (there is at most one per user).
+        """Get the currently active conversation, if any (there is at most one per user), and the ids of
+        conversations whose closing preview still waits for the user's confirmation.
 
-        Returns {active: bool, conversation: {id, status, started_at, message_count, ...} | null}.
+        Returns {active: bool, conversation: {id, status, started_at, message_count, ...} | null,
+        awaiting_confirmation: [conversation ids]}.
         """
         conversation = self.memory.active_conversation()
-        return {"active": conversation is not None, "conversation": plain(conversation)}
+        waiting = self.memory.list_conversations("ready_to_close", limit=20)
+        return {
+            "active": conversation is not None,
+            "conversation": plain(conversation),
+            "awaiting_confirmation": [c.id for c in waiting],
+        }
 
     @tool(destructive=False)
     def close_conversation(self, conversation_id: ConversationId = None) -> dict[str, Any]:

@@ -26,9 +26,9 @@ What goes in:
   length), with the memory's importance and emotions; ``chat_length`` is the user's last message
   position. Memories in retention tier ``key_points``/``theme`` are shown by their key points (ITSERR:
   older exchanges compressed). A conversation memory whose messages are all shown verbatim under
-  ``recent_messages`` is left out (no repetition), and so is one whose text a decision or research
-  memory of the same message repeats. Typed memories carry a label (``Decision:`` …); each text is
-  clipped to 60 words.
+  ``recent_messages`` is left out, and so is any memory whose text mostly repeats (≥ 75 % of its
+  4-word shingles) one shown message or one better-ranked memory: nothing is said twice. Typed
+  memories carry a label (``Decision:`` …); each text is clipped to 60 words.
 * **open threads** — active entities of types question_opened, waiting_on and task.
 
 Budget (tokens counted with the given counter, by default ``ApproxTokenCounter``; the whole block,
@@ -539,8 +539,8 @@ def _assemble(
     recent_cap = min(left, int(limit * SHARES["recent_messages"]) + slack // 2)
     recent = _recent_lines(g.conversation, g.recent) if g.conversation is not None and g.recent else None
     left -= put("recent_messages", recent, recent_cap)
-    shown_ids = _shown_message_ids(g.recent, _info(infos, "recent_messages").shown)
-    pool = _without_repeats(chosen, shown_ids)
+    shown_recent = _info(infos, "recent_messages").shown
+    pool = _without_repeats(chosen, g.recent[len(g.recent) - shown_recent:] if shown_recent else [])
     scene, kept = _fit_scene(pool, g.chat_length, left, counter) if pool else (None, [])
     scene_text = scene.render() if scene is not None else ""
     infos.append(SectionInfo("scene_memory", left, 0 if scene is None else scene.tokens, len(kept),
@@ -549,7 +549,6 @@ def _assemble(
     body = [texts[name] for name in LAYOUT if texts.get(name)]
     text = "\n".join(["<context>", *body, "</context>"])
     order = {name: i for i, name in enumerate(LAYOUT)}
-    shown_recent = _info(infos, "recent_messages").shown
     return ContextBlock(
         query=query, budget=budget, tokens=counter.count(text), counter=counter.identity, text=text,
         chat_length=g.chat_length, storyline=g.current if texts["storyline"] else None, scene=scene,
@@ -566,25 +565,33 @@ def _info(infos: Sequence[SectionInfo], name: str) -> SectionInfo:
     return next(i for i in infos if i.name == name)
 
 
-def _shown_message_ids(recent: Sequence[Message], shown: int) -> set[int]:
-    return {m.id for m in recent[len(recent) - shown:]} if shown else set()
+_WORDS = re.compile(r"[a-z0-9']+")
+SHINGLE = 4  # words per shingle when comparing texts
+REDUNDANT = 0.75  # share of a memory's shingles found in one other text that makes it a repeat
 
 
-def _without_repeats(chosen: Sequence[Recalled], shown_ids: set[int]) -> list[Recalled]:
-    """Leave out conversation memories shown verbatim under recent_messages or repeated by a typed memory."""
-    typed: dict[tuple[int, ...], list[str]] = {}
-    for r in chosen:
-        if r.memory.stream in (Stream.DECISION, Stream.RESEARCH) and r.memory.message_ids:
-            typed.setdefault(r.memory.message_ids, []).append(" ".join(r.memory.content.split()))
+def _shingles(text: str) -> frozenset[tuple[str, ...]]:
+    words = _WORDS.findall(text.lower())
+    if len(words) <= SHINGLE:
+        return frozenset([tuple(words)])
+    return frozenset(tuple(words[i : i + SHINGLE]) for i in range(len(words) - SHINGLE + 1))
+
+
+def _without_repeats(chosen: Sequence[Recalled], shown: Sequence[Message]) -> list[Recalled]:
+    """Leave out what the block already says: conversation memories whose messages are all shown under
+    recent_messages, and any memory whose text mostly (≥ 75 % of its 4-word shingles) repeats one shown
+    message or one better-ranked memory."""
+    shown_ids = {m.id for m in shown}
+    seen = [_shingles(m.content) for m in shown]
     kept = []
     for r in chosen:
         m = r.memory
-        if m.stream is Stream.CONVERSATION and m.message_ids:
-            if set(m.message_ids) <= shown_ids:
-                continue
-            text = " ".join(m.content.split())
-            if any(text.endswith(t) and len(t) >= 0.8 * len(text) for t in typed.get(m.message_ids, [])):
-                continue
+        if m.stream is Stream.CONVERSATION and m.message_ids and set(m.message_ids) <= shown_ids:
+            continue
+        mine = _shingles(m.content)
+        if mine and any(len(mine & other) >= REDUNDANT * len(mine) for other in seen):
+            continue
+        seen.append(mine)
         kept.append(r)
     return kept
 

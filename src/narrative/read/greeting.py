@@ -197,7 +197,8 @@ def _fresh(
     latest_link = store.latest_narrative(user_id)
     lines = ["Welcome back." if (open_items or latest_memory or latest_link) else "Hello. Nothing is open yet."]
     if latest_memory is not None:
-        lines += ["", f"Where you left off ({latest_memory.created_at:%Y-%m-%d}): {latest_memory.content}"]
+        when = latest_memory.event_at or latest_memory.created_at
+        lines += ["", f"Where you left off ({when:%Y-%m-%d}): {latest_memory.content}"]
     elif latest_link is not None:
         lines += ["", f"Where you left off: {latest_link.summary}"]
     if pending:

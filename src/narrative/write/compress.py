@@ -284,7 +284,8 @@ def suggest_destination(
         return Destination(your_story.id, your_story.name, 1.0, "nothing in it belongs to a storyline of its own")
     top = max(scores, key=lambda sid: (scores[sid], -sid))
     confidence = round(scores[top] / sum(scores.values()) * min(1.0, scores[top] / 6), 2)
-    reason = ", ".join(f"{n} {what}" for what, n in counts[top].items()) + " here"
+    singular = {"messages": "message", "entities": "entity", "threads it settles": "thread it settles"}
+    reason = ", ".join(f"{n} {what if n != 1 else singular[what]}" for what, n in counts[top].items()) + " here"
     if confidence < SUGGEST_AT:
         return Destination(your_story.id, your_story.name, round(1 - confidence, 2),
                            f"no storyline clearly holds it (closest: {eligible[top].name}, {confidence:.2f})")

@@ -70,10 +70,10 @@ class RoutingThresholds:
     """The heuristic's thresholds (cosine similarities of MiniLM vectors)."""
 
     continuity_window: timedelta = timedelta(minutes=45)
-    stay_similarity: float = 0.12  # within the window, stay unless the message is this far away
+    stay_similarity: float = 0.20  # within the window, stay unless the message is this far away
     switch_similarity: float = 0.42  # a storyline this similar is the same topic
     switch_margin: float = 0.10  # ... and must beat the current one by this much mid-conversation
-    weak_switch_similarity: float = 0.32  # enough when BM25 also ranks it first
+    weak_switch_similarity: float = 0.36  # enough when BM25 also ranks it first
     min_tags_to_create: int = 2
     rrf_k: int = 60
 
@@ -192,7 +192,8 @@ def decide(
     scores["continuity"] = reason
     if stay and given.current is not None:
         return Route("continue", given.current.id, scores)
-    pool = others if given.cue else list(candidates)  # a change of subject leaves the current thread
+    # a change of subject — cued by the speaker or judged by the model — leaves the current thread
+    pool = others if given.cue or given.llm_continuity is False else list(candidates)
     best = pool[0] if pool else None
     if best is not None and (
         best.similarity >= t.switch_similarity
@@ -200,10 +201,10 @@ def decide(
     ):
         scores["reason"] = f"matches storyline {best.storyline_id} (similarity {best.similarity:.2f})"
         return Route("continue" if best.storyline_id == current_id else "switch", best.storyline_id, scores)
-    if given.substantive and len(given.topic_tags) >= t.min_tags_to_create:
+    if given.substantive and len(topical(given.topic_tags)) >= t.min_tags_to_create:
         top = 0.0 if best is None else best.similarity
         scores["reason"] = f"new topic: no storyline is similar enough (best {top:.2f})"
-        return Route("create", None, scores, new_name=storyline_name(given.topic_tags))
+        return Route("create", None, scores, new_name=storyline_name(given.topic_tags))  # topical tags only
     if given.current is not None and given.current.kind in (StorylineKind.DETECTED, StorylineKind.USER):
         scores["reason"] = "no clear match: stay with the current storyline"
         return Route("continue", given.current.id, scores)
@@ -214,9 +215,20 @@ def decide(
     return Route("default", fallback_id, scores)
 
 
+#: Tags too generic to name or describe a storyline.
+GENERIC_TAGS = frozenset(
+    "photo photos picture pictures pic pics image images share shares thing things stuff lot lots time times day days "
+    "way today yesterday tomorrow week weekend month year morning evening night people guy guys".split()
+)
+
+
+def topical(tags: Sequence[str]) -> list[str]:
+    return [t for t in tags if t and t.lower() not in GENERIC_TAGS]
+
+
 def storyline_name(tags: Sequence[str]) -> str:
     """A readable name from the leading topic tags ("garden app · plot map")."""
-    words = [t for t in tags if t][:3]
+    words = topical(tags)[:3]
     if not words:
         return "Untitled thread"
     name = " · ".join(words)

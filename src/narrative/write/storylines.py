@@ -42,7 +42,9 @@ def merge_keywords(current: Sequence[str], tags: Sequence[str], weights: Counter
     counts: Counter[str] = Counter(weights or {})
     for rank, keyword in enumerate(current):
         counts[keyword] += 2 * (MAX_KEYWORDS - rank)  # persistent keywords hold their place
-    for tag in tags:
+    from narrative.write.routing import topical
+
+    for tag in topical(tags):
         counts[tag] += MAX_KEYWORDS // 2 + (2 if tag in counts else 0)
     return tuple(k for k, _ in counts.most_common(MAX_KEYWORDS))
 
@@ -114,7 +116,7 @@ def auxiliary(storylines: Sequence[Storyline], main_id: int | None, limit: int =
     return others[:limit]
 
 
-DRIFT = 0.2  # how far each new message pulls the routing embedding
+DRIFT = 0.1  # how far each new message pulls the routing embedding
 
 
 def _unit(vector: np.ndarray) -> np.ndarray:

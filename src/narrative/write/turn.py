@@ -151,12 +151,17 @@ class TurnWriter:
         derived_vectors: list[np.ndarray] | None,
         defaults: dict[str, int],
         your_story_id: int,
+        *,
+        routing_vector: np.ndarray | None = None,
     ) -> TurnResult:
+        """``vector`` embeds the exchange (the memory); ``routing_vector`` the message alone (routing and the
+        storyline's routing embedding), defaulting to ``vector``."""
         user_id = message.user_id
+        routed = vector if routing_vector is None else routing_vector
         with self.store.transaction():
             previous = self._previous_message(message)
-            route = self._route(message, vector, extraction, previous, defaults, your_story_id)
-            storyline = self._apply_route(message, route, vector, extraction)
+            route = self._route(message, routed, extraction, previous, defaults, your_story_id)
+            storyline = self._apply_route(message, route, routed, extraction)
             result = TurnResult(message, storyline, route.decision, route.scores)
             current_id = None if previous is None else previous.storyline_id
             if route.decision in ("switch", "create") and current_id is not None:
@@ -173,7 +178,7 @@ class TurnWriter:
             result.entities = self._store_entities(message, extraction, storyline, result.memories[0])
             if link is not None:
                 result.narrative = self._extend(link, storyline, message, extraction, result.memories)
-            result.storyline = self._update_storyline(storyline, message, extraction, vector)
+            result.storyline = self._update_storyline(storyline, message, extraction, routed)
             result.reflections = self.maybe_reflect(message, storyline)
         return result
 
@@ -386,9 +391,9 @@ class TurnWriter:
         themes = reflect.apply_retention(
             self.store, message.user_id, message.conversation_id, self.key_points, self.theme, message.created_at
         )
-        if force:  # at close: cover what the last periodic reflection did not
+        if force:  # at close: cover what the last periodic reflection did not (once: closing twice adds nothing)
             by_count, by_size = False, False
-            force = count % every != 0
+            force = count % every != 0 and not self._reflected(message)
         if not (force or by_count or by_size):
             return self._store_reflections(message.user_id, themes)
         window = self.settings.stream_threshold if by_size and not by_count else every
@@ -401,6 +406,11 @@ class TurnWriter:
         target = None if storyline.kind is StorylineKind.DEFAULT else storyline.id
         created = reflect.reflection_memories(message.user_id, exchanges, texts, message.created_at, target)
         return self._store_reflections(message.user_id, [*themes, *created])
+
+    def _reflected(self, message: Message) -> bool:
+        """Whether a reflection of the conversation already covers ``message``."""
+        where = MemoryFilter(streams=[Stream.REFLECTION], conversation_ids=[message.conversation_id], limit=10)
+        return any(message.id in m.message_ids for m in self.store.list_memories(message.user_id, where))
 
     def _store_reflections(self, user_id: str, memories: Sequence[Memory]) -> list[Memory]:
         stored = [self.store.insert_memory(m) for m in memories]

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from narrative.errors import NotFound, StoreError
+from narrative.errors import EmbeddingMismatch, NotFound, StoreError
 from narrative.model import (
     ConversationDetails,
     DecisionDetails,
@@ -291,6 +291,9 @@ class MemoryRows(SqliteBase):
         rows = self._all(sql + " ORDER BY memory_id", params)
         if not rows:
             return [], [], [], np.zeros((0, 0), dtype=np.float32)
+        if len({len(r[3]) for r in rows}) > 1:  # a half-finished reindex: vectors of several lengths
+            models = ", ".join(sorted({r[2] for r in rows}))
+            raise EmbeddingMismatch(f"stored vectors were made by several embedders ({models}): run `narrative reindex`")
         matrix = np.vstack([np.frombuffer(r[3], dtype=np.float32) for r in rows])
         return [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], matrix
 
@@ -302,6 +305,30 @@ class MemoryRows(SqliteBase):
         for model, count in rows:
             counts[model] = counts.get(model, 0) + count
         return counts
+
+    def memory_vector_models(self, user_id: str | None = None) -> dict[str, int]:
+        """How many memory vectors each embedder identity made: one user's, or the whole file's."""
+        sql = "SELECT model, COUNT(*) FROM memory_vectors"
+        params: list[Any] = []
+        if user_id is not None:
+            sql += " WHERE user_id = ?"
+            params.append(user_id)
+        return {r[0]: int(r[1]) for r in self._all(sql + " GROUP BY model ORDER BY model", params)}
+
+    def memory_ids_to_embed(self, model: str | None, user_id: str | None = None) -> list[tuple[str, int]]:
+        """(user id, memory id) of memories with no vector or one made by another embedder than ``model``.
+
+        ``model=None`` lists every memory (a forced re-embedding).  Ordered by user, then id.
+        """
+        sql = "SELECT m.user_id, m.id FROM memories m LEFT JOIN memory_vectors v ON v.memory_id = m.id WHERE 1"
+        params: list[Any] = []
+        if model is not None:
+            sql += " AND (v.memory_id IS NULL OR v.model != ?)"
+            params.append(model)
+        if user_id is not None:
+            sql += " AND m.user_id = ?"
+            params.append(user_id)
+        return [(r[0], int(r[1])) for r in self._all(sql + " ORDER BY m.user_id, m.id", params)]
 
     def memories_without_vectors(self, user_id: str | None = None, model: str | None = None) -> list[Memory]:
         sql = "SELECT m.* FROM memories m LEFT JOIN memory_vectors v ON v.memory_id = m.id WHERE (v.memory_id IS NULL"

@@ -179,6 +179,20 @@ class StorylineRows(SqliteBase):
         )
         return {r[0]: np.frombuffer(r[1], dtype=np.float32) for r in rows}
 
+    def storyline_vector_models(self, user_id: str | None = None) -> dict[str, int]:
+        """How many routing embeddings each embedder identity made: one user's, or the whole file's."""
+        sql = "SELECT model, COUNT(*) FROM storyline_vectors"
+        params: list[Any] = []
+        if user_id is not None:
+            sql += " WHERE user_id = ?"
+            params.append(user_id)
+        return {r[0]: int(r[1]) for r in self._all(sql + " GROUP BY model ORDER BY model", params)}
+
+    def storyline_vector_identities(self, user_id: str) -> dict[int, str]:
+        """Storyline id -> the embedder identity of its routing embedding (archived storylines too)."""
+        rows = self._all("SELECT storyline_id, model FROM storyline_vectors WHERE user_id = ?", (user_id,))
+        return {int(r[0]): str(r[1]) for r in rows}
+
     # --- routing decisions -----------------------------------------------------
 
     def insert_routing_decision(

@@ -12,6 +12,7 @@ const N = (() => {
   const KEY = "narrative.key";
   const routes = {};
   let lastView = null;
+  let flash = null; // a message to show after the next view change
 
   class ApiError extends Error {
     constructor(status, message, body) {
@@ -93,6 +94,11 @@ const N = (() => {
     box.className = "status" + (kind ? " " + kind : "");
   }
 
+  /* Say it after the navigation that is about to happen (a view change clears the status line). */
+  function sayNext(text, kind) {
+    flash = [text, kind];
+  }
+
   function failed(error) {
     if (error && error.status === 401) return;
     say(error && error.message ? "Error: " + error.message : "Something went wrong.", "error");
@@ -141,7 +147,8 @@ const N = (() => {
     show(target);
     const moved = lastView !== location.hash;
     lastView = location.hash;
-    say("");
+    say(...(flash || [""]));
+    flash = null;
     try {
       await handler(args, query);
     } catch (error) {
@@ -206,5 +213,5 @@ const N = (() => {
     await dispatch();
   }
 
-  return { api, get, post, patch, el, $, fill, say, failed, when, stars, route, dispatch, start, ApiError };
+  return { api, get, post, patch, el, $, fill, say, sayNext, failed, when, stars, route, dispatch, start, ApiError };
 })();

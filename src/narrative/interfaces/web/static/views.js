@@ -2,7 +2,7 @@
 "use strict";
 
 (() => {
-  const { el, $, fill, get, post, patch, say, failed, when, stars, route } = N;
+  const { el, $, fill, get, post, patch, say, sayNext, failed, when, stars, route } = N;
   let storylines = [];
 
   async function loadStorylines() {
@@ -42,28 +42,29 @@
   let preview = null;
 
   function previewFields(p) {
-    const suggested = p.suggested_storyline || {};
-    const destination = p.destination_storyline_id ?? p.storyline_id ?? suggested.id ?? null;
+    const destination = p.destination || {};
+    const suggestion = p.suggestion || {};
     return {
-      narrative: p.narrative ?? p.narrative_memory ?? p.content ?? "",
+      narrative: p.narrative || "",
       entities: p.entities || [],
-      deltas: p.state_deltas || p.deltas || [],
-      destination,
-      suggested,
-      reason: suggested.reason || p.suggestion_reason || p.reason || "",
+      removed: new Set(p.removed || []),
+      deltas: p.deltas || [],
+      destination: destination.storyline_id ?? null,
+      destinationName: destination.name,
+      reason: destination.reason || "",
+      suggestion,
     };
   }
 
   function entityText(e) {
-    const type = (e.entity_type || e.type || "").replace(/_/g, " ");
-    return `${type}: ${e.name || e.text || JSON.stringify(e.data || {})}`;
+    const type = (e.type || e.entity_type || "").replace(/_/g, " ");
+    return `${type}: ${e.name}`;
   }
 
   function deltaText(d) {
-    const type = (d.delta_type || d.type || "").replace(/_/g, " ");
+    const type = (d.type || d.delta_type || "").replace(/_/g, " ");
     const data = d.data || {};
-    const what = d.description || data.description || data.name || data.text || data.summary ||
-      (Object.keys(data).length ? JSON.stringify(data) : "");
+    const what = data.thread || data.name || data.what || data.description || "";
     return what ? `${type}: ${what}` : type;
   }
 
@@ -71,14 +72,18 @@
     preview = p;
     const f = previewFields(p);
     $("preview").hidden = false;
+    fill("preview-title", p.title ? `Memory from “${p.title}”` : `Memory from conversation #${p.conversation_id}`);
     fill("preview-narrative", f.narrative);
-    fill("preview-entities", f.entities.length ? f.entities.map((e) => el("li", {}, entityText(e)))
+    if (p.user_edited) $("preview-narrative").append(el("span", { class: "muted" }, " (edited by you)"));
+    const kept = f.entities.filter((e) => !f.removed.has(e.key));
+    fill("preview-entities", kept.length ? kept.map((e) => el("li", {}, entityText(e)))
       : [el("li", { class: "muted" }, "nothing extracted")]);
     fill("preview-deltas", f.deltas.length ? f.deltas.map((d) => el("li", {}, deltaText(d)))
-      : [el("li", { class: "muted" }, "no state changes")]);
-    const isSuggested = f.suggested.id !== undefined && f.suggested.id === f.destination;
-    fill("preview-destination", el("strong", {}, storylineName(f.destination)),
-      isSuggested ? " (suggested)" : "", f.reason ? el("span", { class: "muted" }, ` — ${f.reason}`) : null);
+      : [el("li", { class: "muted" }, "no new or resolved threads")]);
+    const suggested = f.suggestion.storyline_id === f.destination;
+    fill("preview-destination", el("strong", {}, f.destinationName || storylineName(f.destination)),
+      suggested ? " (suggested)" : "", f.reason ? el("span", { class: "muted" }, ` — ${f.reason}`) : null,
+      !suggested && f.suggestion.name ? el("span", { class: "muted" }, ` · suggested: ${f.suggestion.name}`) : null);
     for (const form of ["edit-form", "redirect-form", "split-form"]) $(form).hidden = true;
   }
 
@@ -87,8 +92,9 @@
     const [waiting, active] = await Promise.all([
       get("/conversations?status=ready_to_close&limit=50"), get("/conversations/active"),
     ]);
+    reviewing = args[0] ? Number(args[0]) : waiting.items.length ? waiting.items[0].id : null;
     fill("review-list", waiting.items.length ? waiting.items.map((c) => el("li", {},
-      el("a", { href: `#/review/${c.id}`, "aria-current": String(c.id) === args[0] ? "true" : null },
+      el("a", { href: `#/review/${c.id}`, "aria-current": c.id === reviewing ? "true" : null },
         c.title || `Conversation #${c.id}`),
       el("span", { class: "muted" }, ` · ${c.message_count} messages · ${when(c.last_message_at || c.started_at)}`)))
       : [el("li", { class: "muted" }, "Nothing is waiting for review.")]);
@@ -97,7 +103,6 @@
       el("p", {}, `${a.title || "Conversation #" + a.id} · ${a.message_count} messages${a.is_paused ? " · paused" : ""}`),
       el("button", { type: "button", id: "close-active", onclick: () => closeActive(a.id) }, "Close and review"),
     ] : [el("p", { class: "muted" }, "No active conversation.")]);
-    reviewing = args[0] ? Number(args[0]) : waiting.items.length ? waiting.items[0].id : null;
     if (reviewing === null) {
       $("preview").hidden = true;
       return;
@@ -108,37 +113,48 @@
   async function closeActive(id) {
     try {
       await post(`/conversations/${id}/close`);
-      say("Closed. Review the memory below.", "ok");
+      sayNext("Closed. Review the memory below.", "ok");
       location.hash = `#/review/${id}`;
     } catch (error) { failed(error); }
   }
 
   async function act(step, action) {
+    const before = location.hash;
     try {
       await action();
-      say(step, "ok");
+      if (location.hash === before) say(step, "ok");
+      else sayNext(step, "ok");
     } catch (error) { failed(error); }
   }
 
   function wireReview() {
     $("act-confirm").addEventListener("click", () => act("Remembered. The conversation is archived.", async () => {
       const result = await post(`/conversations/${reviewing}/confirm`);
-      const memoryId = result.memory_id ?? (result.memory && result.memory.id) ?? (result.memory_ids || [])[0];
-      const storylineId = result.storyline_id ?? (result.memory && result.memory.storyline_id) ??
-        previewFields(preview).destination;
+      const made = (result.memories || [])[0] || {};
+      const memoryId = made.id;
+      const storylineId = made.storyline_id ?? previewFields(preview).destination;
       $("preview").hidden = true;
       location.hash = storylineId ? `#/story/${storylineId}${memoryId ? "?memory=" + memoryId : ""}` : "#/review";
     }));
     $("act-edit").addEventListener("click", () => {
+      const f = previewFields(preview);
       $("edit-form").hidden = false;
-      $("edit-text").value = previewFields(preview).narrative;
+      $("edit-text").value = f.narrative;
+      fill("edit-entities", f.entities.filter((e) => !f.removed.has(e.key)).map((e) => {
+        const id = `remove-${e.key}`;
+        return el("li", {}, el("input", { type: "checkbox", id, value: e.key }), " ",
+          el("label", { for: id }, `Remove ${entityText(e)}`));
+      }));
       $("edit-text").focus();
     });
     $("edit-cancel").addEventListener("click", () => { $("edit-form").hidden = true; $("act-edit").focus(); });
     $("edit-form").addEventListener("submit", (event) => {
       event.preventDefault();
       act("Edit saved.", async () => {
-        renderPreview(await patch(`/conversations/${reviewing}/preview`, { narrative: $("edit-text").value }));
+        const remove = [...$("edit-entities").querySelectorAll("input:checked")].map((box) => box.value);
+        const body = { narrative: $("edit-text").value };
+        if (remove.length) body.remove_entities = remove;
+        renderPreview(await patch(`/conversations/${reviewing}/preview`, body));
         $("preview-title").focus();
       });
     });
@@ -248,6 +264,10 @@
     const memories = data.memories || [];
     fill("archive-memories", memories.length ? memories.map((m) => memoryItem(m))
       : [el("li", { class: "muted" }, "No memories were made from it.")]);
+    const derived = data.derived || [];
+    $("archive-derived-box").hidden = !derived.length;
+    fill("archive-derived-title", `${derived.length} facts, decisions and notes taken along the way`);
+    fill("archive-derived", derived.map((m) => memoryItem(m)));
     fill("archive-messages", (data.messages || []).map((m) => el("li", { class: `turn ${m.role}` },
       el("p", { class: "meta" }, `${m.speaker || m.role} · #${m.position} · ${when(m.created_at)}`),
       el("p", {}, m.content))));
@@ -280,8 +300,11 @@
     fill("chain-summary", link.summary);
     fill("chain-about", `link #${link.id} · ${link.topic || "no topic"} · ${link.sealed ? "sealed" : "running"} · ` +
       `${when(link.created_at)}${link.storyline_id ? " · " + storylineName(link.storyline_id) : ""}`);
-    fill("chain-memories", link.memory_ids.length ? link.memory_ids.map((id) => el("li", {},
-      el("a", { href: `#/influence/memory/${id}` }, `memory #${id}`))) : [el("li", { class: "muted" }, "no memories")]);
+    const memories = await Promise.all(link.memory_ids.slice(0, 20).map((id) => get(`/memories/${id}`)
+      .catch(() => ({ id, content: `memory #${id} (deleted)` }))));
+    fill("chain-memories", memories.length ? memories.map((m) => el("li", {}, m.content, " ",
+      el("a", { href: `#/influence/memory/${m.id}`, "aria-label": `influence of memory ${m.id}` }, `#${m.id}`)))
+      : [el("li", { class: "muted" }, "no memories")]);
     const earlier = back.items.slice(1);
     const later = forward.items.filter((n) => n.id !== link.id);
     fill("chain-earlier", earlier.length ? earlier.map(linkItem) : [el("li", { class: "muted" }, "start of the thread")]);
@@ -305,6 +328,8 @@
       if (!q) return;
       try {
         const found = await get(`/narratives/search?q=${encodeURIComponent(q)}`);
+        fill("chain-found-title", `Links mentioning “${q}”`);
+        $("chain-found-box").hidden = false;
         fill("chain-found", found.items.length ? found.items.map(linkItem)
           : [el("li", { class: "muted" }, "No link mentions that.")]);
       } catch (error) { failed(error); }

@@ -1,0 +1,258 @@
+"""ITSERR reflections and retention tiers on the write path.
+
+Every ``reflect_every`` exchanges of a conversation a reflection memory covers them (and once more at the
+end of the conversation for what is left); conversation memories older than 10 exchanges get key points,
+older than 50 a session theme — without losing their text or provenance.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import narrative
+from conftest import FakeClock
+from narrative.engine import Turn
+from narrative.model import Memory, ReflectionDetails, Retention, Source, StorylineKind, Stream
+from narrative.write import reflect
+from narrative.write.turn import TurnResult
+
+QUESTION = "Which map library should the garden app use for the plot map?"
+DECISION = "We decided to use MapLibre instead of Leaflet for the plot map because it is free."
+RESEARCH = "On p. 45 of Thinking in Systems by Donella Meadows, she says stocks change slowly."
+INSIGHT = "I realized that the shade maps of the garden beds matter most."
+FOLLOW_UPS = [
+    "The plot map should colour each garden bed by its watering schedule.",
+    "The legend of the plot map lists the beds of the community garden.",
+    "The garden beds near the fence get the least sun on the plot map.",
+    "Jonas wants the plot map printed for the garden shed.",
+]
+
+
+def every3(db_path: Path, **settings: object) -> narrative.Memory:
+    """Keyword-only memory that reflects every three exchanges (unless ``settings`` say otherwise)."""
+    chosen = {"reflect_every": 3, **settings}
+    return narrative.Memory(db_path, user="alice", embedder="none", clock=FakeClock(), env={}, **chosen)
+
+
+@pytest.fixture
+def mem3(db_path: Path) -> Iterator[narrative.Memory]:
+    memory = every3(db_path)
+    yield memory
+    memory.close()
+
+
+def say(mem: narrative.Memory, texts: list[str]) -> list[TurnResult]:
+    return [mem.remember(text, speaker="maya") for text in texts]
+
+
+def reflections(mem: narrative.Memory) -> list[Memory]:
+    """Reflection memories, oldest first."""
+    return list(reversed(mem.list_memories(stream="reflection", limit=500)))
+
+
+def exchanges(mem: narrative.Memory, conversation_id: int | None = None) -> list[Memory]:
+    """Conversation memories, oldest first."""
+    return list(reversed(mem.list_memories(stream="conversation", conversation_id=conversation_id, limit=500)))
+
+
+def details(memory: Memory) -> ReflectionDetails:
+    assert isinstance(memory.details, ReflectionDetails)
+    return memory.details
+
+
+# --- periodic reflections ------------------------------------------------------------------------------------------
+
+
+def test_a_reflection_comes_every_n_exchanges_and_covers_them(mem3: narrative.Memory) -> None:
+    first, second, third = say(mem3, [QUESTION, DECISION, RESEARCH])
+    assert first.reflections == [] and second.reflections == []
+    made = third.reflections
+    kinds = [details(m).reflection_type for m in made]
+    assert kinds == ["questions", "positions", "sources"]
+    covered = exchanges(mem3)
+    for memory in made:
+        assert memory.stream is Stream.REFLECTION and memory.source is Source.REFLECTION
+        d = details(memory)
+        assert d.exchange_count == 3
+        assert (d.covered_from, d.covered_to) == (covered[0].event_at, covered[-1].event_at)
+        assert memory.message_ids == tuple(r.message.id for r in (first, second, third))  # provenance
+        assert memory.conversation_id == third.message.conversation_id
+        assert memory.storyline_id == third.storyline.id
+        assert memory.event_at == covered[-1].event_at
+    questions, positions, sources = (m.content for m in made)
+    assert QUESTION in questions and "map" in questions.lower()
+    assert positions == "Decided: use MapLibre."
+    assert sources.startswith("Sources in play:")
+    assert [m.id for m in reflections(mem3)] == [m.id for m in made]
+
+
+def test_reflections_keep_coming_and_cover_only_the_new_exchanges(mem3: narrative.Memory) -> None:
+    turns = say(mem3, [QUESTION, DECISION, RESEARCH, INSIGHT, *FOLLOW_UPS[:2]])
+    assert [len(t.reflections) > 0 for t in turns] == [False, False, True, False, False, True]
+    later = turns[5].reflections
+    assert {details(m).exchange_count for m in later} == {3}
+    covered = exchanges(mem3)[3:6]
+    assert {details(m).covered_from for m in later} == {covered[0].event_at}
+    expected = tuple(dict.fromkeys(i for m in covered for i in m.message_ids))
+    assert all(m.message_ids == expected for m in later)
+    assert expected[0] == turns[2].message.id  # the first covered exchange answers the turn before it
+    assert any("Realised: the shade maps of the garden beds matter most" in m.content for m in later)
+
+
+def test_the_count_is_per_conversation(mem3: narrative.Memory) -> None:
+    say(mem3, [QUESTION, DECISION])
+    mem3.close_conversation()
+    mem3.confirm_memory()  # closes with a reflection on the two exchanges
+    closing = reflections(mem3)
+    assert {details(m).exchange_count for m in closing} == {2}
+    mem3.start_conversation("again")
+    turns = say(mem3, FOLLOW_UPS[:3])
+    assert [bool(t.reflections) for t in turns] == [False, False, True]
+
+
+def test_no_reflection_without_anything_to_say(mem3: narrative.Memory) -> None:
+    turns = [mem3.remember(text, speaker="maya") for text in ("Hi!", "Thanks!", "ok")]
+    assert turns[-1].reflections == []
+    assert reflections(mem3) == []
+
+
+def test_small_talk_reflections_belong_to_no_storyline(mem3: narrative.Memory) -> None:
+    turns = say(mem3, [QUESTION, DECISION, "Hi!"])
+    assert turns[-1].storyline.kind is StorylineKind.DEFAULT
+    assert turns[-1].reflections and all(m.storyline_id is None for m in turns[-1].reflections)
+
+
+# --- at the end of a conversation: once, and never twice on the same count ------------------------------------------
+
+
+def test_closing_reflects_on_what_the_last_reflection_did_not_cover(mem3: narrative.Memory) -> None:
+    turns = say(mem3, [QUESTION, DECISION, RESEARCH, INSIGHT])
+    cid = turns[0].message.conversation_id
+    end = mem3._turn_writer().finish_conversation("alice", cid, mem3.clock())
+    assert end.reflections
+    assert {details(m).exchange_count for m in end.reflections} == {1}
+    assert all(m.message_ids == exchanges(mem3)[-1].message_ids for m in end.reflections)
+    assert any("Realised" in m.content for m in end.reflections)
+    again = mem3._turn_writer().finish_conversation("alice", cid, mem3.clock())
+    assert again.reflections == []
+
+
+def test_closing_on_a_reflected_count_adds_no_duplicate(mem3: narrative.Memory) -> None:
+    turns = say(mem3, [QUESTION, DECISION, RESEARCH])
+    before = reflections(mem3)
+    assert before
+    end = mem3._turn_writer().finish_conversation("alice", turns[0].message.conversation_id, mem3.clock())
+    assert end.reflections == []
+    assert reflections(mem3) == before
+    counts = [details(m).reflection_type for m in reflections(mem3)]
+    assert len(counts) == len(set(counts))  # one of each kind for the one count
+
+
+def test_the_stream_size_threshold_reflects_across_conversations(db_path: Path) -> None:
+    with every3(db_path, reflect_every=100, reflection_stream_threshold=4) as mem:
+        say(mem, [QUESTION, DECISION])
+        mem.close_conversation()
+        mem.confirm_memory()
+        closing = {m.id for m in reflections(mem)}
+        mem.start_conversation("again")
+        turns = say(mem, FOLLOW_UPS[:2])
+    assert turns[0].reflections == [] and turns[1].message.position == 4
+    made = [m for m in turns[1].reflections if m.id not in closing]
+    assert made and {details(m).exchange_count for m in made} == {4}
+    covered = {i for m in made for i in m.message_ids}
+    assert {t.message.id for t in turns} <= covered and len(covered) == 4
+
+
+def test_reflections_get_vectors_when_there_is_an_embedder(tmp_path: Path) -> None:
+    with narrative.Memory(tmp_path / "h.db", user="alice", embedder="hashing", clock=FakeClock(), env={},
+                          reflect_every=3) as mem:
+        made = say(mem, [QUESTION, DECISION, RESEARCH])[-1].reflections
+        assert made
+        hits = mem.search("Decided: use MapLibre", streams=["reflection"], mode="vector", record=False)
+    assert hits and hits[0].memory.id in {m.id for m in made}
+
+
+# --- retention tiers -------------------------------------------------------------------------------------------------
+
+PLANTS = [
+    "basil", "borage", "calendula", "chard", "chives", "cilantro", "comfrey", "dill", "fennel", "garlic",
+    "kale", "leek", "lovage", "marjoram", "mint", "nasturtium", "oregano", "parsley", "radish", "rhubarb",
+    "rocket", "rosemary", "sage", "sorrel", "spinach", "squash", "tarragon", "thyme", "tomato", "turnip",
+    "yarrow", "zucchini", "artichoke", "asparagus", "beetroot", "broccoli", "cabbage", "carrot", "celery", "chicory",
+    "cucumber", "endive", "fava", "hyssop", "lettuce", "lupin", "melon", "okra", "onion", "parsnip",
+    "pea", "pepper", "potato", "pumpkin", "quinoa", "salsify", "shallot", "strawberry", "sunflower", "watercress",
+    "wasabi",
+]
+
+
+@pytest.fixture(scope="module")
+def long_talk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[narrative.Memory, list[TurnResult]]]:
+    """61 exchanges in one conversation (keyword-only: no model needed)."""
+    path = tmp_path_factory.mktemp("retention") / "alice.db"
+    mem = narrative.Memory(path, user="alice", embedder="none", clock=FakeClock(), env={})
+    turns = mem.remember_many(
+        [Turn(f"In bed {i} of the community garden we planted {plant} next to the path.", speaker="maya")
+         for i, plant in enumerate(PLANTS)]
+    )
+    yield mem, turns
+    mem.close()
+
+
+def test_recent_exchanges_keep_full_retention(long_talk: tuple[narrative.Memory, list[TurnResult]]) -> None:
+    mem, turns = long_talk
+    newest = exchanges(mem)[-reflect.FULL_WINDOW:]
+    assert all(m.retention is Retention.FULL and m.key_points == "" for m in newest)
+    assert [m.id for m in newest] == [t.memories[0].id for t in turns[-reflect.FULL_WINDOW:]]
+
+
+def test_exchanges_past_ten_get_key_points(long_talk: tuple[narrative.Memory, list[TurnResult]]) -> None:
+    mem, turns = long_talk
+    middle = exchanges(mem)[-reflect.KEY_POINTS_WINDOW:-reflect.FULL_WINDOW]
+    assert len(middle) == reflect.KEY_POINTS_WINDOW - reflect.FULL_WINDOW
+    for memory in middle:
+        assert memory.retention is Retention.KEY_POINTS
+        assert memory.key_points and len(memory.key_points) <= len(memory.content)
+        assert "planted" in memory.key_points
+
+
+def test_exchanges_past_fifty_become_session_themes(long_talk: tuple[narrative.Memory, list[TurnResult]]) -> None:
+    mem, turns = long_talk
+    old = exchanges(mem)[: -reflect.KEY_POINTS_WINDOW]
+    assert len(old) == len(PLANTS) - reflect.KEY_POINTS_WINDOW == 11
+    themed = [m for m in old if m.retention is Retention.THEME]
+    assert [m.id for m in themed] == [t.memories[0].id for t in turns[: reflect.THEME_BLOCK]]
+    assert old[-1].retention is Retention.KEY_POINTS  # the 51st waits for a full block of ten
+    [theme] = [m for m in reflections(mem) if details(m).reflection_type == "theme"]
+    assert theme.content.startswith("Session theme: ")
+    assert details(theme).exchange_count == reflect.THEME_BLOCK
+    assert theme.message_ids == tuple(dict.fromkeys(i for m in themed for i in m.message_ids))
+    assert (details(theme).covered_from, details(theme).covered_to) == (themed[0].event_at, themed[-1].event_at)
+    assert theme.created_at == turns[reflect.KEY_POINTS_WINDOW + reflect.THEME_BLOCK - 1].message.created_at
+
+
+def test_retention_keeps_the_originals_and_they_stay_searchable(
+    long_talk: tuple[narrative.Memory, list[TurnResult]],
+) -> None:
+    mem, turns = long_talk
+    for turn in (turns[0], turns[20]):  # a themed one and a key-points one
+        original = turn.memories[0]
+        now = mem.get_memory(original.id)
+        assert now.retention is not Retention.FULL
+        assert (now.content, now.message_ids, now.positions) == (original.content, original.message_ids,
+                                                                 original.positions)
+        plant = PLANTS[turn.message.position - 1]
+        hits = mem.search(plant, streams=["conversation"], record=False)
+        assert original.id in [h.memory.id for h in hits[:2]], plant
+
+
+def test_periodic_reflections_run_alongside_retention(long_talk: tuple[narrative.Memory, list[TurnResult]]) -> None:
+    mem, turns = long_talk
+    periodic = [m for m in reflections(mem) if details(m).reflection_type != "theme"]
+    assert periodic
+    assert {details(m).exchange_count for m in periodic} == {10}
+    reflected_at = [i + 1 for i, t in enumerate(turns) if any(
+        details(m).reflection_type != "theme" for m in t.reflections)]
+    assert reflected_at == [10, 20, 30, 40, 50, 60]

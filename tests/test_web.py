@@ -1,0 +1,259 @@
+"""The review page in headless Chromium (Debian's /usr/bin/chromium, driven by Playwright's sync API).
+
+One story, as a person would use it: open the page with a key, review a ready_to_close conversation
+(edit the narrative, drop an over-extracted item, redirect it to a storyline, confirm), find the memory
+in the storyline browser, read an archived transcript, search and read the why of each hit, walk the
+narrative chain, and see which memories shaped a use.  Screenshots go to artifacts/screenshots/.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import narrative
+from conftest import FakeClock
+from http_server import LiveServer
+from narrative import demo
+from narrative.engine import Turn
+from narrative.interfaces.http import create_app
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = "/usr/bin/chromium"
+SHOTS = Path(__file__).resolve().parents[1] / "artifacts" / "screenshots"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
+
+LAST_SESSION = [
+    ("user", "Quick one about the volunteer rota for the garden."),
+    ("assistant", "Sure, what about the rota?"),
+    ("user", "We decided to rotate the watering shifts weekly because two people kept doing all of it."),
+    ("user", "I'm waiting on Sam to confirm who takes the Saturday shift."),
+    ("user", "Also I keep thinking my sister would enjoy the seed swap."),
+]
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"{CHROMIUM} is not installed")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Iterator[dict[str, Any]]:
+    """Maya's garden memory: the four demo sessions confirmed, a fifth closed and waiting for review."""
+    clock = FakeClock(start=datetime(2026, 3, 20, 9, 0, tzinfo=UTC))
+    engine = narrative.Memory(tmp_path / "web.db", user="maya", embedder="hashing", clock=clock, env={})
+    demo.load(engine)
+    start = datetime(2026, 3, 18, 18, 0, tzinfo=UTC)
+    pending = engine.start_conversation("Volunteer rota", at=start)
+    engine.remember_many([Turn(text, role, speaker="Maya" if role == "user" else "Rock",
+                               at=start + timedelta(minutes=i)) for i, (role, text) in enumerate(LAST_SESSION)])
+    engine.close_conversation(pending.id, at=start + timedelta(minutes=10))
+    engine.context("what is the plan for the garden app?", 1200)
+    target = engine.create_storyline("Garden volunteers", description="Who does what at the garden",
+                                     keywords=("volunteer", "rota"))
+    key = engine.create_api_key(label="browser test")
+    with LiveServer(create_app(engine)) as server:
+        yield {"engine": engine, "server": server, "key": key, "pending": pending.id, "target": target}
+    engine.close()
+
+
+@pytest.fixture
+def page(browser: Any, site: dict[str, Any]) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
+    opened = context.new_page()
+    errors: list[str] = []
+    opened.on("pageerror", lambda error: errors.append(str(error)))
+    opened.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+    yield opened
+    context.close()
+    unexpected = [e for e in errors if "status of 401" not in e]  # a refused key is logged by the browser
+    assert unexpected == [], f"the page logged errors: {unexpected}"
+
+
+def shot(page: Any, name: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / name), full_page=True)
+
+
+def test_review_edit_redirect_confirm_then_find_it(page: Any, site: dict[str, Any]) -> None:
+    base = site["server"].url
+    page.goto(f"{base}/#key={site['key']}")
+    assert "#key=" not in page.url, "the key leaves the address bar at once"
+    page.get_by_role("heading", name="Memory from “Volunteer rota”").wait_for()
+    assert "rotate the watering shifts" in page.locator("#preview-narrative").inner_text()
+    assert "waiting on" in page.locator("#preview-entities").inner_text()
+    shot(page, "review.png")
+
+    # Edit (by keyboard: focus the button, press Enter), drop one extracted item, save
+    page.get_by_role("button", name="✎ Edit memory").focus()
+    page.keyboard.press("Enter")
+    assert page.evaluate("document.activeElement.id") == "edit-text"
+    edited = "Maya and the volunteers agreed to rotate watering shifts weekly; Sam still has to take Saturday."
+    page.get_by_label("Narrative memory").fill(edited)
+    removable = page.locator("#edit-entities input[type=checkbox]")
+    removed_label = page.locator("#edit-entities label").first.inner_text() if removable.count() else ""
+    if removable.count():
+        removable.first.check()
+    page.get_by_role("button", name="Save edit").click()
+    page.get_by_text("Edit saved.").wait_for()
+    assert edited in page.locator("#preview-narrative").inner_text()
+    if removed_label:
+        assert removed_label.removeprefix("Remove ") not in page.locator("#preview-entities").inner_text()
+
+    # Redirect to the storyline made for it
+    page.get_by_role("button", name="↗ Redirect").click()
+    page.get_by_label("Send this memory to").select_option(label="Garden volunteers")
+    page.get_by_role("button", name="Redirect", exact=True).click()
+    page.get_by_text("Redirected to Garden volunteers.").wait_for()
+    assert "Garden volunteers" in page.locator("#preview-destination").inner_text()
+    shot(page, "review-edited.png")
+
+    # Confirm: the page moves to the storyline with the new memory highlighted
+    page.get_by_role("button", name="✓ Confirm").click()
+    page.get_by_role("heading", name="Garden volunteers").wait_for()
+    highlighted = page.locator("li.memory.highlight")
+    highlighted.wait_for()
+    assert edited in highlighted.inner_text()
+    assert site["engine"].get_conversation(site["pending"]).status.value == "archived"
+    shot(page, "storyline.png")
+
+    # Its transcript link opens the archived conversation
+    highlighted.get_by_role("link", name="transcript").click()
+    page.get_by_role("heading", name="Volunteer rota").wait_for()
+    assert "rotate the watering shifts weekly" in page.locator("#archive-messages").inner_text()
+    assert edited in page.locator("#archive-memories").inner_text()
+    shot(page, "archive.png")
+
+    # Your Story and the other storylines are listed; each opens in time order
+    page.get_by_role("link", name="Your Story & storylines").click()
+    page.get_by_role("link", name="Your Story", exact=True).click()
+    page.get_by_role("heading", name="Your Story", exact=True).wait_for()
+
+
+def close_another(engine: narrative.Memory, title: str, turns: list[str]) -> int:
+    conversation = engine.start_conversation(title)
+    engine.remember_many([Turn(text, "user", speaker="Maya") for text in turns])
+    engine.close_conversation(conversation.id)
+    return conversation.id
+
+
+def test_split_and_resume(page: Any, site: dict[str, Any]) -> None:
+    engine = site["engine"]
+    engine.confirm_memory(site["pending"])
+    cid = close_another(engine, "Two things", ["We decided to buy a second water butt because July was dry.",
+                                               "My sister Lena wants to help with the seed swap in May."])
+    page.goto(f"{site['server'].url}/#key={site['key']}")
+    page.get_by_role("heading", name="Memory from “Two things”").wait_for()
+    page.get_by_role("button", name="Split").click()
+    page.get_by_label("Part 1").fill("A second water butt, because July was dry.")
+    page.get_by_label("Part 2").fill("Lena will help with the seed swap in May.")
+    page.locator("#split-parts li").nth(0).get_by_label("Storyline").select_option(label="Garden volunteers")
+    page.locator("#split-parts li").nth(1).get_by_label("Storyline").select_option(label="Your Story")
+    shot(page, "split.png")
+    page.get_by_role("button", name="Save split").click()
+    page.get_by_text("Split into 2 memories").wait_for()
+    assert engine.get_conversation(cid).status.value == "archived"
+    archive = engine.get_conversation_archive(cid)
+    assert sorted(m.content for m in archive["memories"]) == [
+        "A second water butt, because July was dry.", "Lena will help with the seed swap in May."]
+    assert {m.storyline_id for m in archive["memories"]} == {site["target"].id, engine.your_story().id}
+
+    again = close_another(engine, "Not done yet", ["I still need to ask about the compost delivery."])
+    page.goto(f"{site['server'].url}/#/review/{again}")
+    page.get_by_role("heading", name="Memory from “Not done yet”").wait_for()
+    page.get_by_role("button", name="Resume conversation").click()
+    page.get_by_text("Resumed: the conversation is active again.").wait_for()
+    assert engine.get_conversation(again).status.value == "active"
+    page.get_by_role("button", name="Close and review").wait_for()
+
+
+def test_search_chain_and_influence(page: Any, site: dict[str, Any]) -> None:
+    base = site["server"].url
+    page.goto(f"{base}/")
+    page.get_by_label("API key").fill(site["key"])
+    page.keyboard.press("Enter")
+    page.get_by_role("navigation", name="Views").wait_for()
+
+    page.get_by_role("link", name="Search", exact=True).click()
+    page.get_by_label("Search for").fill("watering schedule")
+    page.get_by_role("button", name="Search", exact=True).click()
+    first = page.locator("#search-results li.memory").first
+    first.wait_for()
+    assert page.locator("#search-results li.memory").count() >= 2
+    why = first.locator("details.why")
+    assert why.locator("summary").inner_text().startswith("Why: ")
+    why.locator("summary").click()
+    assert "keyword rank" in why.inner_text() and "fused (RRF)" in why.inner_text()
+    shot(page, "search.png")
+
+    page.get_by_role("link", name="Narrative chain", exact=True).click()
+    page.locator("#chain-link").wait_for()
+    latest = page.locator("#chain-summary").inner_text()
+    page.get_by_role("button", name="← Walk back").click()
+    page.wait_for_function("(before) => document.querySelector('#chain-summary').textContent !== before", arg=latest)
+    page.get_by_role("button", name="Walk forward →").wait_for()
+    assert page.locator("#chain-later li a").count() >= 1
+    page.get_by_label("Find links by keyword").fill("SQLite")
+    page.get_by_role("button", name="Find").click()
+    page.locator("#chain-found li").first.wait_for()
+    shot(page, "chain.png")
+
+    page.get_by_role("link", name="Influence", exact=True).click()
+    page.locator("#use").wait_for()
+    assert page.locator("#use-list li").count() >= 2  # the context build and the search above
+    page.locator("#use-list a", has_text="context: what is the plan for the garden app?").click()
+    page.get_by_role("heading", name="context: “what is the plan for the garden app?”").wait_for()
+    refs = page.locator("#use-refs li.memory")
+    refs.first.wait_for()
+    assert "retrieval" in refs.first.inner_text() and "score" in refs.first.inner_text()
+    shot(page, "influence.png")
+    refs.first.get_by_role("link", name="influence").click()
+    page.get_by_role("heading", name="Uses it shaped").wait_for()
+
+
+def test_keyboard_order_and_login(page: Any, site: dict[str, Any]) -> None:
+    base = site["server"].url
+    page.goto(f"{base}/")
+    assert page.evaluate("document.activeElement.id") == "key-input"
+    page.get_by_label("API key").fill("nk_not-a-real-key")
+    page.keyboard.press("Enter")
+    page.get_by_text("That key was not accepted").wait_for()
+    shot(page, "login.png")
+    page.get_by_label("API key").fill(site["key"])
+    page.keyboard.press("Enter")
+    page.get_by_role("navigation", name="Views").wait_for()
+    page.wait_for_function("() => document.activeElement.tagName === 'H1'")  # focus moves to the view's heading
+    page.evaluate("document.getElementById('skip-link').focus()")
+    order = [page.evaluate("document.activeElement.textContent.trim()")]
+    for _ in range(6):
+        page.keyboard.press("Tab")
+        order.append(page.evaluate("document.activeElement.textContent.trim()"))
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.closest('main') !== null"), "then into the view"
+    assert order[:7] == ["Skip to content", "Review", "Your Story & storylines", "Narrative chain", "Search",
+                         "Influence", "Forget key"]
+    page.get_by_role("button", name="Forget key").click()
+    page.get_by_label("API key").wait_for()
+    assert page.evaluate("sessionStorage.length") == 0
+
+
+def test_page_loads_nothing_from_elsewhere(page: Any, site: dict[str, Any]) -> None:
+    requested: list[str] = []
+    page.on("request", lambda request: requested.append(request.url))
+    page.goto(f"{site['server'].url}/#key={site['key']}")
+    page.locator("#preview").wait_for()
+    assert requested and all(url.startswith(site["server"].url) for url in requested), requested
+    assert shutil.which("chromium") or Path(CHROMIUM).exists()
