@@ -150,6 +150,23 @@ def drive(port: int, key: str, row: Row, paths: list[str], clients: int, seconds
     row.elapsed = time.perf_counter() - began
 
 
+def in_process(db: Path, embedder: str, queries: list[str], k: int, seconds: float) -> Row:
+    """The same searches straight on the engine, one thread: what HTTP adds is the difference."""
+    row = Row(f"engine.search k={k} in-process, 1 thread")
+    engine = narrative.Memory(db, user=USER, embedder=embedder, env={})
+    engine.search(queries[0], k, record=False)
+    began = time.perf_counter()
+    i = 0
+    while time.perf_counter() - began < seconds:
+        start = time.perf_counter()
+        engine.search(queries[i % len(queries)], k, record=False)
+        row.latencies.append(time.perf_counter() - start)
+        i += 1
+    row.elapsed = time.perf_counter() - began
+    engine.close()
+    return row
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--memories", type=int, default=10_000)
@@ -166,11 +183,13 @@ def main() -> None:
         began = time.perf_counter()
         key = build(db, args.memories, args.embedder)
         built = time.perf_counter() - began
+        rng = random.Random(11)
+        words = [(rng.choice(WORDS), rng.choice(WORDS)) for _ in range(200)]
+        baseline = in_process(db, args.embedder, [f"{a} {b}" for a, b in words], args.k, args.seconds)
+        queries = [f"{a}%20{b}" for a, b in words]
         port = free_port()
         server = start_server(db, args.embedder, port)
         try:
-            rng = random.Random(11)
-            queries = [f"{rng.choice(WORDS)}%20{rng.choice(WORDS)}" for _ in range(200)]
             rows = [
                 Row("GET /api/v1/me (auth + counts)"),
                 Row(f"GET /api/v1/search k={args.k} record=false"),
@@ -191,13 +210,13 @@ def main() -> None:
     print(f"\nnarrative HTTP on loopback: {args.memories:,} memories, embedder {args.embedder}, "
           f"{args.clients} keep-alive clients, {args.seconds:g} s per row (store built in {built:.1f} s)\n")
     print(f"{'request':<44} {'req/s':>8} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'errors':>7}")
-    for row in rows:
+    for row in [baseline, *rows]:
         print(f"{row.name:<44} {row.rate:>8.1f} {row.pct(50):>8.2f} {row.pct(95):>8.2f} {row.pct(99):>8.2f} "
               f"{row.errors:>7}")
     if args.json:
         print(json.dumps([{"request": r.name, "rps": round(r.rate, 1), "p50_ms": round(r.pct(50), 2),
                            "p95_ms": round(r.pct(95), 2), "mean_ms": round(statistics.fmean(r.latencies) * 1e3, 2)
-                           if r.latencies else None, "errors": r.errors} for r in rows], indent=2))
+                           if r.latencies else None, "errors": r.errors} for r in [baseline, *rows]], indent=2))
 
 
 if __name__ == "__main__":

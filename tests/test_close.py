@@ -446,3 +446,15 @@ def test_cli_confirm_with_options(mem: narrative.Memory, db_path: Path) -> None:
     assert done.exit_code == 0, done.output
     [memory] = json.loads(done.output)["memories"]
     assert memory == {"id": memory["id"], "storyline_id": 1, "content": "Moved to Postgres.", "user_edited": True}
+
+
+def test_confirm_refuses_a_destination_deleted_since_the_preview(mem: narrative.Memory, snapshot: Snap) -> None:
+    cid = talk(mem)
+    work = mem.create_storyline("Work")
+    mem.close_conversation(cid)
+    mem.redirect_preview(cid, work.id)
+    mem.delete_storyline(work.id)
+    assert_refused(mem, snapshot, NotFound, lambda: mem.confirm_memory(cid))
+    assert mem.get_conversation(cid).status is ConversationStatus.READY_TO_CLOSE
+    mem.redirect_preview(cid, mem.your_story().id)
+    assert mem.confirm_memory(cid).memories

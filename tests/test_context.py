@@ -11,9 +11,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from conftest import FakeClock
 
 import narrative
+from conftest import FakeClock
 from narrative import demo
 from narrative.errors import ValidationError
 from narrative.interfaces.cli import main as cli_main
@@ -118,6 +118,12 @@ def test_the_budget_is_respected_and_counted_with_the_same_counter(maya: narrati
         assert info.tokens <= info.limit
 
 
+@pytest.mark.parametrize("budget", [50, 120, 300])
+def test_tiny_budgets_are_respected_too(maya: narrative.Memory, budget: int) -> None:
+    block = maya.context("garden", budget, record=False)
+    assert block.tokens == COUNTER.count(block.text) <= budget
+
+
 def test_a_small_budget_cuts_small_sections_to_their_share(maya: narrative.Memory) -> None:
     wide = maya.context("garden", 8000, record=False)
     narrow = maya.context("garden", 1000, record=False)
@@ -211,7 +217,8 @@ def test_to_dict_is_json_with_every_section(maya: narrative.Memory) -> None:
     assert scene["chat_length"] == 30 and scene["buckets"]
     first = scene["memories"][0]
     assert {"memory_id", "rank", "origin", "score", "why", "position", "text", "retention"} <= set(first)
-    assert data["open_threads"][0]["type"] in {"question_opened", "waiting_on", "task"}
+    assert data["open_threads"][0]["entity_type"] in {"question_opened", "waiting_on", "task"}
+    assert data["recent_messages"]["messages"][-1]["content"].startswith("Then the first story")
 
 
 def test_context_records_a_use_naming_each_memory_shown(maya: narrative.Memory) -> None:
@@ -238,7 +245,9 @@ def test_an_empty_memory_gives_an_empty_frame(mem: narrative.Memory) -> None:
     assert block.memories == () and block.use_id is not None
 
 
-@pytest.mark.parametrize(("query", "budget"), [("", 2000), ("ok", 50), ("ok", "many"), ("ok", True)])
+@pytest.mark.parametrize(
+    ("query", "budget"), [("", 2000), ("ok", 49), ("ok", 2_000_000), ("ok", "many"), ("ok", True)]
+)
 def test_bad_input_is_refused_and_records_nothing(mem: narrative.Memory, query: str, budget: object) -> None:
     with pytest.raises(ValidationError):
         mem.context(query, budget)  # type: ignore[arg-type]

@@ -218,11 +218,17 @@ def test_delete_conversation_drops_storylines_left_empty(mem: narrative.Memory) 
 # --- a storyline -------------------------------------------------------------------------------------
 
 
+def topic_of(mem: narrative.Memory, conversation_id: int) -> int:
+    """The detected storyline the conversation's first message was routed to."""
+    storyline_id = mem.messages(conversation_id)[0].storyline_id
+    assert storyline_id is not None
+    assert mem.get_storyline(storyline_id).kind is StorylineKind.DETECTED
+    return storyline_id
+
+
 def test_delete_storyline_moves_its_memories_to_your_story(mem: narrative.Memory, snapshot: Snap) -> None:
     cid = session(mem, GARDEN, "zinnias")
-    garden = mem.get_conversation_archive(cid)["memories"][0]
-    assert garden.storyline_id is not None
-    storyline = mem.get_storyline(garden.storyline_id)
+    storyline = mem.get_storyline(topic_of(mem, cid))
     moved = mem.list_memories(storyline_id=storyline.id, limit=500)
     result = mem.delete_storyline(storyline.id)
     assert result["moved_memories"] == len(moved)
@@ -245,8 +251,7 @@ def test_delete_storyline_with_its_memories(mem: narrative.Memory) -> None:
     store = mem.store
     assert isinstance(store, SqliteStore)
     cid = session(mem, GARDEN, "zinnias")
-    storyline_id = mem.get_conversation_archive(cid)["memories"][0].storyline_id
-    assert storyline_id is not None
+    storyline_id = topic_of(mem, cid)
     ids = [m.id for m in mem.list_memories(storyline_id=storyline_id, limit=500)]
     routed = [m for m in mem.messages(cid) if m.storyline_id == storyline_id]
     counts = mem.delete_storyline(storyline_id, move_to_your_story=False)

@@ -8,9 +8,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from conftest import FakeClock
 
 import narrative
+from conftest import FakeClock
 from narrative import demo
 from narrative.errors import ValidationError
 from narrative.model import OPEN_ENTITY_TYPES, Entity, EntityType, InfluenceType, UseKind

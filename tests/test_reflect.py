@@ -209,7 +209,7 @@ def test_recent_exchanges_keep_full_retention(long_talk: tuple[narrative.Memory,
 
 
 def test_exchanges_past_ten_get_key_points(long_talk: tuple[narrative.Memory, list[TurnResult]]) -> None:
-    mem, turns = long_talk
+    mem, _ = long_talk
     middle = exchanges(mem)[-reflect.KEY_POINTS_WINDOW:-reflect.FULL_WINDOW]
     assert len(middle) == reflect.KEY_POINTS_WINDOW - reflect.FULL_WINDOW
     for memory in middle:

@@ -500,12 +500,21 @@ def test_finishing_the_conversation_seals_running_links_as_narrative_memories(ch
     assert memory.stream is Stream.NARRATIVE and memory.source is Source.NARRATIVE
     assert memory.content == link(chain.mem, back.id).summary
     assert (memory.narrative_id, memory.storyline_id) == (back.id, back.storyline_id)
-    garden = back.storyline_id
-    assert memory.message_ids == tuple(
-        m.id for m in chain.mem.messages(chain.conversation_id) if m.storyline_id == garden
-    )
+    # provenance: the messages the sealed link covers (the return to the garden), not the earlier garden link's
+    assert memory.message_ids == (chain.turns["garden 4"].message.id, chain.turns["garden 5"].message.id)
     assert all(n.sealed for n in chain.mem.list_narratives())
-    assert chain.mem.store.open_narrative("maya", garden) is None
+    assert chain.mem.store.open_narrative("maya", back.storyline_id) is None
+
+
+def test_small_talk_between_two_topics_does_not_keep_the_first_thread_open(mem: narrative.Memory) -> None:
+    garden = mem.remember("I'm planning a garden app with a plot map for the community garden.", speaker="maya")
+    hello = mem.remember("Hi!", speaker="maya")
+    wedding = mem.remember("On a completely different topic, my sister's wedding is next month in Lisbon.")
+    assert (hello.decision, wedding.decision) == ("default", "create")
+    assert garden.narrative is not None and wedding.narrative is not None
+    assert [n.id for n in wedding.sealed] == [garden.narrative.id]
+    assert link(mem, garden.narrative.id).sealed
+    assert wedding.narrative.previous_narrative_id == garden.narrative.id
 
 
 def test_finishing_twice_adds_nothing(chain: Chain) -> None:

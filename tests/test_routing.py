@@ -19,15 +19,21 @@ import narrative
 from conftest import FakeClock
 from narrative.errors import InvalidTransition
 from narrative.model import Participant, Storyline, StorylineKind, StorylineStatus
+from narrative.store.sqlite import SqliteStore
 from narrative.write import routing, storylines
 from narrative.write.routing import Candidate, RoutingInput, RoutingThresholds
 from narrative.write.turn import TurnResult
 
 T = RoutingThresholds()
+T_REFRESH = narrative.Settings().routing_refresh_every
 NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 FALLBACK = 1  # Your Story
 CURRENT = 10
 OTHER = 20
+STRONG = T.switch_similarity + 0.05  # the same topic
+WEAK = (T.weak_switch_similarity + T.switch_similarity) / 2  # between the weak and the strong threshold
+NEAR = T.stay_similarity + 0.05  # close enough to stay in the current storyline
+FAR = T.stay_similarity / 2  # too far to stay
 DEFAULTS = {"Small talk": 2, "Thanks and acknowledgements": 3, "About the assistant": 4}
 
 
@@ -138,16 +144,17 @@ def test_continuity_heuristic_reasons() -> None:
     assert routing.continuity(given(current=current, since_previous=None), 0.9, None, T)[0] is False
     short = given(current=current, substantive=False)
     assert routing.continuity(short, None, None, T) == (True, "short follow-up within the continuity window")
-    stay, reason = routing.continuity(given(current=current), 0.3, candidate(OTHER, 0.35), T)
-    assert stay and reason.startswith("same thread within the window")
+    stay, reason = routing.continuity(given(current=current), NEAR, candidate(OTHER, NEAR + 0.05), T)
+    assert stay and reason == f"same thread within the window (similarity {NEAR:.2f})"
     stay, reason = routing.continuity(given(current=current), None, None, T)  # no vectors: stay within the window
     assert stay
-    stay, reason = routing.continuity(given(current=current), 0.05, None, T)
-    assert not stay and reason.startswith("moved away")
-    stay, reason = routing.continuity(given(current=current), 0.2, candidate(OTHER, 0.6), T)
-    assert not stay and reason == f"storyline {OTHER} fits better (0.60 vs 0.20)"
+    stay, reason = routing.continuity(given(current=current), FAR, None, T)
+    assert not stay and reason == f"moved away from the current storyline ({FAR:.2f})"
+    stay, reason = routing.continuity(given(current=current), NEAR, candidate(OTHER, STRONG), T)
+    assert not stay and reason == f"storyline {OTHER} fits better ({STRONG:.2f} vs {NEAR:.2f})"
     # a better storyline that does not beat the current one by the margin does not pull the message away
-    assert routing.continuity(given(current=current), 0.55, candidate(OTHER, 0.6), T)[0] is True
+    close_behind = STRONG - T.switch_margin / 2
+    assert routing.continuity(given(current=current), close_behind, candidate(OTHER, STRONG), T)[0] is True
 
 
 # --- stage 3: the decision, one test per branch ------------------------------------------------------------
@@ -178,14 +185,14 @@ def test_decide_switches_to_a_storyline_that_fits_better() -> None:
 
 
 def test_decide_switches_without_a_current_storyline_when_one_matches() -> None:
-    route = decide(given(), [candidate(OTHER, 0.45)])
+    route = decide(given(), [candidate(OTHER, STRONG)])
     assert (route.decision, route.storyline_id) == ("switch", OTHER)
 
 
 def test_decide_weak_similarity_is_enough_when_bm25_ranks_it_first() -> None:
-    assert decide(given(), [candidate(OTHER, 0.35, bm25_rank=1)]).decision == "switch"
+    assert decide(given(), [candidate(OTHER, WEAK, bm25_rank=1)]).decision == "switch"
     # ... but not without the keyword agreement: a substantive message then starts a new storyline
-    assert decide(given(), [candidate(OTHER, 0.35, bm25_rank=2)]).decision == "create"
+    assert decide(given(), [candidate(OTHER, WEAK, bm25_rank=2)]).decision == "create"
 
 
 def test_decide_returns_to_the_current_storyline_after_a_pause_when_it_still_matches() -> None:
@@ -210,15 +217,15 @@ def test_decide_needs_enough_tags_to_create() -> None:
 
 def test_decide_stays_with_the_current_storyline_when_nothing_clearly_matches() -> None:
     late = given(current=storyline(), tags=("soil",), since_previous=timedelta(hours=5))
-    route = decide(late, [candidate(CURRENT, 0.2), candidate(OTHER, 0.25)], 0.2)
+    route = decide(late, [candidate(CURRENT, FAR), candidate(OTHER, FAR)], FAR)
     assert (route.decision, route.storyline_id) == ("continue", CURRENT)
     assert route.scores["reason"] == "no clear match: stay with the current storyline"
 
 
 def test_decide_weak_match_is_taken_when_there_is_no_topic_to_stay_in() -> None:
-    route = decide(given(substantive=False), [candidate(OTHER, 0.35, bm25_rank=2)])
+    route = decide(given(substantive=False), [candidate(OTHER, WEAK, bm25_rank=2)])
     assert (route.decision, route.storyline_id) == ("switch", OTHER)
-    assert route.scores["reason"].startswith("weak match 0.35")
+    assert route.scores["reason"].startswith(f"weak match {WEAK:.2f}")
 
 
 def test_decide_default_when_nothing_is_specific() -> None:
@@ -230,10 +237,10 @@ def test_decide_an_explicit_cue_leaves_the_current_storyline_even_when_it_is_the
     cued = given(current=storyline(), cue=True, tags=("wedding", "lisbon"))
     route = decide(cued, [candidate(CURRENT, 0.8, 1), candidate(OTHER, 0.2, 2)], 0.8)
     assert route.decision == "create" and route.scores["continuity"] == "explicit change of subject"
-    route = decide(cued, [candidate(CURRENT, 0.8, 1), candidate(OTHER, 0.5, 2)], 0.8)
+    route = decide(cued, [candidate(CURRENT, 0.8, 1), candidate(OTHER, STRONG, 2)], 0.8)
     assert (route.decision, route.storyline_id) == ("switch", OTHER)
     # a cue does not accept the weak keyword-only match either
-    assert decide(cued, [candidate(OTHER, 0.35, 1)], 0.2).decision == "create"
+    assert decide(cued, [candidate(OTHER, WEAK, 1)], 0.2).decision == "create"
 
 
 def test_decide_honours_the_model_saying_the_message_continues() -> None:
@@ -246,7 +253,7 @@ def test_decide_honours_the_model_saying_the_message_leaves() -> None:
     left = given(current=storyline(), llm=False, tags=("wedding", "lisbon"))
     route = decide(left, [candidate(CURRENT, 0.8, 1)], 0.8)
     assert route.decision == "create"
-    route = decide(left, [candidate(CURRENT, 0.8, 1), candidate(OTHER, 0.5)], 0.8)
+    route = decide(left, [candidate(CURRENT, 0.8, 1), candidate(OTHER, STRONG)], 0.8)
     assert (route.decision, route.storyline_id) == ("switch", OTHER)
 
 
@@ -301,6 +308,33 @@ def test_auxiliary_storylines_are_other_recent_topics() -> None:
     assert [s.id for s in storylines.auxiliary(pool, main_id=4)] == [3, 1]
 
 
+def test_a_detected_storyline_takes_its_name_from_its_keywords(store: SqliteStore) -> None:
+    store.ensure_user("maya", NOW)
+
+    def insert(name: str, kind: StorylineKind, keywords: tuple[str, ...]) -> Storyline:
+        return store.insert_storyline("maya", name, kind, NOW, keywords=keywords)
+
+    grown = insert("Garden", StorylineKind.DETECTED, ("plot map", "legend", "beds", "sun"))
+    assert storylines.maybe_rename(store, grown).name == "Plot map · legend · beds"
+    assert store.get_storyline("maya", grown.id).name == "Plot map · legend · beds"
+    mine = insert("My garden", StorylineKind.USER, ("plot map", "legend"))
+    assert storylines.maybe_rename(store, mine) == mine  # a user's storyline keeps its name
+    young = insert("Soil", StorylineKind.DETECTED, ("soil",))
+    assert storylines.maybe_rename(store, young) == young  # one keyword is not enough to rename
+    twin = insert("Beds", StorylineKind.DETECTED, ("plot map", "legend", "beds"))
+    assert storylines.maybe_rename(store, twin) == twin  # the name is taken
+
+
+@pytest.mark.xfail(reason="engine rename_storyline keeps kind=detected, so the refresh renames it back")
+def test_a_storyline_the_user_renamed_keeps_its_name(tmp_path: Path) -> None:
+    with narrative.Memory(tmp_path / "r.db", user="maya", embedder="hashing", clock=FakeClock(), env={}) as mem:
+        first = mem.remember("I'm planning a garden app with a plot map for the community garden.")
+        mem.rename_storyline(first.storyline.id, "My garden project")
+        for i in range(T_REFRESH):
+            mem.remember(f"The plot map legend {i} shows the community garden beds and their watering.")
+        assert mem.get_storyline(first.storyline.id).name == "My garden project"
+
+
 # --- the engine, with the real model: one scenario, replayed once ------------------------------------------------
 
 CONVERSATION_1 = [
@@ -310,7 +344,8 @@ CONVERSATION_1 = [
     ("garden reply", "assistant", "Should the plot map use MapLibre or Leaflet for the garden beds?"),
     ("thanks", "user", "Thanks!"),
     ("garden more", "user", "The plot map should color each garden bed by its watering schedule."),
-    ("wedding", "user", "On a completely different topic, my sister's wedding is next month in Lisbon and I need a dress."),
+    ("wedding", "user",
+     "On a completely different topic, my sister's wedding is next month in Lisbon and I need a dress."),
     ("wedding more", "user", "The wedding venue in Lisbon is by the river."),
 ]
 CONVERSATION_2 = [
@@ -480,7 +515,7 @@ def test_a_user_storyline_can_be_renamed_and_archived(mem: narrative.Memory) -> 
     assert mem.get_storyline(made.id).status is StorylineStatus.ARCHIVED
 
 
-def test_without_vectors_a_new_topic_still_creates_a_storyline(mem: narrative.Memory, tmp_path: Path) -> None:
+def test_without_vectors_a_new_topic_still_creates_a_storyline(mem: narrative.Memory) -> None:
     turn = mem.remember("I'm planning a garden app with a plot map for the community garden.", speaker="maya")
     assert turn.decision == "create" and turn.storyline.kind is StorylineKind.DETECTED
     assert mem.store.storyline_vectors("alice", "all-MiniLM-L6-v2:384") == {}

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import narrative
+from conftest import FakeClock
 from narrative.model import EntityType, Memory, Stream, UseKind
 from narrative.providers.embed import Embedder, MiniLMEmbedder, embed_one
 from narrative.read.search import (
@@ -28,7 +29,6 @@ from narrative.read.search import (
     hybrid_search,
     recency_factor,
 )
-from conftest import FakeClock
 
 MODES = ("hybrid", "keyword", "vector")
 WHY_KEYS = {
@@ -109,8 +109,9 @@ def test_hybrid_ranks_a_memory_found_by_both_lists_above_one_found_by_vectors_on
         smem.add_memory(text)
     vector = {h.memory.content: h for h in smem.search("young dog playing fetch", 5, mode="vector", record=False)}
     puppy, invoice = "My puppy loves chasing tennis balls in the park.", "Invoice for the dog sitter was paid."
-    assert vector[puppy].vector_rank is not None and vector[invoice].vector_rank is not None
-    assert vector[puppy].vector_rank < vector[invoice].vector_rank  # closer in meaning ...
+    puppy_rank, invoice_rank = vector[puppy].vector_rank, vector[invoice].vector_rank
+    assert puppy_rank is not None and invoice_rank is not None
+    assert puppy_rank < invoice_rank  # closer in meaning ...
     hybrid = smem.search("young dog playing fetch", 5, record=False)
     by_text = {h.memory.content: h for h in hybrid}
     assert by_text[puppy].bm25_rank is None  # ... but no shared word

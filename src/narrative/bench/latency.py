@@ -25,8 +25,18 @@ from narrative.engine import Memory, Turn
 
 NAMES = ["Maya", "Sam", "Lena", "Jon", "Priya", "Tomas", "Aiko", "Ravi", "Nora", "Diego", "Elif", "Kwame"]
 PLACES = ["Lisbon", "Porto", "the allotment", "the climbing gym", "Kyoto", "the library", "the office", "Berlin"]
-THINGS = ["the garden app", "the wedding speech", "the marathon", "the thesis chapter", "the kitchen remodel",
-          "the photo book", "the budget spreadsheet", "the piano recital", "the job interview", "the road trip"]
+THINGS = [
+    "the garden app",
+    "the wedding speech",
+    "the marathon",
+    "the thesis chapter",
+    "the kitchen remodel",
+    "the photo book",
+    "the budget spreadsheet",
+    "the piano recital",
+    "the job interview",
+    "the road trip",
+]
 FEELINGS = ["excited", "anxious", "relieved", "proud", "frustrated", "grateful", "nervous", "happy"]
 TEMPLATES = [
     "{a} decided to work on {t} first because {b} is waiting on it.",
@@ -41,8 +51,14 @@ TEMPLATES = [
     "{a} read a book about {t} and took notes on page {n}.",
 ]
 QUERIES = [
-    "what did {a} decide about {t}", "who is {a} waiting on", "trip to {p}", "how did {a} feel about {t}",
-    "notes about {t}", "when is {a} going to {p}", "what matters most to {a}", "{a} and {b} talking",
+    "what did {a} decide about {t}",
+    "who is {a} waiting on",
+    "trip to {p}",
+    "how did {a} feel about {t}",
+    "notes about {t}",
+    "when is {a} going to {p}",
+    "what matters most to {a}",
+    "{a} and {b} talking",
 ]
 
 
@@ -68,12 +84,19 @@ def measure_ingest(workdir: Path, turns: int, embedder: str) -> dict[str, Any]:
     with Memory(workdir / f"ingest-{embedder}.db", user="bench", embedder=embedder) as mem:
         if mem.embedder is not None:
             mem.embedder.embed_batch(["warm up"])
-        batch = [Turn(sentence(rng), "user" if i % 2 == 0 else "assistant", speaker="Maya" if i % 2 == 0 else "Rook")
-                 for i in range(turns)]
+        batch = [
+            Turn(sentence(rng), "user" if i % 2 == 0 else "assistant", speaker="Maya" if i % 2 == 0 else "Rook")
+            for i in range(turns)
+        ]
         started = time.perf_counter()
         mem.remember_many(batch)
         seconds = time.perf_counter() - started
-    return {"embedder": embedder, "turns": turns, "seconds": round(seconds, 2), "turns_per_s": round(turns / seconds, 1)}
+    return {
+        "embedder": embedder,
+        "turns": turns,
+        "seconds": round(seconds, 2),
+        "turns_per_s": round(turns / seconds, 1),
+    }
 
 
 def build_store(mem: Memory, size: int, pool_texts: list[str], pool_vectors: np.ndarray, seed: int) -> np.ndarray:
@@ -87,8 +110,10 @@ def build_store(mem: Memory, size: int, pool_texts: list[str], pool_vectors: np.
     chunk = 5000
     for start in range(0, size, chunk):
         end = min(size, start + chunk)
-        items = [{"content": pool_texts[picks[i]], "stream": streams[i % 4], "importance": 1 + i % 5}
-                 for i in range(start, end)]
+        items = [
+            {"content": pool_texts[picks[i]], "stream": streams[i % 4], "importance": 1 + i % 5}
+            for i in range(start, end)
+        ]
         mem.add_memories(items, vectors=vectors[start:end])
     return vectors.astype(np.float32)
 
@@ -121,16 +146,22 @@ def time_chroma(vectors: np.ndarray, query_vectors: np.ndarray, workdir: Path) -
         t = time.perf_counter()
         collection.query(query_embeddings=[q.tolist()], n_results=10)
         times.append((time.perf_counter() - t) * 1000)
-    return {"build_s": round(build, 1), "p50_ms": round(percentile(times, 0.5), 3),
-            "p95_ms": round(percentile(times, 0.95), 3)}
+    return {
+        "build_s": round(build, 1),
+        "p50_ms": round(percentile(times, 0.5), 3),
+        "p95_ms": round(percentile(times, 0.95), 3),
+    }
 
 
-def run(sizes: Sequence[int], *, queries: int = 200, chroma: bool = True, pool: int = 2000,
-        ingest_turns: int = 400) -> dict[str, Any]:
+def run(
+    sizes: Sequence[int], *, queries: int = 200, chroma: bool = True, pool: int = 2000, ingest_turns: int = 400
+) -> dict[str, Any]:
     workdir = Path(tempfile.mkdtemp(prefix="narrative-latency-"))
     rng = random.Random(11)
-    report: dict[str, Any] = {"ingest": [measure_ingest(workdir, ingest_turns, "minilm"),
-                                         measure_ingest(workdir, ingest_turns, "none")], "sizes": []}
+    report: dict[str, Any] = {
+        "ingest": [measure_ingest(workdir, ingest_turns, "minilm"), measure_ingest(workdir, ingest_turns, "none")],
+        "sizes": [],
+    }
     with Memory(workdir / "pool.db", user="pool") as pool_mem:
         embedder = pool_mem.embedder
         assert embedder is not None
@@ -139,8 +170,9 @@ def run(sizes: Sequence[int], *, queries: int = 200, chroma: bool = True, pool: 
         pool_vectors = embedder.embed_batch(pool_texts)
         report["embed_texts_per_s"] = round(len(pool_texts) / (time.perf_counter() - started), 1)
         query_texts = [
-            rng.choice(QUERIES).format(a=rng.choice(NAMES), b=rng.choice(NAMES), p=rng.choice(PLACES),
-                                       t=rng.choice(THINGS))
+            rng.choice(QUERIES).format(
+                a=rng.choice(NAMES), b=rng.choice(NAMES), p=rng.choice(PLACES), t=rng.choice(THINGS)
+            )
             for _ in range(queries)
         ]
         query_vectors = embedder.embed_batch(query_texts)
@@ -153,22 +185,29 @@ def run(sizes: Sequence[int], *, queries: int = 200, chroma: bool = True, pool: 
             row: dict[str, Any] = {"memories": size, "build_s": round(build, 1)}
             fresh = [f"{q} ({size}-{i})" for i, q in enumerate(query_texts)]  # never seen: embedded in the timing
             times = time_queries(mem, fresh, "hybrid")
-            row["hybrid+embedding"] = {"p50_ms": round(percentile(times, 0.5), 3),
-                                       "p95_ms": round(percentile(times, 0.95), 3)}
+            row["hybrid+embedding"] = {
+                "p50_ms": round(percentile(times, 0.5), 3),
+                "p95_ms": round(percentile(times, 0.95), 3),
+            }
             for query in query_texts:  # warm the query-embedding cache: the rows below exclude the model
                 mem.search(query, 1, mode="vector", record=False)
             for mode, label in (("hybrid", "hybrid"), ("vector", "vector"), ("keyword", "keyword")):
                 times = time_queries(mem, query_texts, mode)
-                row[label] = {"p50_ms": round(percentile(times, 0.5), 3), "p95_ms": round(percentile(times, 0.95), 3),
-                              "mean_ms": round(statistics.fmean(times), 3)}
+                row[label] = {
+                    "p50_ms": round(percentile(times, 0.5), 3),
+                    "p95_ms": round(percentile(times, 0.95), 3),
+                    "mean_ms": round(statistics.fmean(times), 3),
+                }
             assert mem.embedder is not None
             embed_times = []
             for text in query_texts[:50]:
                 t = time.perf_counter()
                 mem.embedder.embed_batch([text + " ?"])  # uncached
                 embed_times.append((time.perf_counter() - t) * 1000)
-            row["query_embedding"] = {"p50_ms": round(percentile(embed_times, 0.5), 3),
-                                      "p95_ms": round(percentile(embed_times, 0.95), 3)}
+            row["query_embedding"] = {
+                "p50_ms": round(percentile(embed_times, 0.5), 3),
+                "p95_ms": round(percentile(embed_times, 0.95), 3),
+            }
             row["peak_rss_mb"] = round(peak_rss_mb(), 1)
             row["chroma"] = time_chroma(vectors, query_vectors, workdir) if chroma else None
             report["sizes"].append(row)
@@ -178,11 +217,15 @@ def run(sizes: Sequence[int], *, queries: int = 200, chroma: bool = True, pool: 
 def format_report(report: dict[str, Any]) -> str:
     lines = ["Ingest through the write path (routing, extraction, narrative, reflections):"]
     for row in report["ingest"]:
-        lines.append(f"  embedder {row['embedder']:<7} {row['turns']} turns in {row['seconds']} s "
-                     f"= {row['turns_per_s']} turns/s")
+        lines.append(
+            f"  embedder {row['embedder']:<7} {row['turns']} turns in {row['seconds']} s = {row['turns_per_s']} turns/s"
+        )
     lines.append(f"  (the model alone embeds {report['embed_texts_per_s']} texts/s in batches on this machine)")
-    lines += ["", "Recall latency, k=10 ('hybrid+embedding' embeds every query; the mode rows reuse cached query vectors):",
-              f"{'memories':>9} {'mode':<16} {'p50 ms':>8} {'p95 ms':>8}"]
+    lines += [
+        "",
+        "Recall latency, k=10 ('hybrid+embedding' embeds every query; the mode rows reuse cached query vectors):",
+        f"{'memories':>9} {'mode':<16} {'p50 ms':>8} {'p95 ms':>8}",
+    ]
     for row in report["sizes"]:
         for mode in ("hybrid", "vector", "keyword"):
             lines.append(f"{row['memories']:>9} {mode:<16} {row[mode]['p50_ms']:>8.2f} {row[mode]['p95_ms']:>8.2f}")
@@ -192,7 +235,9 @@ def format_report(report: dict[str, Any]) -> str:
         lines.append(f"{row['memories']:>9} {'hybrid+embedding':<16} {both['p50_ms']:>8.2f} {both['p95_ms']:>8.2f}")
         chroma = row["chroma"]
         if chroma:
-            lines.append(f"{row['memories']:>9} {'chromadb vector':<16} {chroma['p50_ms']:>8.2f} {chroma['p95_ms']:>8.2f}")
+            lines.append(
+                f"{row['memories']:>9} {'chromadb vector':<16} {chroma['p50_ms']:>8.2f} {chroma['p95_ms']:>8.2f}"
+            )
             ratio = chroma["p95_ms"] / row["vector"]["p95_ms"] if row["vector"]["p95_ms"] else float("nan")
             lines.append(f"{row['memories']:>9} ratio chroma/narrative vector p95 = {ratio:.2f}×")
         lines.append(f"{row['memories']:>9} peak RSS {row['peak_rss_mb']} MB; built in {row['build_s']} s")

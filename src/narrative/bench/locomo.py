@@ -95,8 +95,13 @@ def ingest(mem: Memory, sample: dict[str, Any]) -> Ingested:
     for _number, date, turns in sessions(sample):
         mem.start_conversation(at=date)
         batch = [
-            Turn(turn_text(t), "user", speaker=str(t.get("speaker", "")), at=date + timedelta(seconds=30 * i),
-                 meta={"dia_id": t.get("dia_id", "")})
+            Turn(
+                turn_text(t),
+                "user",
+                speaker=str(t.get("speaker", "")),
+                at=date + timedelta(seconds=30 * i),
+                meta={"dia_id": t.get("dia_id", "")},
+            )
             for i, t in enumerate(turns)
         ]
         started = time.perf_counter()
@@ -155,7 +160,9 @@ def summarise(rows: Sequence[dict[str, Any]], modes: Sequence[str] = MODES) -> d
     return table
 
 
-def run(path: str | Path, *, embedder: str = "minilm", limit: int | None = None, keep: str | None = None) -> dict[str, Any]:
+def run(
+    path: str | Path, *, embedder: str = "minilm", limit: int | None = None, keep: str | None = None
+) -> dict[str, Any]:
     """The whole benchmark over every conversation of ``path``; returns the report."""
     data = json.loads(Path(path).read_text("utf-8"))
     samples = data if isinstance(data, list) else [data]
@@ -185,8 +192,12 @@ def run(path: str | Path, *, embedder: str = "minilm", limit: int | None = None,
             "seconds": round(seconds, 2),
             "turns_per_s": round(turns / seconds, 1) if seconds else None,
             "per_conversation": {
-                name: {"turns": i.turns, "storylines": i.storylines, "narratives": i.narratives,
-                       "memories": i.memories_by_stream}
+                name: {
+                    "turns": i.turns,
+                    "storylines": i.storylines,
+                    "narratives": i.narratives,
+                    "memories": i.memories_by_stream,
+                }
                 for name, i in ingests
             },
         },
@@ -205,7 +216,8 @@ def format_report(report: dict[str, Any]) -> str:
         f"{report['questions']} questions",
         f"ingest: {report['ingest']['turns']} turns in {report['ingest']['seconds']} s "
         f"= {report['ingest']['turns_per_s']} turns/s (write path incl. embeddings)",
-        f"hybrid search latency: p50 {report['hybrid_search_ms']['p50']} ms, p95 {report['hybrid_search_ms']['p95']} ms",
+        f"hybrid search latency: p50 {report['hybrid_search_ms']['p50']} ms, "
+        f"p95 {report['hybrid_search_ms']['p95']} ms",
         f"a top-10 hybrid result covers {report['hybrid_top10_distinct_turns']} distinct turns on average"
         " (a conversation memory is an exchange: the turn and the one it answers)",
         "",

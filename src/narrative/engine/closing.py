@@ -152,6 +152,8 @@ class ClosingAPI(TurnsAPI, ConversationsAPI, MemoriesAPI):
             close.edit(preview, edited_narrative)
         if destination_storyline_id is not None:
             preview.destination = destination_for(self.store, user_id, destination_storyline_id, "chosen by you")
+        else:  # it may have been deleted or archived since the preview
+            destination_for(self.store, user_id, preview.destination.storyline_id, "")
         part = Part(preview.narrative, preview.destination.storyline_id, tuple(e.key for e in preview.kept))
         return self._commit(user_id, preview, [part], now)
 

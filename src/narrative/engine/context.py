@@ -19,7 +19,7 @@ from narrative.errors import ValidationError
 from narrative.model import InfluenceType, Role, Use, UseKind, UseReference
 from narrative.providers.tokens import ApproxTokenCounter, TokenCounter
 from narrative.read import explain as explaining
-from narrative.read.context import ContextBlock, LineCachedCounter, build_context, with_use
+from narrative.read.context import ContextBlock, LineCachedCounter, build_context
 from narrative.read.reasoning import ReasoningContext, build_reasoning
 from narrative.read.search import SearchHit, hybrid_search
 from narrative.store.filters import MemoryFilter
@@ -86,7 +86,7 @@ class ContextAPI(ConversationsAPI, SearchAPI):
         meta = {"budget": block.budget, "tokens": block.tokens,
                 "storyline_id": None if block.storyline is None else block.storyline.id}
         use = self._insert_use(user_id, UseKind.CONTEXT, query, references, meta)
-        return with_use(block, use.id)
+        return replace(block, use_id=use.id)
 
     def reasoning_context(
         self,

@@ -145,7 +145,8 @@ class SovereigntyAPI(TurnsAPI, MemoriesAPI):
         return counts
 
     def _tidy_storylines(self, user_id: str, messages: list[Message]) -> int:
-        """Drop detected storylines left empty; scrub summary lines quoting deleted messages."""
+        """Drop detected storylines left empty; in the others, scrub what quoted the deleted messages:
+        summary lines, the description, keywords no remaining message supports, the routing embedding."""
         unused = self.store.unused_storylines(user_id)
         for sid in unused:
             self.store.delete_storyline(user_id, sid)
@@ -155,10 +156,17 @@ class SovereigntyAPI(TurnsAPI, MemoriesAPI):
                 storyline = self.store.get_storyline(user_id, sid)
             except NotFound:
                 continue
-            kept = [line for line in storyline.summary.splitlines() if not _quotes(line, said)]
+            remaining = " ".join(m.content.lower() for m in self.store.list_messages(user_id, storyline_id=sid))
+            summary = "\n".join(line for line in storyline.summary.splitlines() if not _quotes(line, said))
             description = "" if _quotes(storyline.description, said) else storyline.description
-            if kept != storyline.summary.splitlines() or description != storyline.description:
-                self.store.update_storyline(user_id, sid, summary="\n".join(kept), description=description)
+            keywords = tuple(k for k in storyline.keywords if k.lower() in remaining)
+            if (summary, description, keywords) != (storyline.summary, storyline.description, storyline.keywords):
+                storyline = self.store.update_storyline(user_id, sid, summary=summary, description=description,
+                                                        keywords=keywords)
+            embedder = self.embedder
+            if embedder is not None and self.store.storyline_vector(user_id, sid, embedder.identity) is not None:
+                vector = embedder.embed_batch([storylines_.routing_text(storyline)])[0]
+                self.store.put_storyline_vector(user_id, sid, embedder.identity, vector)
         return len(unused)
 
     def delete_storyline(

@@ -64,6 +64,8 @@ class BodyLimit:
             return
         declared = _content_length(scope)
         body, too_large = await self._read(receive, declared)
+        if body is None:  # the client went away before sending its whole request
+            return
         if too_large:
             await _too_large(send, self.max_bytes)
             return
@@ -82,7 +84,8 @@ class BodyLimit:
         async with self.write_lock:
             await self.app(scope, replay, send)
 
-    async def _read(self, receive: Receive, declared: int | None) -> tuple[bytes, bool]:
+    async def _read(self, receive: Receive, declared: int | None) -> tuple[bytes | None, bool]:
+        """(the body, whether it is over the limit); body None when the client disconnected."""
         if declared is not None and declared > DRAIN_LIMIT:
             return b"", True
         chunks: list[bytes] = []
@@ -91,7 +94,7 @@ class BodyLimit:
         while True:
             message = await receive()
             if message["type"] != "http.request":
-                break
+                return None, too_large
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > self.max_bytes:

@@ -50,10 +50,12 @@ Recent messages and the scene therefore always get most of the budget, summaries
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
+from enum import Enum
 from typing import Any
 
 from narrative.checks import require_positive, require_text
@@ -79,17 +81,8 @@ from narrative.store.protocol import Store
 from narrative.write.storylines import auxiliary
 
 __all__ = [
-    "LAYOUT",
-    "MAX_RECENT",
-    "MIN_BUDGET",
-    "SHARES",
-    "ContextBlock",
-    "LineCachedCounter",
-    "Recalled",
-    "SectionInfo",
-    "build_context",
-    "memory_text",
-    "scene_position",
+    "LAYOUT", "MAX_RECENT", "MIN_BUDGET", "SHARES", "ContextBlock", "LineCachedCounter", "Recalled", "SectionInfo",
+    "build_context", "memory_text", "scene_position",
 ]
 
 #: The sections, in the order they are printed.
@@ -103,7 +96,7 @@ SHARES = {
     "recent_messages": 0.35,
     "scene_memory": 0.35,
 }
-MIN_BUDGET = 200
+MIN_BUDGET = 50  # the smallest budget any interface accepts; the scene alone is meant for ≥ 1000
 MAX_BUDGET = 1_000_000
 MAX_RECENT = 30
 MAX_THREADS = 20
@@ -187,18 +180,15 @@ class ContextBlock:
             "chat_length": self.chat_length,
             "layout": list(LAYOUT),
             "sections": {s.name: s.to_dict() for s in self.sections},
-            "storyline": None if self.storyline is None else _storyline_dict(self.storyline),
+            "storyline": _plain(self.storyline),
             "scene_memory": {
                 **(self.scene.to_dict() if self.scene is not None else {"buckets": []}),
                 "memories": [m.to_dict() for m in self.memories],
             },
-            "open_threads": [_entity_dict(e) for e in self.threads],
-            "latest_narrative": None if self.narrative is None else _narrative_dict(self.narrative),
-            "other_storylines": [_storyline_dict(s) for s in self.auxiliary],
-            "recent_messages": {
-                "conversation": None if self.conversation is None else _conversation_dict(self.conversation),
-                "messages": [_message_dict(m) for m in self.recent],
-            },
+            "open_threads": _plain(self.threads),
+            "latest_narrative": _plain(self.narrative),
+            "other_storylines": _plain(self.auxiliary),
+            "recent_messages": {"conversation": _plain(self.conversation), "messages": _plain(self.recent)},
             "text": self.text,
         }
 
@@ -386,15 +376,9 @@ def _thread_lines(threads: Sequence[Entity], storylines: dict[int, Storyline]) -
     return section
 
 
-def _narrative_lines(narrative: Narrative, limit: int, counter: TokenCounter) -> _Lines:
+def _narrative_lines(narrative: Narrative, limit: int) -> _Lines:
     section = _Lines(f"<latest_narrative topic={_attr(narrative.topic or '-')}>", "</latest_narrative>")
-    words = narrative.summary.split()
-    text = " ".join(words)
-    while words and counter.count(section.head) + counter.count(text) + 3 > limit:
-        words = words[: max(1, int(len(words) * 0.8))] if len(words) > 1 else []
-        text = " ".join(words) + "…" if words else ""
-    if text:
-        section.lines.append((0, text))
+    section.lines.append((0, _clip(narrative.summary, max(8, int(limit * 0.6)))))  # ~0.6 words per token left
     return section
 
 
@@ -532,7 +516,7 @@ def _assemble(
     for name, section in small.items():
         cap = int(limit * SHARES[name])
         if name == "latest_narrative" and g.narrative is not None:
-            section = _narrative_lines(g.narrative, cap, counter)
+            section = _narrative_lines(g.narrative, cap)
         used = put(name, section, cap)
         slack += cap - used
         left -= used
@@ -596,35 +580,19 @@ def _without_repeats(chosen: Sequence[Recalled], shown: Sequence[Message]) -> li
     return kept
 
 
-def with_use(block: ContextBlock, use_id: int | None) -> ContextBlock:
-    return replace(block, use_id=use_id)
+# --- plain values ------------------------------------------------------------------------------------------
 
 
-# --- dict helpers ------------------------------------------------------------------------------------------
-
-
-def _storyline_dict(s: Storyline) -> dict[str, Any]:
-    return {
-        "id": s.id, "name": s.name, "kind": s.kind.value, "description": s.description, "summary": s.summary,
-        "keywords": list(s.keywords), "participants": [{"name": p.name, "role": p.role} for p in s.participants],
-        "last_message_at": None if s.last_message_at is None else s.last_message_at.isoformat(),
-    }
-
-
-def _entity_dict(e: Entity) -> dict[str, Any]:
-    return {"id": e.id, "type": e.entity_type.value, "name": e.name, "storyline_id": e.storyline_id,
-            "memory_id": e.memory_id, "created_at": e.created_at.isoformat()}
-
-
-def _narrative_dict(n: Narrative) -> dict[str, Any]:
-    return {"id": n.id, "topic": n.topic, "summary": n.summary, "storyline_id": n.storyline_id,
-            "memory_ids": list(n.memory_ids), "previous_narrative_id": n.previous_narrative_id, "sealed": n.sealed}
-
-
-def _conversation_dict(c: Conversation) -> dict[str, Any]:
-    return {"id": c.id, "title": c.title, "status": c.status.value, "started_at": c.started_at.isoformat()}
-
-
-def _message_dict(m: Message) -> dict[str, Any]:
-    return {"id": m.id, "position": m.position, "role": m.role.value, "speaker": m.speaker, "text": m.content,
-            "created_at": m.created_at.isoformat(), "storyline_id": m.storyline_id}
+def _plain(value: Any) -> Any:
+    """A model dataclass (or a collection of them) as JSON-able values, named as in the model."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return _plain(dataclasses.asdict(value))
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value

@@ -174,7 +174,7 @@ def _fold(word: str) -> str:
     word = word.lower().strip("'-")
     if word.endswith("'s"):
         word = word[:-2]
-    if len(word) > 4 and word.endswith("s") and not word.endswith("ss"):
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
         word = word[:-1]
     return word
 

@@ -95,6 +95,10 @@ class LLMTurnAssist:
         if sentence is None:
             return None
         sentence = " ".join(sentence.split())
+        if sentence[:1] in ("{", "["):  # data (a JSON blob), not the sentence that was asked for
+            log.warning("narrative_update: the model answered with data, not a sentence: %.80r; heuristic used",
+                        sentence)
+            return None
         return sentence[:300] if sentence else None
 
     # --- Extractor ---------------------------------------------------------------------------

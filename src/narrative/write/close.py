@@ -150,7 +150,8 @@ class Preview:
         if not any(d.delta_type in (DeltaType.NEW_WAITING_ON, DeltaType.RESOLVED_WAITING_ON) for d in self.deltas):
             lines.append("  • No new waiting-ons")
         dest, how = self.destination, "suggested" if self.destination == self.suggestion else "chosen by you"
-        lines += ["", f"Destination: {dest.name} ({how}; confidence {dest.confidence:.2f}: {dest.reason})", "",
+        lines += ["", f"Destination: {dest.name} (#{dest.storyline_id}, {how}; confidence {dest.confidence:.2f}:"
+                      f" {dest.reason})", "",
                   "[confirm] [edit] [redirect] [split] [resume]"]
         return "\n".join(lines)
 

@@ -163,9 +163,9 @@ class TurnWriter:
             route = self._route(message, routed, extraction, previous, defaults, your_story_id)
             storyline = self._apply_route(message, route, routed, extraction)
             result = TurnResult(message, storyline, route.decision, route.scores)
-            current_id = None if previous is None else previous.storyline_id
-            if route.decision in ("switch", "create") and current_id is not None:
-                result.sealed = narrate.seal_open_links(self.store, user_id, [current_id], message.created_at)
+            if route.decision in ("switch", "create"):  # a topic shift closes the thread(s) left behind
+                left = self._left_behind(message, storyline.id)
+                result.sealed = narrate.seal_open_links(self.store, user_id, left, message.created_at)
             link = None
             if storyline.kind is not StorylineKind.DEFAULT:
                 link = narrate.running_link(
@@ -181,6 +181,16 @@ class TurnWriter:
             result.storyline = self._update_storyline(storyline, message, extraction, routed)
             result.reflections = self.maybe_reflect(message, storyline)
         return result
+
+    def _left_behind(self, message: Message, target_id: int) -> list[int]:
+        """Storylines of this conversation with a running link, other than ``target_id`` (even when small
+        talk came between them and the message)."""
+        links = self.store.list_narratives(message.user_id, limit=50)
+        return [
+            n.storyline_id for n in links
+            if not n.sealed and n.conversation_id == message.conversation_id
+            and n.storyline_id is not None and n.storyline_id != target_id
+        ]
 
     def _previous_message(self, message: Message) -> Message | None:
         return self.store.previous_message(message.user_id, message.conversation_id, message.position)
@@ -433,7 +443,10 @@ class TurnWriter:
                     id=0, user_id=user_id, stream=Stream.NARRATIVE, source=Source.NARRATIVE, content=link.summary,
                     importance=3, created_at=now, event_at=messages[-1].created_at, conversation_id=conversation_id,
                     storyline_id=link.storyline_id, narrative_id=link.id,
-                    message_ids=tuple(m.id for m in messages if m.storyline_id == link.storyline_id),
+                    message_ids=tuple(  # the messages this link covers: its storyline's, since it began
+                        m.id for m in messages
+                        if m.storyline_id == link.storyline_id and m.created_at >= link.created_at
+                    ),
                 )))
             self._put_vectors(user_id, end.narrative_memories, [])
             last = messages[-1]

@@ -62,7 +62,7 @@ def edit(ctx: Context, conversation_id: int | None, narrative: str | None, remov
     ctx.emit(shown, shown.text)
 
 
-@cli.command(help="File the memory under another storyline (see `narrative demo` or the storylines list for ids).")
+@cli.command(help="File the memory under another storyline, by id (the preview shows the suggested one's).")
 @click.argument("storyline_id", type=int)
 @_ID
 @json_option

@@ -293,7 +293,9 @@ class MemoryRows(SqliteBase):
             return [], [], [], np.zeros((0, 0), dtype=np.float32)
         if len({len(r[3]) for r in rows}) > 1:  # a half-finished reindex: vectors of several lengths
             models = ", ".join(sorted({r[2] for r in rows}))
-            raise EmbeddingMismatch(f"stored vectors were made by several embedders ({models}): run `narrative reindex`")
+            raise EmbeddingMismatch(
+                f"stored vectors were made by several embedders ({models}): run `narrative reindex`"
+            )
         matrix = np.vstack([np.frombuffer(r[3], dtype=np.float32) for r in rows])
         return [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], matrix
 
