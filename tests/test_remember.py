@@ -167,7 +167,6 @@ def test_a_research_item_goes_to_the_research_stream_with_its_source(mem: narrat
     assert any(e.entity_type is EntityType.PERSON and e.name == "Donella Meadows" for e in turn.entities)
 
 
-@pytest.mark.xfail(reason="extractor: 'in Title by Author' anchors on the 'in' inside 'Thinking in Systems'")
 def test_a_research_item_keeps_the_whole_work_title(mem: narrative.Memory) -> None:
     turn = mem.remember(MEADOWS, speaker="maya")
     [research] = [m for m in turn.memories if m.stream is Stream.RESEARCH]

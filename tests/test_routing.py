@@ -325,7 +325,6 @@ def test_a_detected_storyline_takes_its_name_from_its_keywords(store: SqliteStor
     assert storylines.maybe_rename(store, twin) == twin  # the name is taken
 
 
-@pytest.mark.xfail(reason="engine rename_storyline keeps kind=detected, so the refresh renames it back")
 def test_a_storyline_the_user_renamed_keeps_its_name(tmp_path: Path) -> None:
     with narrative.Memory(tmp_path / "r.db", user="maya", embedder="hashing", clock=FakeClock(), env={}) as mem:
         first = mem.remember("I'm planning a garden app with a plot map for the community garden.")

@@ -17,15 +17,24 @@ def sample() -> dict[str, Any]:
     return data
 
 
-def load(memory: Any, data: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Replay the sample into ``memory`` (a :class:`narrative.Memory`); returns what was made."""
+def load(memory: Any, data: dict[str, Any] | None = None, *, recent: bool = False) -> dict[str, Any]:
+    """Replay the sample into ``memory`` (a :class:`narrative.Memory`); returns what was made.
+
+    With ``recent`` the sessions are moved in time so that the last one ended
+    yesterday (by the memory's clock), which keeps the greeting's "last 7 days"
+    and staleness meaningful in a live demo.
+    """
     from narrative.engine import Turn
 
     data = data or sample()
+    shift = timedelta(0)
+    if recent:
+        last = max(datetime.fromisoformat(s["date"]) for s in data["sessions"])
+        shift = memory.clock() - timedelta(days=1) - last
     user, assistant = data["user"], data["assistant"]
     made: dict[str, Any] = {"conversations": [], "turns": 0}
     for session in data["sessions"]:
-        start = datetime.fromisoformat(session["date"])
+        start = datetime.fromisoformat(session["date"]) + shift
         conversation = memory.start_conversation(session.get("title", ""), at=start)
         turns = [
             Turn(text, role, speaker=user if role == "user" else assistant, at=start + timedelta(minutes=2 * i))

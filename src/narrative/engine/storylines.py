@@ -34,8 +34,9 @@ class StorylinesAPI(EngineBase):
         storyline = self.store.get_storyline(user_id, storyline_id)
         self._refuse_permanent(storyline, "rename")
         # a renamed storyline is the user's now: it keeps the name they gave it
+        kind = StorylineKind.USER if storyline.kind is StorylineKind.DETECTED else storyline.kind
         return self.store.update_storyline(user_id, storyline_id, name=require_text(name, "name", 200).strip(),
-                                           updated_at=self.clock())
+                                           kind=kind, updated_at=self.clock())
 
     def archive_storyline(self, storyline_id: int, *, user: str | None = None) -> Storyline:
         user_id = self._user(user)

@@ -294,7 +294,7 @@ _PAGE = re.compile(r"\b" + _PAGES, _I)
 _PERSON_NAME = r"(?:[A-Z][a-z'\-]+|[A-Z]\.)(?:\s+(?:[A-Z][a-z'\-]+|[A-Z]\.)){0,3}"
 _TITLE_BY = re.compile(r"\"(?P<t>[^\"]{2,120}?)[,.]?\"\s*,?\s+by\s+(?P<a>" + _PERSON_NAME + ")")
 _IN_TITLE_BY = re.compile(
-    r"\bin\s+(?P<t>[A-Z][\w'\-]*(?:\s+(?:[A-Z][\w'\-]*|of|the|and|a|an|in|on|for|to)){0,8}?)\s+by\s+(?P<a>"
+    r"\b(?:in|of|reading|read|from)\s+(?P<t>[A-Z][\w'\-]*(?:\s+(?:[A-Z][\w'\-]*|of|the|and|a|an|in|on|for|to)){0,8}?)\s+by\s+(?P<a>"
     + _PERSON_NAME
     + ")"
 )

@@ -25,7 +25,7 @@ def demo(ctx: Context, fresh: bool, query: str) -> None:
     data = sample_data.sample()
     overrides: dict[str, Any] = {"embedder": ctx.embedder} if ctx.embedder else {}
     with Memory(db, user=ctx.user or data["user"], **overrides) as mem:
-        made = sample_data.load(mem, data)
+        made = sample_data.load(mem, data, recent=True)
         report: dict[str, Any] = {
             "db": str(db),
             "loaded": made,
@@ -34,6 +34,7 @@ def demo(ctx: Context, fresh: bool, query: str) -> None:
             "memories": mem.list_memories(limit=12),
             "narratives": mem.list_narratives(limit=50),
             "search": {"query": query, "hits": mem.search(query, 3, record=False)},
+            "greeting": mem.greet().text,
         }
         ctx.emit(report, lambda: _text(report))
 
@@ -62,4 +63,5 @@ def _text(report: dict[str, Any]) -> str:
     for hit in search["hits"]:
         h = hit_dict(hit)
         lines.append(f"  #{h['memory_id']} {h['content'][:90]}\n      why: {h['why']['summary']}")
+    lines += ["", "The greeting a new session would start with:", report["greeting"]]
     return "\n".join(lines)

@@ -47,6 +47,7 @@ def _storyline(row: sqlite3.Row) -> Storyline:
 
 _UPDATABLE = {
     "name",
+    "kind",
     "status",
     "description",
     "keywords",
@@ -117,7 +118,7 @@ class StorylineRows(SqliteBase):
                 value = dumps([{"name": p.name, "role": p.role} for p in value])
             elif isinstance(value, datetime):
                 value = to_text(value)
-            elif isinstance(value, StorylineStatus):
+            elif isinstance(value, StorylineStatus | StorylineKind):
                 value = value.value
             encoded[key] = value
         sets = ", ".join(f"{k} = ?" for k in encoded)
