@@ -31,6 +31,7 @@ from narrative.store.protocol import Store
 FULL_WINDOW = 10
 KEY_POINTS_WINDOW = 50
 THEME_BLOCK = 10
+RETENTION_SLACK = 3  # exchanges that may cross a boundary in one turn (batches, retries)
 
 
 def _listing(items: Sequence[str], limit: int = 4) -> str:
@@ -128,20 +129,24 @@ def apply_retention(
     theme: Callable[[Sequence[str]], str],
     now: datetime,
 ) -> list[Memory]:
-    """Move conversation memories down the tiers; return new session-theme memories to store."""
-    exchanges = store.list_memories(
-        user_id,
-        MemoryFilter(
-            streams=[Stream.CONVERSATION], conversation_ids=[conversation_id], limit=KEY_POINTS_WINDOW + THEME_BLOCK
-        ),
-    )  # newest first; older ones were themed when they crossed the window
-    for age, memory in enumerate(exchanges, start=1):
-        if FULL_WINDOW < age <= KEY_POINTS_WINDOW and memory.retention is Retention.FULL:
+    """Move conversation memories down the tiers; return new session-theme memories to store.
+
+    Runs every turn, so it reads only what can have crossed a boundary since the
+    last turn: the exchanges just past the newest 10, and the block of 10 just
+    past the newest 50.
+    """
+
+    def window(offset: int, limit: int) -> list[Memory]:
+        where = MemoryFilter(
+            streams=[Stream.CONVERSATION], conversation_ids=[conversation_id], limit=limit, offset=offset
+        )
+        return store.list_memories(user_id, where)  # newest first
+
+    for memory in window(FULL_WINDOW, RETENTION_SLACK):
+        if memory.retention is Retention.FULL:
             points = key_points(memory.content)
             store.update_memory(user_id, memory.id, retention=Retention.KEY_POINTS, key_points=points)
-    old = [
-        m for age, m in enumerate(exchanges, start=1) if age > KEY_POINTS_WINDOW and m.retention is not Retention.THEME
-    ]
+    old = [m for m in window(KEY_POINTS_WINDOW, THEME_BLOCK + RETENTION_SLACK) if m.retention is not Retention.THEME]
     old.reverse()  # oldest first
     themes: list[Memory] = []
     while len(old) >= THEME_BLOCK:

@@ -33,6 +33,7 @@ the cue test.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -177,12 +178,17 @@ def entity_label(entity_type: EntityType, name: str, data: dict[str, Any]) -> st
 
 def word_keys(text: str) -> set[str]:
     """Content-word keys of a text (lowercase, singular), the unit of overlap."""
+    return set(_word_keys(text))
+
+
+@functools.lru_cache(maxsize=4096)
+def _word_keys(text: str) -> frozenset[str]:
     keys = set()
     for word in P.words(text):
         key = P.tag_key(word.lower())
         if key is not None:
             keys.add(key)
-    return keys
+    return frozenset(keys)
 
 
 def past_forms(verb: str) -> tuple[str, ...]:
