@@ -170,7 +170,8 @@ def run(
         samples = samples[:limit]
     rows: list[dict[str, Any]] = []
     ingests = []
-    workdir = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="narrative-locomo-"))
+    scratch = None if keep else tempfile.TemporaryDirectory(prefix="narrative-locomo-")
+    workdir = Path(keep) if keep else Path(scratch.name)  # type: ignore[union-attr]
     workdir.mkdir(parents=True, exist_ok=True)
     for index, sample in enumerate(samples):
         name = str(sample.get("sample_id", f"sample-{index}"))
@@ -180,6 +181,8 @@ def run(
         with Memory(db, user=name, embedder=embedder) as mem:
             ingests.append((name, ingest(mem, sample)))
             rows += evaluate(mem, sample)
+    if scratch is not None:
+        scratch.cleanup()
     turns = sum(i.turns for _, i in ingests)
     seconds = sum(i.seconds for _, i in ingests)
     latencies = sorted(row["latency_ms"]["hybrid"] for row in rows)

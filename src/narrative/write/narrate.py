@@ -42,6 +42,8 @@ def narrative_update(
     if missing:
         raise NotFound(f"memories not found: {missing}")
     with store.transaction():
+        if storyline_id is not None:
+            store.get_storyline(user_id, storyline_id)  # NotFound for another user's storyline
         if previous_narrative_id is not None:
             previous = store.get_narrative(user_id, previous_narrative_id)
             if storyline_id is None:

@@ -37,8 +37,7 @@ USER_TABLES: tuple[str, ...] = (
     "uses",
     "use_references",
     "routing_decisions",
-    "api_keys",
-)
+)  # API keys are credentials, not memory: never exported, kept across an import
 _SELECT: dict[str, tuple[str, str]] = {  # table → (WHERE clause on alias t, ORDER BY)
     "users": ("t.id = ?", "t.id"),
     "memory_sources": ("t.memory_id IN (SELECT id FROM memories WHERE user_id = ?)", "t.memory_id, t.message_id"),
@@ -70,9 +69,9 @@ BLOB_COLUMNS: dict[str, frozenset[str]] = {
 }
 #: Tables whose rows carry ``user_id`` (renamed on restore); users' own key is ``id``.
 _ID_TABLES = ("storylines", "conversations", "messages", "narratives", "memories", "entities", "state_deltas",
-              "uses", "routing_decisions", "api_keys")
+              "uses", "routing_decisions")
 _CONTENT_TABLES = ("conversations", "messages", "narratives", "memories", "entities", "state_deltas", "uses",
-                   "routing_decisions", "api_keys", "memory_vectors")
+                   "routing_decisions", "memory_vectors")
 
 
 def _encode(table: str, row: Mapping[str, Any]) -> dict[str, Any]:
@@ -148,14 +147,6 @@ class PortabilityRows(SqliteBase):
                 taken += int(row[0]) if row else 0
             if taken:
                 conflicts[table] = taken
-        hashes = [row.get("key_hash") for row in tables.get("api_keys", ())]
-        if hashes:
-            row = self._one(
-                f"SELECT COUNT(*) FROM api_keys WHERE key_hash IN ({placeholders(hashes)}) AND user_id != ?",
-                [*hashes, user_id],
-            )
-            if row and row[0]:
-                conflicts["api_keys.key_hash"] = int(row[0])
         return conflicts
 
     def import_user_rows(self, user_id: str, tables: dict[str, list[dict[str, Any]]]) -> dict[str, int]:
@@ -166,11 +157,19 @@ class PortabilityRows(SqliteBase):
         counts: dict[str, int] = {}
         with self.transaction():
             self._exec("PRAGMA defer_foreign_keys = ON")
+            keys = [tuple(r) for r in self._all(
+                "SELECT id, key_hash, label, created_at FROM api_keys WHERE user_id = ?", (user_id,)
+            )]
             self._exec("DELETE FROM storyline_vectors WHERE user_id = ?", (user_id,))
             self._exec("DELETE FROM storylines WHERE user_id = ?", (user_id,))
             self._exec("DELETE FROM users WHERE id = ?", (user_id,))
             for table in USER_TABLES:
                 counts[table] = self._insert_rows(table, user_id, tables.get(table, ()))
+            for key in keys:  # the caller's credentials survive the restore
+                self._exec(
+                    "INSERT INTO api_keys(id, user_id, key_hash, label, created_at) VALUES (?, ?, ?, ?, ?)",
+                    (key[0], user_id, key[1], key[2], key[3]),
+                )
         return counts
 
     def _insert_rows(self, table: str, user_id: str, rows: Iterable[Mapping[str, Any]]) -> int:
