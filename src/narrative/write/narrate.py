@@ -96,12 +96,15 @@ def running_link(
 
 
 def narrative_sentence(topic: str, speaker: str, key_point: str) -> str:
-    """One sentence for the running link (the heuristic stand-in for the model's summary)."""
+    """One sentence for the running link (the heuristic stand-in for the model's summary).
+
+    The link's topic is its own field, so the sentence carries only who moved
+    the thread and the salient point.
+    """
     point = key_point.strip().rstrip(".!?")
     if not point:
         return f"{topic} continues."
-    who = f"{speaker} on {topic}" if speaker else topic
-    sentence = f"{who}: {point}."
+    sentence = f"{speaker}: {point}." if speaker else f"{point}."
     return sentence if len(sentence) <= 300 else sentence[:297].rstrip() + "…"
 
 

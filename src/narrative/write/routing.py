@@ -218,7 +218,8 @@ def decide(
 #: Tags too generic to name or describe a storyline.
 GENERIC_TAGS = frozenset(
     "photo photos picture pictures pic pics image images share shares thing things stuff lot lots time times day days "
-    "way today yesterday tomorrow week weekend month year morning evening night people guy guys".split()
+    "way today yesterday tomorrow week weekend month year morning evening night people guy guys topic subject "
+    "note question".split()
 )
 
 

@@ -53,7 +53,8 @@ def _text(report: dict[str, Any]) -> str:
             lines.append(f"  #{s.id} {s.name} ({s.kind.value}; {s.interaction_count} turns){about}")
     lines += ["", "Latest memories:"]
     for m in report["memories"]:
-        lines.append(f"  #{m.id} [{m.stream.value}] [{'★' * m.importance}] {m.content[:100]}")
+        text = m.content.replace("\n", " / ")
+        lines.append(f"  #{m.id} [{m.stream.value}] [{'★' * m.importance}] {text[:110]}")
     lines += ["", "The narrative chain (newest first):"]
     for n in report["narratives"]:
         back = f" ← #{n.previous_narrative_id}" if n.previous_narrative_id else ""
@@ -62,6 +63,7 @@ def _text(report: dict[str, Any]) -> str:
     lines += ["", f"Search: {search['query']!r}"]
     for hit in search["hits"]:
         h = hit_dict(hit)
-        lines.append(f"  #{h['memory_id']} {h['content'][:90]}\n      why: {h['why']['summary']}")
+        text = h["content"].replace("\n", " / ")
+        lines.append(f"  #{h['memory_id']} {text[:110]}\n      why: {h['why']['summary']}")
     lines += ["", "The greeting a new session would start with:", report["greeting"]]
     return "\n".join(lines)
