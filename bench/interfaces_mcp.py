@@ -11,8 +11,9 @@ the official SDK client (``stdio_client`` + ``ClientSession``) times each ``tool
 JSON-RPC over pipes, argument validation, the engine call, serialisation of the result.
 
 Two passes per tool: cold (each question seen for the first time: the server embeds it) and warm
-(the same questions again: the query embedding is cached).  For comparison the same calls are timed
-in-process on the engine (``Memory.recall`` / ``Memory.context``), so the table shows what MCP adds.
+(the same questions again: the query embedding is cached).  For comparison each call is also timed
+in-process on the engine (``Memory.recall`` / ``Memory.context``) right after its MCP twin, so both
+see the same machine load and the table shows what MCP adds (transport, validation, serialisation).
 """
 
 from __future__ import annotations
@@ -65,45 +66,39 @@ def copy_store(source: Path, target_dir: Path) -> Path:
     return target
 
 
-async def time_mcp(db: Path, calls: Sequence[tuple[str, dict[str, Any]]]) -> tuple[list[float], list[int]]:
-    """Run ``calls`` against a fresh stdio server; per-call wall time (ms) and response sizes (bytes)."""
-    args = ["-m", "narrative.interfaces.cli", "--db", str(db), "--user", USER, "mcp"]
-    params = StdioServerParameters(command=sys.executable, args=args)
-    times: list[float] = []
-    sizes: list[int] = []
-    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
-        await session.initialize()
-        await session.list_tools()
-        for name, arguments in (("recall", {"query": "warm up", "k": 1}), ("get_context", {"query": "warm up"})):
-            await session.call_tool(name, arguments, read_timeout_seconds=300)  # loads the model once
-        for name, arguments in calls:
-            start = time.perf_counter()
-            result = await session.call_tool(name, arguments, read_timeout_seconds=60)
-            times.append((time.perf_counter() - start) * 1e3)
-            if result.is_error:
-                raise SystemExit(f"{name} failed: {result.content}")
-            sizes.append(sum(len(getattr(block, "text", "")) for block in result.content))
-    return times, sizes
-
-
-def time_direct(db: Path, calls: Sequence[tuple[str, dict[str, Any]]]) -> list[float]:
-    """The same calls in-process on the engine (what the server does for each tool call)."""
+async def measure(db: Path, calls: Sequence[tuple[str, dict[str, Any]]]) -> tuple[list[float], list[float], list[int]]:
+    """Each call over MCP (a fresh stdio server) and then in-process on the engine, interleaved so that
+    both see the same machine load; per-call wall times (ms) and MCP response sizes (bytes)."""
     import torch
 
-    torch.set_num_threads(1)
-    times = []
+    torch.set_num_threads(1)  # as the server's default embedder
+    args = ["-m", "narrative.interfaces.cli", "--db", str(db), "--user", USER, "mcp"]
+    params = StdioServerParameters(command=sys.executable, args=args)
+    over_mcp: list[float] = []
+    direct: list[float] = []
+    sizes: list[int] = []
     with narrative.Memory(db, user=USER, env={}) as mem:
         engine: dict[str, Callable[..., Any]] = {
             "recall": lambda query, k: mem.recall(query, k, depth=1),
-            "get_context": lambda query, budget: mem.context(query, budget),
+            "get_context": lambda query, budget=2000: mem.context(query, budget),
         }
-        mem.recall("warm up", 1)
-        mem.context("warm up")
-        for name, arguments in calls:
-            start = time.perf_counter()
-            engine[name](**arguments)
-            times.append((time.perf_counter() - start) * 1e3)
-    return times
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            await session.list_tools()
+            for name, arguments in (("recall", {"query": "warm up", "k": 1}), ("get_context", {"query": "warm up"})):
+                await session.call_tool(name, arguments, read_timeout_seconds=300)  # loads the model once
+                engine[name](**arguments)
+            for name, arguments in calls:
+                start = time.perf_counter()
+                result = await session.call_tool(name, arguments, read_timeout_seconds=60)
+                over_mcp.append((time.perf_counter() - start) * 1e3)
+                if result.is_error:
+                    raise SystemExit(f"{name} failed: {result.content}")
+                sizes.append(sum(len(getattr(block, "text", "")) for block in result.content))
+                start = time.perf_counter()
+                engine[name](**arguments)
+                direct.append((time.perf_counter() - start) * 1e3)
+    return over_mcp, direct, sizes
 
 
 def plan(qs: list[str], k: int, budget: int) -> list[tuple[str, dict[str, Any]]]:
@@ -145,8 +140,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         db = copy_store(cached, Path(tmp))  # uses recorded by the calls stay out of the cache
         print(f"store {cached}: {have} memories; {len(calls)} tool calls over stdio…", flush=True)
-        mcp_times, sizes = anyio.run(functools.partial(time_mcp, db, calls))
-        direct_times = time_direct(db, calls)
+        mcp_times, direct_times, sizes = anyio.run(functools.partial(measure, db, calls))
     mcp, direct = split(mcp_times, len(qs)), split(direct_times, len(qs))
     size = split([float(s) for s in sizes], len(qs))
 

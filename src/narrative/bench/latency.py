@@ -100,8 +100,13 @@ def measure_ingest(workdir: Path, turns: int, embedder: str) -> dict[str, Any]:
 
 
 def build_store(mem: Memory, size: int, pool_texts: list[str], pool_vectors: np.ndarray, seed: int) -> np.ndarray:
-    """Insert ``size`` memories in bulk; returns their vectors (also used for ChromaDB)."""
+    """Insert ``size`` memories in bulk; returns their vectors (also used for ChromaDB).
+
+    Every memory gets its own generated sentence (a realistic spread of words for
+    BM25); its vector is a pool sentence's embedding with a small jitter.
+    """
     rng = np.random.default_rng(seed)
+    texts = random.Random(seed)
     picks = rng.integers(0, len(pool_texts), size=size)
     jitter = rng.normal(0.0, 0.02, size=(size, pool_vectors.shape[1])).astype(np.float32)
     vectors = pool_vectors[picks] + jitter
@@ -111,7 +116,7 @@ def build_store(mem: Memory, size: int, pool_texts: list[str], pool_vectors: np.
     for start in range(0, size, chunk):
         end = min(size, start + chunk)
         items = [
-            {"content": pool_texts[picks[i]], "stream": streams[i % 4], "importance": 1 + i % 5}
+            {"content": sentence(texts), "stream": streams[i % 4], "importance": 1 + i % 5}
             for i in range(start, end)
         ]
         mem.add_memories(items, vectors=vectors[start:end])

@@ -9,11 +9,8 @@ reads a use back with its provenance, and ``learn_from_outcome`` closes the loop
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
-
-import numpy as np
 
 from narrative.checks import require_choice, require_positive, require_text
 from narrative.engine.conversations import ConversationsAPI
@@ -32,27 +29,15 @@ POOL_MIN = 20
 
 
 class _Searcher:
-    """``search(query, k, where=None)`` for the read pipelines; records nothing (the caller records one use).
+    """``search(query, k, where=None)`` for the read pipelines; records nothing (the caller records one use)."""
 
-    ``early`` holds query embeddings already being computed on the engine's embedding thread, so the
-    model works while the database does (see ``ContextAPI._embed_early``).
-    """
-
-    def __init__(self, engine: SearchAPI, user_id: str, early: dict[str, Future[Any]] | None = None) -> None:
+    def __init__(self, engine: SearchAPI, user_id: str) -> None:
         self.engine = engine
         self.user_id = user_id
-        self.early = early or {}
-
-    def _embed(self, text: str) -> tuple[np.ndarray, str]:
-        pending = self.early.get(text)
-        if pending is not None:
-            result: tuple[np.ndarray, str] = pending.result()
-            return result
-        return self.engine._embed_query(text)
 
     def __call__(self, query: str, k: int, where: MemoryFilter | None = None) -> list[SearchHit]:
         engine = self.engine
-        embed = self._embed if engine.embedder is not None else None
+        embed = engine._embed_query if engine.embedder is not None else None  # the embedder caches queries
         # A smaller candidate pool than search()'s: every candidate is hydrated before fusion, and a
         # context wants its top k fast (each list's best 2k still feed the fusion).
         params = replace(engine._search_params(k, "hybrid"), pool=max(2 * k, POOL_MIN))
@@ -73,30 +58,9 @@ class ContextAPI(ConversationsAPI, SearchAPI):
     def token_counter(self, counter: TokenCounter) -> None:
         self._token_counter = counter
 
-    _embed_pool: ThreadPoolExecutor | None = None
-
-    def _searcher(self, user_id: str, query: str | None = None) -> _Searcher:
-        """Hybrid search over this user's memories; with ``query``, its embedding starts right away."""
-        return _Searcher(self, user_id, self._embed_early(query) if query is not None else None)
-
-    def _embed_early(self, text: str) -> dict[str, Future[Any]]:
-        """Embed ``text`` on one background thread while the caller reads the database.
-
-        The model (torch, one thread) and SQLite both release the GIL, so on two cores a context
-        costs about max(embedding, reading) instead of their sum. Only this thread ever calls the
-        embedder during a context build; the caller waits for the result before embedding anything else.
-        """
-        if self.embedder is None:
-            return {}
-        if self._embed_pool is None:
-            self._embed_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="narrative-embed")
-        return {text: self._embed_pool.submit(self._embed_query, text)}
-
-    def close(self) -> None:
-        if self._embed_pool is not None:
-            self._embed_pool.shutdown(wait=True)
-            self._embed_pool = None
-        super().close()
+    def _searcher(self, user_id: str) -> _Searcher:
+        """Hybrid search over this user's memories that records nothing (the caller records one use)."""
+        return _Searcher(self, user_id)
 
     def _recording(self, record: bool | None) -> bool:
         return self.settings.record_uses if record is None else record
@@ -111,7 +75,7 @@ class ContextAPI(ConversationsAPI, SearchAPI):
         Records a use of kind ``context`` naming every memory shown (``record=False`` to skip).
         """
         user_id = self._user(user)
-        block = build_context(self.store, user_id, query, budget, search=self._searcher(user_id, query),
+        block = build_context(self.store, user_id, query, budget, search=self._searcher(user_id),
                               counter=self.token_counter)
         if not self._recording(record):
             return block
@@ -139,13 +103,13 @@ class ContextAPI(ConversationsAPI, SearchAPI):
         Records a use of that kind; each reference carries its influence type (rule in read/reasoning.py).
         """
         user_id = self._user(user)
-        found = build_reasoning(self.store, user_id, request, kind, top_k, search=self._searcher(user_id, request),
+        found = build_reasoning(self.store, user_id, request, kind, top_k, search=self._searcher(user_id),
                                 include_active_entities=include_active_entities)
         if not self._recording(record):
             return found
         meta = {"top_k": top_k, "include_active_entities": include_active_entities}
         use = self._insert_use(user_id, found.kind, request, found.references(), meta)
-        return ReasoningContext(**{**found.__dict__, "use_id": use.id})
+        return replace(found, use_id=use.id)
 
     # --- uses --------------------------------------------------------------------------------------------
 

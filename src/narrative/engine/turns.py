@@ -184,7 +184,7 @@ class TurnsAPI(EngineBase):
     def pending_messages(self, *, user: str | None = None) -> list[Message]:
         """Messages whose derived work failed (stored, never routed): retry with process_pending."""
         user_id = self._user(user)
-        return [m for m in self.store.list_messages(user_id) if m.storyline_id is None]
+        return [m for m in self.store.list_messages(user_id) if m.storyline_id is None and m.role is not Role.SYSTEM]
 
     def process_pending(self, *, user: str | None = None) -> list[TurnResult]:
         """Run the write path again for messages whose derived work did not complete."""

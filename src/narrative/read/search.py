@@ -126,40 +126,55 @@ def hybrid_search(
     if not fused:
         return []
     fused_max = sum(w for w, ranked in zip(list_weights, lists, strict=True) if ranked) / (params.rrf_k + 1)
-    memories = {m.id: m for m in store.get_memories(user_id, list(fused))}
+    briefs = store.memory_briefs(user_id, list(fused))
     bm25 = {i: (rank, score) for rank, (i, score) in enumerate(keyword, start=1)}
     cosine = {i: (rank, sim) for rank, (i, sim) in enumerate(vector, start=1)}
-    hits = []
+    scored: list[tuple[float, float, int, float, Weights]] = []
     for memory_id, fused_score in fused.items():
-        memory = memories.get(memory_id)
-        if memory is None:
+        brief = briefs.get(memory_id)
+        if brief is None:
             continue
-        weights = params.stream_weights.get(memory.stream.value, DEFAULT_WEIGHTS)
-        recency = recency_factor(memory.event_at or memory.created_at, now, params.half_life_days)
+        weights = params.stream_weights.get(brief[0].value, DEFAULT_WEIGHTS)
+        recency = recency_factor(brief[1], now, params.half_life_days)
         score = weights.semantic * fused_score / fused_max + weights.recency * recency
-        b_rank, b_score = bm25.get(memory_id, (None, None))
-        v_rank, v_sim = cosine.get(memory_id, (None, None))
+        scored.append((score, fused_score, memory_id, recency, weights))
+    scored.sort(key=lambda item: (-item[0], -item[1], item[2]))
+    order = [item[2] for item in scored]
+    if params.diversify:
+        order = diversified_ids(order, {i: briefs[i][2] for i in order}, params.k)
+    chosen = {item[2]: item for item in scored if item[2] in set(order[: params.k])}
+    hits = []
+    for memory in store.get_memories(user_id, order[: params.k]):  # only the winners are loaded whole
+        score, fused_score, _, recency, weights = chosen[memory.id]
+        b_rank, b_score = bm25.get(memory.id, (None, None))
+        v_rank, v_sim = cosine.get(memory.id, (None, None))
         hits.append(SearchHit(memory, score, fused_score, b_rank, b_score, v_rank, v_sim, recency, weights))
-    hits.sort(key=lambda h: (-h.score, -h.fused, h.memory.id))
-    return diversified(hits, params.k) if params.diversify else hits[: params.k]
+    return hits
 
 
-def diversified(hits: Sequence[SearchHit], k: int) -> list[SearchHit]:
-    """Best first, but a hit whose source messages are all covered by better hits waits its turn.
+def diversified_ids(order: Sequence[int], sources: Mapping[int, Sequence[int]], k: int) -> list[int]:
+    """Best first, but an id whose source messages are all covered by better ones waits its turn.
 
     Overlapping conversation memories (an exchange shares a turn with the next
     one) would otherwise fill the top k with the same words twice.
     """
-    chosen: list[SearchHit] = []
-    waiting: list[SearchHit] = []
+    chosen: list[int] = []
+    waiting: list[int] = []
     covered: set[int] = set()
-    for hit in hits:
-        sources = set(hit.memory.message_ids)
-        if sources and sources <= covered:
-            waiting.append(hit)
+    for memory_id in order:
+        own = set(sources.get(memory_id, ()))
+        if own and own <= covered:
+            waiting.append(memory_id)
             continue
-        chosen.append(hit)
-        covered |= sources
+        chosen.append(memory_id)
+        covered |= own
         if len(chosen) == k:
             return chosen
     return (chosen + waiting)[:k]
+
+
+def diversified(hits: Sequence[SearchHit], k: int) -> list[SearchHit]:
+    """:func:`diversified_ids` over hits (kept for callers holding whole hits)."""
+    by_id = {hit.memory.id: hit for hit in hits}
+    order = diversified_ids([h.memory.id for h in hits], {h.memory.id: h.memory.message_ids for h in hits}, k)
+    return [by_id[i] for i in order]

@@ -247,11 +247,17 @@ STOPWORDS = frozenset(
 )
 
 
-def fts_query(text: str) -> str:
-    """Turn free text into a safe FTS5 query: content words quoted, joined by OR (BM25 ranks)."""
+def fts_terms(text: str) -> list[str]:
+    """The query's content words (stopwords dropped unless nothing else is left), in order, once each."""
     words = [w.strip("'") for w in _WORD.findall(text.lower())]
     words = [w for w in words if w]
-    if not words:
-        return '""'
     content = [w for w in words if w not in STOPWORDS]
-    return " OR ".join(f'"{w}"' for w in dict.fromkeys(content or words))
+    return list(dict.fromkeys(content or words))
+
+
+def fts_query(text: str | list[str]) -> str:
+    """Turn free text (or chosen terms) into a safe FTS5 query: words quoted, joined by OR (BM25 ranks)."""
+    terms = fts_terms(text) if isinstance(text, str) else text
+    if not terms:
+        return '""'
+    return " OR ".join(f'"{w}"' for w in terms)

@@ -27,6 +27,7 @@ from narrative.store.sqlite.base import (
     SqliteBase,
     dumps,
     fts_query,
+    fts_terms,
     loads,
     placeholders,
     to_text,
@@ -98,6 +99,10 @@ def _memory(row: sqlite3.Row, message_ids: tuple[int, ...], positions: tuple[int
     )
 
 
+MIN_TERMS = 3
+COMMON_SHARE = 0.05
+COMMON_FLOOR = 2000
+
 _UPDATABLE = {
     "content",
     "importance",
@@ -164,9 +169,31 @@ class MemoryRows(SqliteBase):
         if not ids:
             return []
         rows = self._all(
-            f"SELECT * FROM memories WHERE user_id = ? AND id IN ({placeholders(ids)})", [user_id, *ids]
+            f"SELECT * FROM memories WHERE +user_id = ? AND id IN ({placeholders(ids)})", [user_id, *ids]
         )
         return self._hydrate(rows, order=ids)
+
+    def memory_briefs(
+        self, user_id: str, memory_ids: Iterable[int]
+    ) -> dict[int, tuple[Stream, datetime, tuple[int, ...]]]:
+        """What ranking needs, cheaply: stream, time (event or creation) and source message ids."""
+        ids = list(dict.fromkeys(memory_ids))
+        if not ids:
+            return {}
+        rows = self._all(
+            "SELECT id, stream, COALESCE(event_at, created_at) FROM memories"
+            f" WHERE +user_id = ? AND id IN ({placeholders(ids)})",  # '+': look ids up by key, not by user
+            [user_id, *ids],
+        )
+        sources: dict[int, list[int]] = {r[0]: [] for r in rows}
+        for memory_id, message_id in self._all(
+            f"SELECT memory_id, message_id FROM memory_sources WHERE memory_id IN ({placeholders(ids)})"
+            " ORDER BY message_id",
+            ids,
+        ):
+            if memory_id in sources:
+                sources[memory_id].append(message_id)
+        return {r[0]: (Stream(r[1]), to_time_required(r[2]), tuple(sources[r[0]])) for r in rows}
 
     def _hydrate(self, rows: list[sqlite3.Row], order: list[int] | None = None) -> list[Memory]:
         if not rows:
@@ -261,14 +288,40 @@ class MemoryRows(SqliteBase):
     def keyword_search_memories(
         self, user_id: str, query: str, where: MemoryFilter | None = None, limit: int = 50
     ) -> list[tuple[int, float]]:
-        """(memory id, BM25 score; higher is better) best first."""
-        sql, params = _filter_sql(user_id, where or MemoryFilter())
+        """(memory id, BM25 score; higher is better) best first.
+
+        FTS5 scores every row that matches any term, so a term found in a large
+        share of the index costs much and ranks little: the query keeps the
+        rarest terms (see :meth:`_selective_terms`).
+        """
+        terms = self._selective_terms(fts_terms(query))
+        sql, params = _filter_sql(user_id, where or MemoryFilter(), by_key=True)
         rows = self._all(
             "SELECT m.id, bm25(memories_fts) AS score FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid"
             f" WHERE memories_fts MATCH ? AND {sql} ORDER BY score LIMIT ?",
-            [fts_query(query), *params, limit],
+            [fts_query(terms), *params, limit],
         )
         return [(r[0], -float(r[1])) for r in rows]
+
+    def _selective_terms(self, terms: list[str]) -> list[str]:
+        """Drop terms found in more than COMMON_SHARE of the index (keeping at least the 3 rarest).
+
+        Below COMMON_FLOOR rows nothing is dropped; document counts come from FTS5 itself.
+        """
+        if len(terms) <= MIN_TERMS:
+            return terms
+        total_row = self._one("SELECT MAX(rowid) FROM memories")
+        total = int(total_row[0] or 0) if total_row else 0
+        if total < COMMON_FLOOR:
+            return terms
+        counts = {}
+        for term in terms:
+            row = self._one("SELECT COUNT(*) FROM memories_fts WHERE memories_fts MATCH ?", (fts_query([term]),))
+            counts[term] = int(row[0]) if row else 0
+        rare = [t for t in terms if counts[t] <= COMMON_SHARE * total]
+        if len(rare) >= MIN_TERMS:
+            return rare
+        return sorted(terms, key=lambda t: counts[t])[:MIN_TERMS]
 
     # --- vectors -------------------------------------------------------------
 
@@ -345,9 +398,13 @@ class MemoryRows(SqliteBase):
         return self._hydrate(self._all(sql + " ORDER BY m.id", params))
 
 
-def _filter_sql(user_id: str, where: MemoryFilter) -> tuple[str, list[Any]]:
-    """The WHERE clause for a filter over ``memories m``; always scoped to one user."""
-    clauses = ["m.user_id = ?"]
+def _filter_sql(user_id: str, where: MemoryFilter, by_key: bool = False) -> tuple[str, list[Any]]:
+    """The WHERE clause for a filter over ``memories m``; always scoped to one user.
+
+    ``by_key`` keeps SQLite from driving the query by the user index when rows
+    come from elsewhere (FTS matches, an id list): ``+m.user_id`` is a filter only.
+    """
+    clauses = ["+m.user_id = ?" if by_key else "m.user_id = ?"]
     params: list[Any] = [user_id]
 
     def among(column: str, values: Iterable[Any] | None) -> None:
