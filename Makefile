@@ -12,7 +12,7 @@ install: install-python install-browser
 install-python:
 	# torch first, pinned, so pip takes the local CPU build instead of a CUDA download
 	$(PIP) install -q torch==2.13.0
-	$(PIP) install -q -e ".[embed,server,postgres,dev]"
+	$(PIP) install -q -e ".[embed,server,dev]"
 
 install-browser:
 	# Debian's Chromium for the web page tests (skipped when present or when not root)

@@ -43,6 +43,7 @@ from context import build, questions  # bench/context.py: the shared synthetic s
 
 USER = "bench"
 RESULTS = Path(__file__).resolve().parent / "results"
+MAX_QUERIES = 120  # two tools × this many distinct questions must fit the shared question space
 Timings = dict[str, list[float]]
 
 
@@ -58,26 +59,28 @@ def ensure_store(db: Path, memories: int, seed: int) -> int:
         return mem.store.count_rows("memories", USER)
 
 
-def copy_store(source: Path, target_dir: Path) -> Path:
-    target = target_dir / source.name
+def copy_store(source: Path, target: Path) -> Path:
     for suffix in ("", "-wal", "-shm"):
         if Path(f"{source}{suffix}").exists():
             shutil.copyfile(f"{source}{suffix}", f"{target}{suffix}")
     return target
 
 
-async def measure(db: Path, calls: Sequence[tuple[str, dict[str, Any]]]) -> tuple[list[float], list[float], list[int]]:
-    """Each call over MCP (a fresh stdio server) and then in-process on the engine, interleaved so that
-    both see the same machine load; per-call wall times (ms) and MCP response sizes (bytes)."""
+async def measure(
+    served: Path, local: Path, calls: Sequence[tuple[str, dict[str, Any]]]
+) -> tuple[list[float], list[float], list[int]]:
+    """Each call over MCP (a fresh stdio server on ``served``) and then in-process on the engine (on
+    ``local``, a second copy: two processes writing uses to one file would flush each other's page
+    cache), interleaved so that both see the same machine load; wall times (ms), MCP response sizes."""
     import torch
 
     torch.set_num_threads(1)  # as the server's default embedder
-    args = ["-m", "narrative.interfaces.cli", "--db", str(db), "--user", USER, "mcp"]
+    args = ["-m", "narrative.interfaces.cli", "--db", str(served), "--user", USER, "mcp"]
     params = StdioServerParameters(command=sys.executable, args=args)
     over_mcp: list[float] = []
     direct: list[float] = []
     sizes: list[int] = []
-    with narrative.Memory(db, user=USER, env={}) as mem:
+    with narrative.Memory(local, user=USER, env={}) as mem:
         engine: dict[str, Callable[..., Any]] = {
             "recall": lambda query, k: mem.recall(query, k, depth=1),
             "get_context": lambda query, budget=2000: mem.context(query, budget),
@@ -102,8 +105,12 @@ async def measure(db: Path, calls: Sequence[tuple[str, dict[str, Any]]]) -> tupl
 
 
 def plan(qs: list[str], k: int, budget: int) -> list[tuple[str, dict[str, Any]]]:
-    """Cold pass then warm pass, recall and get_context interleaved per question."""
-    one = [c for q in qs for c in (("recall", {"query": q, "k": k}), ("get_context", {"query": q, "budget": budget}))]
+    """Cold pass then warm pass, recall and get_context alternating; each tool has its own questions
+    (even ones for recall, odd ones for get_context), so a cold call never finds its query embedded."""
+    pairs = zip(qs[0::2], qs[1::2], strict=True)
+    one: list[tuple[str, dict[str, Any]]] = []
+    for r, g in pairs:
+        one += [("recall", {"query": r, "k": k}), ("get_context", {"query": g, "budget": budget})]
     return one + one
 
 
@@ -126,23 +133,26 @@ def row(name: str, mcp: list[float], direct: list[float], size: float) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--memories", type=int, default=10_000, help="store size (built once, then cached)")
-    parser.add_argument("--queries", type=int, default=100, help="distinct questions per pass")
+    parser.add_argument("--queries", type=int, default=100, help="distinct questions per tool and pass")
     parser.add_argument("--k", type=int, default=10, help="recall: hits per call")
     parser.add_argument("--budget", type=int, default=2000, help="get_context: token budget")
     parser.add_argument("--db", default=None, help="cached store (default bench/results/mcp-<memories>.db)")
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
+    if not 1 <= args.queries <= MAX_QUERIES:
+        parser.error(f"--queries must be 1..{MAX_QUERIES} (bench/context.py has about 280 distinct questions)")
 
     cached = Path(args.db) if args.db else RESULTS / f"mcp-{args.memories}.db"
     have = ensure_store(cached, args.memories, args.seed)
-    qs = questions(random.Random(args.seed + 1), args.queries)
+    qs = questions(random.Random(args.seed + 1), 2 * args.queries)
     calls = plan(qs, args.k, args.budget)
     with tempfile.TemporaryDirectory() as tmp:
-        db = copy_store(cached, Path(tmp))  # uses recorded by the calls stay out of the cache
+        # copies: the uses the calls record stay out of the cached store
+        served, local = copy_store(cached, Path(tmp, "served.db")), copy_store(cached, Path(tmp, "local.db"))
         print(f"store {cached}: {have} memories; {len(calls)} tool calls over stdio…", flush=True)
-        mcp_times, direct_times, sizes = anyio.run(functools.partial(measure, db, calls))
-    mcp, direct = split(mcp_times, len(qs)), split(direct_times, len(qs))
-    size = split([float(s) for s in sizes], len(qs))
+        mcp_times, direct_times, sizes = anyio.run(functools.partial(measure, served, local, calls))
+    mcp, direct = split(mcp_times, args.queries), split(direct_times, args.queries)
+    size = split([float(s) for s in sizes], args.queries)
 
     print()
     print(f"MCP tools/call over stdio at {have} memories (ms; in-process engine call for comparison)")

@@ -53,6 +53,8 @@ class Settings:
     # read path
     recency_half_life_days: float = 30.0
     rrf_k: int = 10  # small k sharpens the head of each list (measured on LoCoMo dev: see bench/)
+    keyword_weight: float = 1.3  # weighted RRF: a BM25 rank counts 1.3× a vector rank (measured, as rrf_k)
+    vector_weight: float = 1.0
     stream_weights: dict[str, StreamWeights] = field(default_factory=default_stream_weights)
     record_uses: bool = True
     # write path

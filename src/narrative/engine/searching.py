@@ -25,6 +25,8 @@ class SearchAPI(EngineBase):
             half_life_days=s.recency_half_life_days,
             mode=require_choice(SearchMode, mode, "mode"),
             stream_weights={name: Weights(w.semantic, w.recency) for name, w in s.stream_weights.items()},
+            keyword_weight=s.keyword_weight,
+            vector_weight=s.vector_weight,
         )
 
     def _embed_query(self, text: str) -> tuple[np.ndarray, str]:
