@@ -245,7 +245,7 @@ def test_keyword_search_explains_each_hit(mem: narrative.Memory) -> None:
         assert key in why
     assert why["bm25_rank"] == 1
     assert why["vector_rank"] is None and why["similarity"] is None  # keyword mode: no vectors
-    assert why["fused"] == pytest.approx(1 / (mem.settings.rrf_k + 1), abs=1e-6)
+    assert why["fused"] == pytest.approx(mem.settings.keyword_weight / (mem.settings.rrf_k + 1), abs=1e-6)
     assert why["recency"] == pytest.approx(1.0, abs=1e-3)  # written a second ago on the fake clock
     assert (why["semantic_weight"], why["recency_weight"]) == (0.7, 0.3)  # the decision stream's weights
     assert "keyword rank 1" in str(why["summary"])

@@ -251,7 +251,8 @@ class NarrativeTools:
         memory, extracted entities, state changes and a suggested storyline). Nothing is archived yet.
 
         Call it when the user is done; show the preview's text to the user, then call confirm_memory (or
-        resume_conversation to cancel). Returns the preview: {conversation_id, narrative, entities, ..., text}.
+        resume_conversation to cancel). Returns the preview: {conversation_id, narrative, entities, deltas,
+        destination, suggestion, ..., text}.
         """
         return _with_text(self.memory.close_conversation(conversation_id))
 
@@ -259,7 +260,7 @@ class NarrativeTools:
     def get_memory_preview(self, conversation_id: ConversationId = None) -> dict[str, Any]:
         """Get the memory preview of a conversation that is ready to close (what confirm_memory would store).
 
-        Returns the preview: {conversation_id, narrative, entities, state_deltas, suggested storyline, text}.
+        Returns the preview: {conversation_id, narrative, entities, deltas, destination, suggestion, ..., text}.
         """
         return _with_text(self.memory.get_memory_preview(conversation_id))
 
@@ -300,7 +301,7 @@ class NarrativeTools:
         """Retrieve a conversation's full transcript with the memories that were made from it.
 
         Call it when a summary is not enough and you need the exact words. Returns {conversation, messages,
-        memories}.
+        memories (the confirmed narrative memories), derived, entities, deltas}.
         """
         return _as_dict(self.memory.get_conversation_archive(conversation_id))
 
@@ -404,7 +405,7 @@ class NarrativeTools:
         request): the most relevant memories, active entities and a ready prompt.
 
         The use is recorded; keep use_id to explain the decision later with explain_classification.
-        Returns {use_id, memories, entities, prompt, ...}.
+        Returns {use_id, kind, memories: [{memory_id, content, influence_type, score, ...}], entities, prompt}.
         """
         found = self.memory.reasoning_context(
             query, kind=context_type, top_k=top_k, include_active_entities=include_active_entities
@@ -420,7 +421,7 @@ class NarrativeTools:
         """Show which memories influenced a recorded decision (a classification, context build or recall), with
         their scores and the reason each was used: the answer to "why did you think that?".
 
-        Returns {use, references: [{memory_id, content, influence_type, score, reasoning}], ...}.
+        Returns {use, memories: [{memory_id, content, influence_type, score, reasoning, ...}], outcomes, ...}.
         """
         return _as_dict(self.memory.explain(classification_id))
 
