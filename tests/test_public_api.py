@@ -238,3 +238,15 @@ def test_memory_refuses_bad_settings_before_touching_disk(tmp_path: Path) -> Non
     with pytest.raises(errors.ValidationError):
         narrative.Memory(tmp_path / "m.db", user="alice", embedder="none", env={"NARRATIVE_RRF_K": "x"})
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_demo_can_be_moved_to_end_yesterday(tmp_path: Path) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from narrative import demo
+
+    now = datetime(2030, 6, 1, 12, 0, tzinfo=UTC)
+    with narrative.Memory(tmp_path / "d.db", user="maya", embedder="none", clock=lambda: now, env={}) as mem:
+        demo.load(mem, recent=True)
+        latest = max(c.started_at for c in mem.list_conversations())
+    assert now - timedelta(days=2) < latest < now

@@ -546,3 +546,9 @@ def test_conversation_memories_of_a_conversation_can_be_listed(mem: narrative.Me
     where = MemoryFilter(streams=[Stream.CONVERSATION], conversation_ids=[turn.message.conversation_id])
     assert [m.id for m in mem.store.list_memories("alice", where)] == [turn.memories[0].id]
     assert memories_of(mem, turn.message.id) == turn.memories
+
+
+def test_system_messages_are_not_pending_derived_work(mem: narrative.Memory) -> None:
+    mem.remember("We decided to ship on Friday because QA signed off.", speaker="maya")
+    mem.add_message("The user approved the last classification.", "system", speaker="narrative")
+    assert mem.pending_messages() == []
