@@ -13,6 +13,8 @@ install-python:
 	# torch first, pinned, so pip takes the local CPU build instead of a CUDA download
 	$(PIP) install -q torch==2.13.0
 	$(PIP) install -q -e ".[embed,server,dev]"
+	# build the cached ONNX file of the embedding model once, up front (~/.cache/narrative or NARRATIVE_CACHE_DIR)
+	narrative model prepare
 
 install-browser:
 	# Debian's Chromium for the web page tests (skipped when present or when not root)

@@ -43,6 +43,8 @@ class Settings:
     db: str = "narrative.db"
     user: str = "default"
     embedder: str = "minilm"  # minilm | hashing | none
+    embed_runtime: str = "onnx-int8"  # onnx-int8 | onnx | torch (how MiniLM runs; int8 has its own vector identity)
+    cache_dir: str = ""  # built model files; "" = $XDG_CACHE_HOME/narrative or ~/.cache/narrative
     llm_provider: str = "none"  # none | ollama | openai
     llm_url: str = ""
     llm_model: str = ""
@@ -59,6 +61,7 @@ class Settings:
     record_uses: bool = True
     # write path
     exchange_turns: int = 2  # a conversation memory holds the turn and the one it answers (1 = the turn alone)
+    exchange_vector: str = "embed"  # embed | compose: embed the exchange text, or sum its messages' vectors
     reflect_every: int = 10
     reflection_stream_threshold: int = 200
     routing_refresh_every: int = 5
@@ -91,6 +94,12 @@ class Settings:
             raise ValidationError("user must not be empty", field="user")
         if self.embedder not in {"minilm", "hashing", "none"}:
             raise ValidationError(f"unknown embedder {self.embedder!r}", field="embedder")
+        if self.embed_runtime not in {"onnx-int8", "onnx", "torch"}:
+            raise ValidationError(
+                f"unknown embed_runtime {self.embed_runtime!r}: onnx-int8, onnx or torch", field="embed_runtime"
+            )
+        if self.exchange_vector not in {"embed", "compose"}:
+            raise ValidationError(f"unknown exchange_vector {self.exchange_vector!r}", field="exchange_vector")
         if self.reflect_every < 1:
             raise ValidationError("reflect_every must be at least 1", field="reflect_every")
 

@@ -70,7 +70,11 @@ class EngineBase:
         if self._embedder is None and self.settings.embedder != "none":
             from narrative.providers.embed import HashingEmbedder, MiniLMEmbedder
 
-            self._embedder = MiniLMEmbedder() if self.settings.embedder == "minilm" else HashingEmbedder()
+            s = self.settings
+            if s.embedder == "minilm":
+                self._embedder = MiniLMEmbedder(runtime=s.embed_runtime, cache_dir=s.cache_dir or None)
+            else:
+                self._embedder = HashingEmbedder()
         return self._embedder
 
     @property

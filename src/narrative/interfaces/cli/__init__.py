@@ -17,7 +17,7 @@ from narrative.interfaces.cli.common import cli
 def _register() -> None:
     from narrative.interfaces.cli import conversations, demo, memories  # noqa: F401
 
-    for optional in ("closing", "context", "bench", "serving", "admin", "maintenance"):
+    for optional in ("closing", "context", "bench", "serving", "admin", "maintenance", "model"):
         try:
             __import__(f"narrative.interfaces.cli.{optional}")
         except ModuleNotFoundError as error:
