@@ -14,13 +14,22 @@ from narrative.checks import require_choice, require_text
 from narrative.engine.core import EngineBase
 from narrative.model import Message, Role
 from narrative.write import lifecycle, storylines
-from narrative.write.turn import TurnResult, TurnWriter, WriteSettings, conversation_text, exchange_text
+from narrative.write.turn import (
+    TurnContext,
+    TurnResult,
+    TurnWriter,
+    WriteSettings,
+    conversation_text,
+    exchange_text,
+)
 
 if TYPE_CHECKING:
     from narrative.write.assist import LLMTurnAssist
     from narrative.write.extract import Extractor
 
 log = logging.getLogger("narrative.write")
+
+KEPT_CONVERSATIONS = 256  # compose mode keeps the last message vector of this many conversations
 
 
 @dataclass(frozen=True)
@@ -38,6 +47,7 @@ class TurnsAPI(EngineBase):
     _writer: TurnWriter | None = None
     _extractor: Extractor | None = None
     _defaults: dict[str, dict[str, int]] | None = None
+    _message_vectors: dict[int, tuple[int, str, np.ndarray]] | None = None  # conversation → last message's
 
     def _bootstrap_storylines(self, user_id: str, now: datetime) -> None:
         storylines.ensure_defaults(self.store, user_id, now)
@@ -103,7 +113,12 @@ class TurnsAPI(EngineBase):
         return self.remember_many([Turn(content, role, speaker, at, meta or {})], user=user)[0]
 
     def remember_many(self, turns: Iterable[Turn], *, user: str | None = None) -> list[TurnResult]:
-        """Remember turns in order, embedding them in batches (the fast path for imports)."""
+        """Remember turns in order, embedding them in batches (the fast path for imports).
+
+        Each batch's messages are stored (committed) first; then its turns run in one write transaction,
+        each turn a savepoint in it.  A failing turn rolls back its own derived work and ends the call:
+        the turns before it stay stored, it and the rest stay pending (``process_pending``).
+        """
         user_id = self._user(user)
         items = list(turns)
         for turn in items:
@@ -113,13 +128,9 @@ class TurnsAPI(EngineBase):
         batch = max(1, getattr(self.embedder, "batch_size", 64))
         for start in range(0, len(items), batch):
             chunk = items[start : start + batch]
-            messages = [
-                lifecycle.add_message(
-                    self.store, user_id, t.content, t.at or self.clock(), role=Role(t.role), speaker=t.speaker,
-                    meta=t.meta,
-                )
-                for t in chunk
-            ]
+            messages = lifecycle.add_messages(
+                self.store, user_id, [(t.content, t.at or self.clock(), Role(t.role), t.speaker, t.meta) for t in chunk]
+            )
             results += self._process(user_id, messages)
         return results
 
@@ -133,9 +144,9 @@ class TurnsAPI(EngineBase):
         writer = self._turn_writer()
         defaults = self._default_ids(user_id)
         your_story = self._your_story_id(user_id)
-        befores = [self.store.previous_message(user_id, m.conversation_id, m.position) for m in messages]
+        befores = self._befores(user_id, messages)
         assist = writer.assist
-        if assist is not None:  # the model works turn by turn, each with its own budget
+        if assist is not None:  # the model works turn by turn, each with its own budget and transaction
             results = []
             for message, before in zip(messages, befores, strict=True):
                 assist.begin_turn()
@@ -143,10 +154,9 @@ class TurnsAPI(EngineBase):
                     message.content, speaker=message.speaker, role=message.role.value,
                     previous=None if before is None else before.content,
                 )
-                vectors = self._embed_texts(self._turn_texts(message, before, extraction))
-                vector, derived, routing_vector = _split(vectors, extraction)
+                [made] = self._turn_vectors([message], [before], [extraction])
                 results.append(writer.process(
-                    message, vector, extraction, derived, defaults, your_story, routing_vector=routing_vector
+                    message, made.exchange, extraction, made.derived, defaults, your_story, routing_vector=made.routing
                 ))
             return results
         extractor = self._extract()
@@ -156,30 +166,91 @@ class TurnsAPI(EngineBase):
             )
             for m, before in zip(messages, befores, strict=True)
         ]
-        blocks = [self._turn_texts(m, b, x) for m, b, x in zip(messages, befores, extractions, strict=True)]
-        vectors = self._embed_texts([text for block in blocks for text in block])
-        results, start = [], 0
-        for message, extraction, block in zip(messages, extractions, blocks, strict=True):
-            rows = None if vectors is None else vectors[start : start + len(block)]
-            start += len(block)
-            vector, derived, routing_vector = _split(rows, extraction)
-            results.append(writer.process(
-                message, vector, extraction, derived, defaults, your_story, routing_vector=routing_vector
-            ))
+        vectors = self._turn_vectors(messages, befores, extractions)
+        results, failure = [], None
+        context = TurnContext()
+        with self.store.transaction():  # one write transaction for the batch; each turn is a savepoint in it
+            for message, before, extraction, made in zip(messages, befores, extractions, vectors, strict=True):
+                try:
+                    results.append(writer.process(
+                        message, made.exchange, extraction, made.derived, defaults, your_story,
+                        routing_vector=made.routing, previous=before, context=context,
+                    ))
+                except Exception as error:  # rolled back to the turn's savepoint: commit the turns before it
+                    failure = error
+                    break
+        if failure is not None:
+            raise failure
         return results
 
-    def _turn_texts(self, message: Message, before: Message | None, extraction: Any) -> list[str]:
-        """What one turn embeds: its exchange (the conversation memory), its derived memories, and — when
-        the exchange holds more than the message — the message alone, for routing."""
-        exchange = exchange_text(before if self.settings.exchange_turns >= 2 else None, message)
-        alone = conversation_text(message)
-        return [exchange, *_derived_texts(extraction), *([alone] if alone != exchange else [])]
+    def _befores(self, user_id: str, messages: Sequence[Message]) -> list[Message | None]:
+        """The stored message just before each one (its predecessor in ``messages`` when positions follow)."""
+        befores: list[Message | None] = []
+        for i, message in enumerate(messages):
+            last = messages[i - 1] if i else None
+            if last is not None and (last.conversation_id, last.position + 1) == (
+                message.conversation_id, message.position
+            ):
+                befores.append(last)
+            else:
+                befores.append(self.store.previous_message(user_id, message.conversation_id, message.position))
+        return befores
 
-    def _embed_texts(self, texts: list[str]) -> np.ndarray | None:
+    def _turn_vectors(
+        self, messages: Sequence[Message], befores: Sequence[Message | None], extractions: Sequence[Any]
+    ) -> list[TurnVectors]:
+        """Every vector the turns need, from one embedding call over their distinct texts.
+
+        A turn needs its message alone (routing, the storyline's embedding), its derived memories' texts and
+        its exchange (the conversation memory: the turn and the one it answers).  ``exchange_vector="embed"``
+        embeds the exchange's text; ``"compose"`` embeds each message once and sums the two messages'
+        vectors (normalised).  In compose mode the answered message's vector comes from this batch, else
+        from the last call (kept per conversation, checked by message id and text), else it is embedded again.
+        """
         embedder = self.embedder
-        if embedder is None or not texts:
-            return None
-        return embedder.embed_batch(texts)
+        if embedder is None:
+            return [TurnVectors() for _ in messages]
+        compose = self.settings.exchange_vector == "compose"
+        plans: list[tuple[Message, str, list[str], str, bool]] = []
+        wanted: dict[str, np.ndarray | None] = {}  # text → its vector when already known
+        for message, before, extraction in zip(messages, befores, extractions, strict=True):
+            answered = before if self.settings.exchange_turns >= 2 else None
+            alone, derived = conversation_text(message), _derived_texts(extraction)
+            if not compose:
+                other = exchange_text(answered, message)
+            elif answered is None:
+                other = alone
+            else:
+                other = conversation_text(answered)
+                known = self._kept_vector(answered, other)
+                if known is not None:
+                    wanted.setdefault(other, known)
+            plans.append((message, alone, derived, other, compose and answered is not None))
+            wanted.update({text: None for text in (alone, *derived, other) if text not in wanted})
+        missing = [text for text, vector in wanted.items() if vector is None]
+        made = dict(zip(missing, embedder.embed_batch(missing), strict=True)) if missing else {}
+        found = {text: made[text] if vector is None else vector for text, vector in wanted.items()}
+        out = []
+        for message, alone, derived, other, summed in plans:
+            exchange = _unit(found[other] + found[alone]) if summed else found[other]
+            out.append(TurnVectors(exchange, [found[t] for t in derived], found[alone]))
+            if compose:
+                self._keep_vector(message, alone, found[alone])
+        return out
+
+    def _kept_vector(self, message: Message, text: str) -> np.ndarray | None:
+        kept = (self._message_vectors or {}).get(message.conversation_id)
+        return kept[2] if kept is not None and kept[:2] == (message.id, text) else None
+
+    def _keep_vector(self, message: Message, text: str, vector: np.ndarray) -> None:
+        """Keep the last message's vector of each conversation (compose mode's next exchange needs it)."""
+        if self._message_vectors is None:
+            self._message_vectors = {}
+        kept = self._message_vectors
+        kept.pop(message.conversation_id, None)
+        if len(kept) >= KEPT_CONVERSATIONS:
+            kept.pop(next(iter(kept)))
+        kept[message.conversation_id] = (message.id, text, vector)
 
     def pending_messages(self, *, user: str | None = None) -> list[Message]:
         """Messages whose derived work failed (stored, never routed): retry with process_pending."""
@@ -192,17 +263,20 @@ class TurnsAPI(EngineBase):
         return self._process(user_id, self.pending_messages(user=user_id))
 
 
+@dataclass
+class TurnVectors:
+    """One turn's vectors (all None without an embedder)."""
+
+    exchange: np.ndarray | None = None  # the conversation memory
+    derived: list[np.ndarray] | None = None  # the decision and research memories, in order
+    routing: np.ndarray | None = None  # the message alone
+
+
 def _derived_texts(extraction: Any) -> list[str]:
     """Texts of the decision and research memories a turn will make (embedded with the turn)."""
     return [content for content, _ in extraction.decisions] + [content for content, _ in extraction.research]
 
 
-def _split(
-    rows: np.ndarray | None, extraction: Any
-) -> tuple[np.ndarray | None, list[np.ndarray] | None, np.ndarray | None]:
-    """One turn's rows (see ``_turn_texts``) → (exchange vector, derived vectors, routing vector)."""
-    if rows is None:
-        return None, None, None
-    count = len(_derived_texts(extraction))
-    routing_vector = rows[count + 1] if len(rows) > count + 1 else rows[0]
-    return rows[0], list(rows[1 : count + 1]), routing_vector
+def _unit(vector: np.ndarray) -> np.ndarray:
+    norm = float(np.linalg.norm(vector))
+    return vector if norm == 0 else (vector / norm).astype(np.float32)

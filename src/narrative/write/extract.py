@@ -54,6 +54,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, NamedTuple, Protocol
 
 from narrative.model import IMPORTANCE_MAX, IMPORTANCE_MIN, DecisionDetails, EntityType, ResearchDetails
@@ -651,7 +652,7 @@ def key_points(text: str, max_words: int = 30) -> str:
     emotion-laden statement, numbers or names; drops greetings, thanks and bare reactions.  Returns
     "" when the turn is only small talk.
     """
-    return HeuristicExtractor(key_point_words=max_words).extract_turn(text).key_points
+    return _analyse_alone(text).finish(5, max_words).key_points
 
 
 def session_theme(texts: Iterable[str], *, speakers: Iterable[str] = (), max_tags: int = 4) -> str:
@@ -660,18 +661,17 @@ def session_theme(texts: Iterable[str], *, speakers: Iterable[str] = (), max_tag
     Tags are ranked by how many turns carry them (ties: first seen), people by mentions;
     e.g. ``"adoption, pottery, painting and camping — with Caroline and Melanie"``.
     """
-    extractor = HeuristicExtractor(max_tags=8)
     tag_counts: Counter[str] = Counter()
     people_counts: Counter[str] = Counter()
     order: dict[str, int] = {}
     for i, text in enumerate(texts):
         if not text or not text.strip():
             continue
-        result = extractor.extract_turn(text)
-        for tag in result.topic_tags:
+        analysis = _analyse_alone(text)
+        for tag in analysis.tags(8):
             tag_counts[tag] += 1
             order.setdefault(tag, i)
-        people_counts.update(result.people)
+        people_counts.update(analysis.people)
     for speaker in speakers:
         people_counts[speaker] += 0  # participants, listed after the people talked about
     lowered = {n.lower() for n in people_counts}
@@ -703,57 +703,108 @@ class HeuristicExtractor:
     def extract_turn(
         self, text: str, *, speaker: str = "", role: str = "user", previous: str | None = None
     ) -> TurnExtraction:
-        norm = P.normalize(text)
-        speaker = speaker.strip()
-        if not any(ch.isalnum() for ch in norm):
-            return TurnExtraction(importance=IMPORTANCE_MIN, people=(speaker,) if speaker else ())
-        sentences = P.split_sentences(norm)
-        lower = norm.lower()
-        prev_last = P.split_sentences(P.normalize(previous))[-1:] if previous and previous.strip() else []
-        previous_q = prev_last[0] if prev_last and P.is_question(prev_last[0]) else None
-        turn = _Turn(lower, [(s, P.is_question(s), P.is_small_talk(s)) for s in sentences])
-        real_questions = [s for s, q, small in turn.flags if q and not small]
-        kinds = {P.question_kind(q) for q in real_questions}
-        emotions, strong = P.find_emotions(lower)
-        found = P.find_people(sentences)
-        entities = [
-            _entity(EntityType.PERSON, name, sentence, relation=rel, context=_clip(sentence, 20))
-            for name, rel, sentence in found
-            if rel != "addressee" and name.lower() != speaker.lower()
-        ]
-        on = {family: _hint(lower, family) for family in _HINTS}
-        decisions, research, signal = _statements(turn, on, speaker or role, previous_q, entities)
-        known = {name.lower() for name, _, _ in found}
-        for content, details in research:
-            author = details.author
-            if author and author.lower() not in known and not author.lower().startswith(tuple(known)):
-                known.add(author.lower())
-                found.append((author, "author", content))
-                entities.insert(len([e for e in entities if e.entity_type is EntityType.PERSON]),
-                                _entity(EntityType.PERSON, author, content, relation="author"))
-        if role == "user":
-            entities += [_entity(EntityType.QUESTION_OPENED, _clip(q, 25), q) for q in real_questions]
-        titles = " ".join(d.work_title or "" for _, d in research).split()
-        if titles:  # "Truth and Method" names a book, not two people
-            found = [f for f in found if f[0] not in titles]
-            entities = [e for e in entities if e.entity_type is not EntityType.PERSON or e.name not in titles]
-        people = tuple(dict.fromkeys(([speaker] if speaker else []) + [name for name, _, _ in found]))
-        works = [d.work_title.lower() for _, d in research if d.work_title]
-        tags = P.topic_tags(sentences, exclude=people + tuple(works), limit=self.max_tags)
-        tags = tuple(dict.fromkeys(works + list(tags)))[: self.max_tags]
-        scored = [(_score_sentence(s, small, signal.get(s, False), tags), s) for s, _, small in turn.flags]
+        return _analyse(text, speaker.strip(), role, previous).finish(self.max_tags, self.key_point_words)
+
+
+class _Analysis(NamedTuple):
+    """What a turn yields before the tag limit and the key-point budget are applied."""
+
+    turn: _Turn
+    question_type: str | None
+    is_clarification: bool
+    importance: int
+    emotions: tuple[str, ...]
+    entities: tuple[ExtractedEntity, ...]
+    decisions: tuple[ExtractedDecision, ...]
+    research: tuple[ExtractedResearch, ...]
+    people: tuple[str, ...]
+    signal: dict[str, bool]
+    works: tuple[str, ...]
+    ranked_tags: tuple[str, ...]  # every candidate tag, best first (works not included)
+
+    def tags(self, limit: int) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(self.works + self.ranked_tags[:limit]))[:limit]
+
+    def finish(self, max_tags: int, key_point_words: int) -> TurnExtraction:
+        if not self.turn.lower:  # nothing but punctuation
+            return TurnExtraction(importance=IMPORTANCE_MIN, people=self.people)
+        tags = self.tags(max_tags)
+        scored = [(_score_sentence(s, small, self.signal.get(s, False), tags), s) for s, _, small in self.turn.flags]
         return TurnExtraction(
-            question_type=next((k for k in ("methodological", "interpretive", "factual") if k in kinds), None),
-            is_clarification=P.is_clarification(lower, previous_q is not None),
+            question_type=self.question_type,
+            is_clarification=self.is_clarification,
             topic_tags=tags,
-            importance=_importance(turn, on, entities, decisions, research, strong),
-            emotions=emotions,
-            entities=tuple(entities),
-            decisions=tuple(decisions),
-            research=tuple(research),
-            people=people,
-            key_points=_compress(scored, self.key_point_words, people),
+            importance=self.importance,
+            emotions=self.emotions,
+            entities=self.entities,
+            decisions=self.decisions,
+            research=self.research,
+            people=self.people,
+            key_points=_compress(scored, key_point_words, self.people),
         )
+
+
+@lru_cache(maxsize=1024)
+def _analyse_alone(text: str) -> _Analysis:
+    """A text read on its own (no speaker, no previous turn): retention reads each exchange twice, once for
+    its key points and later for its session theme, so the reading is kept."""
+    return _analyse(text, "", "user", None)
+
+
+def _analyse(text: str, speaker: str, role: str, previous: str | None) -> _Analysis:
+    norm = P.normalize(text)
+    if not any(ch.isalnum() for ch in norm):
+        return _Analysis(
+            _Turn("", []), None, False, IMPORTANCE_MIN, (), (), (), (), (speaker,) if speaker else (), {}, (), ()
+        )
+    sentences = P.split_sentences(norm)
+    lower = norm.lower()
+    prev_last = P.split_sentences(P.normalize(previous))[-1:] if previous and previous.strip() else []
+    previous_q = prev_last[0] if prev_last and P.is_question(prev_last[0]) else None
+    turn = _Turn(lower, [(s, P.is_question(s), P.is_small_talk(s)) for s in sentences])
+    real_questions = [s for s, q, small in turn.flags if q and not small]
+    kinds = {P.question_kind(q) for q in real_questions}
+    emotions, strong = P.find_emotions(lower)
+    found = P.find_people(sentences)
+    entities = [
+        _entity(EntityType.PERSON, name, sentence, relation=rel, context=_clip(sentence, 20))
+        for name, rel, sentence in found
+        if rel != "addressee" and name.lower() != speaker.lower()
+    ]
+    on = {family: _hint(lower, family) for family in _HINTS}
+    decisions, research, signal = _statements(turn, on, speaker or role, previous_q, entities)
+    known = {name.lower() for name, _, _ in found}
+    for content, details in research:
+        author = details.author
+        if author and author.lower() not in known and not author.lower().startswith(tuple(known)):
+            known.add(author.lower())
+            found.append((author, "author", content))
+            entities.insert(
+                len([e for e in entities if e.entity_type is EntityType.PERSON]),
+                _entity(EntityType.PERSON, author, content, relation="author"),
+            )
+    if role == "user":
+        entities += [_entity(EntityType.QUESTION_OPENED, _clip(q, 25), q) for q in real_questions]
+    titles = " ".join(d.work_title or "" for _, d in research).split()
+    if titles:  # "Truth and Method" names a book, not two people
+        found = [f for f in found if f[0] not in titles]
+        entities = [e for e in entities if e.entity_type is not EntityType.PERSON or e.name not in titles]
+    people = tuple(dict.fromkeys(([speaker] if speaker else []) + [name for name, _, _ in found]))
+    works = tuple(dict.fromkeys(d.work_title.lower() for _, d in research if d.work_title))
+    return _Analysis(
+        turn=turn,
+        question_type=next((k for k in ("methodological", "interpretive", "factual") if k in kinds), None),
+        is_clarification=P.is_clarification(lower, previous_q is not None),
+        importance=_importance(turn, on, entities, decisions, research, strong),
+        emotions=emotions,
+        entities=tuple(entities),
+        decisions=tuple(decisions),
+        research=tuple(research),
+        people=people,
+        signal=signal,
+        works=works,
+        ranked_tags=P.topic_tags(sentences, exclude=people + works, limit=None),
+    )
 
 
 class _Turn(NamedTuple):

@@ -13,6 +13,7 @@ At most one conversation per user is active; the database enforces it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -69,6 +70,26 @@ def add_message(
             conversation = store.get_conversation(user_id, conversation_id)
         _require_status(conversation, {ACTIVE}, "add a message to")
         return store.insert_message(user_id, conversation.id, role, content, now, speaker=speaker, meta=meta)
+
+
+def add_messages(
+    store: Store, user_id: str, items: Sequence[tuple[str, datetime, Role, str, dict[str, Any] | None]]
+) -> list[Message]:
+    """Append messages ``(content, time, role, speaker, meta)`` to the active conversation (started when
+    there is none) in one transaction: all of them are stored, or none."""
+    for content, *_ in items:
+        require_text(content, "content")
+    with store.transaction():
+        conversation: Conversation | None = None
+        stored = []
+        for content, now, role, speaker, meta in items:
+            if conversation is None:
+                conversation = current_or_start(store, user_id, now)
+                _require_status(conversation, {ACTIVE}, "add a message to")
+            stored.append(
+                store.insert_message(user_id, conversation.id, role, content, now, speaker=speaker, meta=meta)
+            )
+        return stored
 
 
 def pause(store: Store, user_id: str, conversation_id: int, now: datetime) -> Conversation:

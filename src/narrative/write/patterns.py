@@ -589,8 +589,8 @@ def _token_weight(tok: str) -> tuple[str, str | None, float]:
     return low, key, 1.5 if key is not None and len(key) >= 7 and not key.endswith("ing") else 1.0
 
 
-def topic_tags(sentences: Sequence[str], exclude: Iterable[str] = (), limit: int = 5) -> tuple[str, ...]:
-    """Up to ``limit`` lowercase tags: capitalised multi-word phrases, then content words by frequency.
+def topic_tags(sentences: Sequence[str], exclude: Iterable[str] = (), limit: int | None = 5) -> tuple[str, ...]:
+    """Up to ``limit`` (None: all) lowercase tags: capitalised multi-word phrases, then content words by frequency.
 
     Scoring: a content word scores its count in the turn, +1 when it is ever capitalised mid-sentence
     (a proper noun), +0.5 when it is long (≥ 7 letters, not -ing); a multi-word capitalised phrase that is not a

@@ -71,17 +71,19 @@ def heuristic_reflections(
             parts.append(f"Realised: {_listing(insights)}.")
         result["positions"] = " ".join(parts)
     conversation_id = exchanges[0].conversation_id
-    research = store.list_memories(
-        user_id,
-        MemoryFilter(
-            streams=[Stream.RESEARCH], conversation_ids=None if conversation_id is None else [conversation_id]
+    covered = list(dict.fromkeys(i for e in exchanges for i in e.message_ids))
+    briefs = store.memory_briefs(user_id, store.memories_from_messages(user_id, covered))
+    research = sorted(  # the research memories made from the covered messages, newest first
+        (
+            m for m in store.get_memories(user_id, [i for i, b in briefs.items() if b[0] is Stream.RESEARCH])
+            if conversation_id in (None, m.conversation_id)
         ),
+        key=lambda m: (m.event_at or m.created_at, m.id),
+        reverse=True,
     )
-    covered = set(memory_ids)
     sources = [
         getattr(m.details, "work_title", None) or getattr(m.details, "source_reference", None) or m.content
         for m in research
-        if set(m.message_ids) & {i for e in exchanges for i in e.message_ids} or m.id in covered
     ]
     if sources:
         result["sources"] = f"Sources in play: {_listing([s for s in sources if s])}."
@@ -128,31 +130,39 @@ def apply_retention(
     key_points: Callable[[str], str],
     theme: Callable[[Sequence[str]], str],
     now: datetime,
+    exchanges: int | None = None,
 ) -> list[Memory]:
     """Move conversation memories down the tiers; return new session-theme memories to store.
 
     Runs every turn, so it reads only what can have crossed a boundary since the
-    last turn: the exchanges just past the newest 10, and the block of 10 just
-    past the newest 50.
+    last turn: the tiers of the exchanges just past the newest 10, and of the block
+    of 10 just past the newest 50; whole memories are loaded only for a session theme.
+    ``exchanges`` (the conversation's exchange count, when the caller knows it)
+    skips the reads a shorter conversation cannot need.
     """
 
-    def window(offset: int, limit: int) -> list[Memory]:
+    def window(offset: int, limit: int) -> list[tuple[int, Retention, str]]:
+        if exchanges is not None and exchanges <= offset:
+            return []
         where = MemoryFilter(
             streams=[Stream.CONVERSATION], conversation_ids=[conversation_id], limit=limit, offset=offset
         )
-        return store.list_memories(user_id, where)  # newest first
+        return store.memory_tiers(user_id, where)  # newest first
 
-    for memory in window(FULL_WINDOW, RETENTION_SLACK):
-        if memory.retention is Retention.FULL:
-            points = key_points(memory.content)
-            store.update_memory(user_id, memory.id, retention=Retention.KEY_POINTS, key_points=points)
-    old = [m for m in window(KEY_POINTS_WINDOW, THEME_BLOCK + RETENTION_SLACK) if m.retention is not Retention.THEME]
+    for memory_id, tier, content in window(FULL_WINDOW, RETENTION_SLACK):
+        if tier is Retention.FULL:
+            points = key_points(content)
+            store.update_memories(user_id, [memory_id], retention=Retention.KEY_POINTS, key_points=points)
+    block_window = window(KEY_POINTS_WINDOW, THEME_BLOCK + RETENTION_SLACK)
+    old = [mid for mid, tier, _ in block_window if tier is not Retention.THEME]
+    if len(old) < THEME_BLOCK:
+        return []
     old.reverse()  # oldest first
     themes: list[Memory] = []
     while len(old) >= THEME_BLOCK:
-        block, old = old[:THEME_BLOCK], old[THEME_BLOCK:]
-        for memory in block:
-            store.update_memory(user_id, memory.id, retention=Retention.THEME)
+        block_ids, old = old[:THEME_BLOCK], old[THEME_BLOCK:]
+        block = store.get_memories(user_id, block_ids)
+        store.update_memories(user_id, block_ids, retention=Retention.THEME)
         texts = {"theme": "Session theme: " + theme([m.content for m in block])}
         themes += reflection_memories(user_id, block, texts, now, block[-1].storyline_id)
     return themes

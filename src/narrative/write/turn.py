@@ -6,12 +6,17 @@
 The message itself is committed before this runs, so a failure here rolls back
 only the derived work; the message stays, unrouted, and is picked up again by
 ``Memory.process_pending()``.
+
+A batch of turns may run inside one outer write transaction (each turn then a
+savepoint in it) with a :class:`TurnContext`: rows the batch has already read
+or written are not read again, since nobody else can change them while the
+batch holds the write lock.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -100,6 +105,19 @@ class ConversationEnd:
 
 
 @dataclass
+class TurnContext:
+    """What a batch of turns already knows.  Valid only inside the batch's write transaction; a failed turn
+    ends the batch (and its context)."""
+
+    routed: dict[int, int] = field(default_factory=dict)  # message id → storyline id, for this batch's messages
+    storylines: dict[int, Storyline] = field(default_factory=dict)  # as stored now
+
+    def remember(self, storyline: Storyline) -> Storyline:
+        self.storylines[storyline.id] = storyline
+        return storyline
+
+
+@dataclass
 class WriteSettings:
     reflect_every: int = 10
     refresh_every: int = 5
@@ -153,15 +171,18 @@ class TurnWriter:
         your_story_id: int,
         *,
         routing_vector: np.ndarray | None = None,
+        previous: Message | None = None,
+        context: TurnContext | None = None,
     ) -> TurnResult:
         """``vector`` embeds the exchange (the memory); ``routing_vector`` the message alone (routing and the
-        storyline's routing embedding), defaulting to ``vector``."""
+        storyline's routing embedding), defaulting to ``vector``.  In a batch (``context``), ``previous`` is
+        the message just before this one when the caller knows it."""
         user_id = message.user_id
         routed = vector if routing_vector is None else routing_vector
         with self.store.transaction():
-            previous = self._previous_message(message)
-            route = self._route(message, routed, extraction, previous, defaults, your_story_id)
-            storyline = self._apply_route(message, route, routed, extraction)
+            previous = self._previous_message(message, previous, context)
+            route = self._route(message, routed, extraction, previous, defaults, your_story_id, context)
+            storyline = self._apply_route(message, route, routed, extraction, context)
             result = TurnResult(message, storyline, route.decision, route.scores)
             if route.decision in ("switch", "create"):  # a topic shift closes the thread(s) left behind
                 left = self._left_behind(message, storyline.id)
@@ -178,8 +199,10 @@ class TurnWriter:
             result.entities = self._store_entities(message, extraction, storyline, result.memories[0])
             if link is not None:
                 result.narrative = self._extend(link, storyline, message, extraction, result.memories)
-            result.storyline = self._update_storyline(storyline, message, extraction, routed)
+            result.storyline = self._update_storyline(storyline, message, extraction, routed, context)
             result.reflections = self.maybe_reflect(message, storyline)
+        if context is not None:
+            context.routed[message.id] = storyline.id
         return result
 
     def _left_behind(self, message: Message, target_id: int) -> list[int]:
@@ -192,8 +215,19 @@ class TurnWriter:
             and n.storyline_id is not None and n.storyline_id != target_id
         ]
 
-    def _previous_message(self, message: Message) -> Message | None:
+    def _previous_message(
+        self, message: Message, known: Message | None = None, context: TurnContext | None = None
+    ) -> Message | None:
+        """The message before ``message`` as stored now (with the storyline it was routed to)."""
+        if context is not None and known is not None and known.id in context.routed:
+            return replace(known, storyline_id=context.routed[known.id])
         return self.store.previous_message(message.user_id, message.conversation_id, message.position)
+
+    def _storyline(self, user_id: str, storyline_id: int, context: TurnContext | None) -> Storyline:
+        if context is not None and storyline_id in context.storylines:
+            return context.storylines[storyline_id]
+        storyline = self.store.get_storyline(user_id, storyline_id)
+        return storyline if context is None else context.remember(storyline)
 
     def _route(
         self,
@@ -203,6 +237,7 @@ class TurnWriter:
         previous: Message | None,
         defaults: dict[str, int],
         your_story_id: int,
+        context: TurnContext | None = None,
     ) -> routing.Route:
         user_id = message.user_id
         substantive = bool(extraction.topic_tags or extraction.entities)
@@ -213,7 +248,7 @@ class TurnWriter:
             return routing.Route("default", sid, {"reason": f"small talk ({name})"})
         current = None
         if previous is not None and previous.storyline_id is not None:
-            current = self.store.get_storyline(user_id, previous.storyline_id)
+            current = self._storyline(user_id, previous.storyline_id, context)
         similarities: dict[int, float] = {}
         if vector is not None and self.model is not None:
             for sid, routing_vector in self.store.storyline_vectors(user_id, self.model).items():
@@ -242,7 +277,8 @@ class TurnWriter:
         return routing.decide(given, candidates, current_similarity, your_story_id, self.settings.thresholds)
 
     def _apply_route(
-        self, message: Message, route: routing.Route, vector: np.ndarray | None, extraction: TurnExtraction
+        self, message: Message, route: routing.Route, vector: np.ndarray | None, extraction: TurnExtraction,
+        context: TurnContext | None = None,
     ) -> Storyline:
         user_id = message.user_id
         if route.decision == "create":
@@ -260,7 +296,7 @@ class TurnWriter:
                     self.store.put_storyline_vector(user_id, storyline.id, self.model, vector)
             route.storyline_id = storyline.id
         assert route.storyline_id is not None
-        storyline = self.store.get_storyline(user_id, route.storyline_id)
+        storyline = self._storyline(user_id, route.storyline_id, context)
         self.store.set_message_storyline(user_id, message.id, storyline.id)
         self.store.insert_routing_decision(
             user_id, message.id, storyline.id, route.decision, route.scores, message.created_at
@@ -366,7 +402,8 @@ class TurnWriter:
         return link
 
     def _update_storyline(
-        self, storyline: Storyline, message: Message, extraction: TurnExtraction, vector: np.ndarray | None
+        self, storyline: Storyline, message: Message, extraction: TurnExtraction, vector: np.ndarray | None,
+        context: TurnContext | None = None,
     ) -> Storyline:
         summary = None
         if self.assist is not None and storyline.kind is not StorylineKind.DEFAULT:
@@ -377,6 +414,8 @@ class TurnWriter:
             self.store, storyline, message.created_at, extraction.topic_tags, extraction.key_points,
             message.speaker, role, summary=summary,
         )
+        if context is not None:
+            context.remember(updated)
         if self.model is None or updated.kind is StorylineKind.DEFAULT:
             return updated
         routing_vector = self.store.storyline_vector(updated.user_id, updated.id, self.model)
@@ -384,6 +423,8 @@ class TurnWriter:
             routing_vector = storylines.drift(routing_vector, vector)
         if self.embed is not None and storylines.needs_embedding_refresh(updated, self.settings.refresh_every):
             updated = storylines.maybe_rename(self.store, updated)
+            if context is not None:
+                context.remember(updated)
             text_vector = self.embed([storylines.routing_text(updated)])[0]
             routing_vector = storylines.blend(routing_vector, text_vector)
         if routing_vector is not None:
@@ -399,7 +440,8 @@ class TurnWriter:
         by_count = count > 0 and count % every == 0
         by_size = message.position % self.settings.stream_threshold == 0
         themes = reflect.apply_retention(
-            self.store, message.user_id, message.conversation_id, self.key_points, self.theme, message.created_at
+            self.store, message.user_id, message.conversation_id, self.key_points, self.theme, message.created_at,
+            exchanges=count,
         )
         if force:  # at close: cover what the last periodic reflection did not (once: closing twice adds nothing)
             by_count, by_size = False, False

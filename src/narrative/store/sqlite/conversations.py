@@ -193,22 +193,28 @@ class ConversationRows(SqliteBase):
         speaker: str = "",
         meta: dict[str, Any] | None = None,
     ) -> Message:
+        created, encoded_meta = to_text(now), dumps(meta or {})
         with self.transaction():
             row = self._one(
                 "SELECT COALESCE(MAX(position), 0) + 1 FROM messages WHERE user_id = ?", (user_id,)
             )
             position = int(row[0]) if row else 1
-            mid = self._insert(
+            mid = self._exec(
                 "INSERT INTO messages(user_id, conversation_id, position, role, speaker, content, created_at, meta)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (user_id, conversation_id, position, role.value, speaker, content, to_text(now), dumps(meta or {})),
-            )
+                (user_id, conversation_id, position, role.value, speaker, content, created, encoded_meta),
+            ).lastrowid
             self._exec(
                 "UPDATE conversations SET message_count = message_count + 1, last_message_at = ?,"
                 " idle_notified_at = NULL WHERE id = ? AND user_id = ?",
-                (to_text(now), conversation_id, user_id),
+                (created, conversation_id, user_id),
             )
-        return self.get_message(user_id, mid)
+        if mid is None or created is None:
+            raise StoreError("insert returned no id")
+        return Message(  # what reading the row back gives, without reading it
+            id=mid, user_id=user_id, conversation_id=conversation_id, position=position, role=role,
+            speaker=speaker, content=content, created_at=to_time_required(created), meta=loads(encoded_meta, {}),
+        )
 
     def get_message(self, user_id: str, message_id: int) -> Message:
         row = self._one("SELECT * FROM messages WHERE id = ? AND user_id = ?", (message_id, user_id))
@@ -259,11 +265,9 @@ class ConversationRows(SqliteBase):
         return None if row is None else _message(row)
 
     def set_message_storyline(self, user_id: str, message_id: int, storyline_id: int) -> None:
-        with self.transaction():
-            self._exec(
-                "UPDATE messages SET storyline_id = ? WHERE id = ? AND user_id = ?",
-                (storyline_id, message_id, user_id),
-            )
+        self._exec(  # one statement: atomic without a savepoint of its own
+            "UPDATE messages SET storyline_id = ? WHERE id = ? AND user_id = ?", (storyline_id, message_id, user_id)
+        )
 
     def last_position(self, user_id: str) -> int:
         row = self._one("SELECT COALESCE(MAX(position), 0) FROM messages WHERE user_id = ?", (user_id,))

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from narrative.errors import NotFound
+from narrative.errors import NotFound, StoreError
 from narrative.model import (
     DeltaType,
     Entity,
@@ -76,13 +76,20 @@ class EntityRows(SqliteBase):
         storyline_id: int | None = None,
         is_active: bool = True,
     ) -> Entity:
-        eid = self._insert(
+        encoded, created = dumps(data or {}), to_text(now)
+        eid = self._exec(  # one statement: atomic without a savepoint of its own
             "INSERT INTO entities(user_id, entity_type, name, data, memory_id, conversation_id, storyline_id,"
             " is_active, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (user_id, entity_type.value, name, dumps(data or {}), memory_id, conversation_id, storyline_id,
-             int(is_active), to_text(now)),
+            (user_id, entity_type.value, name, encoded, memory_id, conversation_id, storyline_id,
+             int(is_active), created),
+        ).lastrowid
+        if eid is None or created is None:
+            raise StoreError("insert returned no id")
+        return Entity(  # what reading the row back gives, without reading it
+            id=eid, user_id=user_id, entity_type=entity_type, name=name, data=loads(encoded, {}),
+            memory_id=memory_id, conversation_id=conversation_id, storyline_id=storyline_id,
+            is_active=bool(is_active), created_at=to_time_required(created),
         )
-        return self.get_entity(user_id, eid)
 
     def get_entity(self, user_id: str, entity_id: int) -> Entity:
         row = self._one("SELECT * FROM entities WHERE id = ? AND user_id = ?", (entity_id, user_id))

@@ -81,32 +81,22 @@ class NarrativeRows(SqliteBase):
         topic: str | None = None,
     ) -> Narrative:
         """Change an unsealed link.  The database itself refuses changes to a sealed one."""
-        current = self.get_narrative(user_id, narrative_id)
-        if current.sealed:
+        cursor = self._exec(
+            "UPDATE narratives SET summary = COALESCE(?, summary), memory_ids = COALESCE(?, memory_ids),"
+            " topic = COALESCE(?, topic) WHERE id = ? AND user_id = ? AND sealed = 0",
+            (summary, None if memory_ids is None else dumps(list(memory_ids)), topic, narrative_id, user_id),
+        )
+        current = self.get_narrative(user_id, narrative_id)  # NotFound for a missing or foreign link
+        if cursor.rowcount == 0 and current.sealed:
             raise SealedNarrative(f"narrative {narrative_id} is sealed and cannot change")
-        with self.transaction():
-            self._exec(
-                "UPDATE narratives SET summary = ?, memory_ids = ?, topic = ? WHERE id = ? AND user_id = ?",
-                (
-                    current.summary if summary is None else summary,
-                    dumps(list(current.memory_ids if memory_ids is None else memory_ids)),
-                    current.topic if topic is None else topic,
-                    narrative_id,
-                    user_id,
-                ),
-            )
-        return self.get_narrative(user_id, narrative_id)
+        return current
 
     def seal_narrative(self, user_id: str, narrative_id: int, now: datetime) -> Narrative:
-        current = self.get_narrative(user_id, narrative_id)
-        if current.sealed:
-            return current
-        with self.transaction():
-            self._exec(
-                "UPDATE narratives SET sealed = 1, sealed_at = ? WHERE id = ? AND user_id = ?",
-                (to_text(now), narrative_id, user_id),
-            )
-        return self.get_narrative(user_id, narrative_id)
+        self._exec(
+            "UPDATE narratives SET sealed = 1, sealed_at = ? WHERE id = ? AND user_id = ? AND sealed = 0",
+            (to_text(now), narrative_id, user_id),
+        )
+        return self.get_narrative(user_id, narrative_id)  # one sealed before keeps its seal time
 
     def latest_narrative(self, user_id: str, storyline_id: int | None = None) -> Narrative | None:
         sql = "SELECT * FROM narratives WHERE user_id = ?"

@@ -68,10 +68,28 @@ BLOB_COLUMNS: dict[str, frozenset[str]] = {
     "storyline_vectors": frozenset({"vector"}),
 }
 #: Tables whose rows carry ``user_id`` (renamed on restore); users' own key is ``id``.
-_ID_TABLES = ("storylines", "conversations", "messages", "narratives", "memories", "entities", "state_deltas",
-              "uses", "routing_decisions")
-_CONTENT_TABLES = ("conversations", "messages", "narratives", "memories", "entities", "state_deltas", "uses",
-                   "routing_decisions", "memory_vectors")
+_ID_TABLES = (
+    "storylines",
+    "conversations",
+    "messages",
+    "narratives",
+    "memories",
+    "entities",
+    "state_deltas",
+    "uses",
+    "routing_decisions",
+)
+_CONTENT_TABLES = (
+    "conversations",
+    "messages",
+    "narratives",
+    "memories",
+    "entities",
+    "state_deltas",
+    "uses",
+    "routing_decisions",
+    "memory_vectors",
+)
 
 
 def _encode(table: str, row: Mapping[str, Any]) -> dict[str, Any]:
@@ -157,9 +175,10 @@ class PortabilityRows(SqliteBase):
         counts: dict[str, int] = {}
         with self.transaction():
             self._exec("PRAGMA defer_foreign_keys = ON")
-            keys = [tuple(r) for r in self._all(
-                "SELECT id, key_hash, label, created_at FROM api_keys WHERE user_id = ?", (user_id,)
-            )]
+            keys = [
+                tuple(r)
+                for r in self._all("SELECT id, key_hash, label, created_at FROM api_keys WHERE user_id = ?", (user_id,))
+            ]
             self._exec("DELETE FROM storyline_vectors WHERE user_id = ?", (user_id,))
             self._exec("DELETE FROM storylines WHERE user_id = ?", (user_id,))
             self._exec("DELETE FROM users WHERE id = ?", (user_id,))
@@ -180,8 +199,9 @@ class PortabilityRows(SqliteBase):
                 raise ValidationError(f"a row of {table} is not an object", field=table)
             extra = set(raw) - columns
             if extra:
-                raise ValidationError(f"{table} has unknown columns {sorted(extra)}: made by a newer schema?",
-                                      field=table)
+                raise ValidationError(
+                    f"{table} has unknown columns {sorted(extra)}: made by a newer schema?", field=table
+                )
             row = _decode(table, raw)
             if table == "users":
                 row["id"] = user_id
@@ -226,12 +246,15 @@ class PortabilityRows(SqliteBase):
         count = 0
         with self.transaction():
             for nid in narrative_ids:
-                row = self._one("SELECT previous_narrative_id FROM narratives WHERE id = ? AND user_id = ?",
-                                (nid, user_id))
+                row = self._one(
+                    "SELECT previous_narrative_id FROM narratives WHERE id = ? AND user_id = ?", (nid, user_id)
+                )
                 if row is None:
                     continue
-                self._exec("UPDATE narratives SET previous_narrative_id = ? WHERE previous_narrative_id = ?"
-                           " AND user_id = ?", (row[0], nid, user_id))
+                self._exec(
+                    "UPDATE narratives SET previous_narrative_id = ? WHERE previous_narrative_id = ? AND user_id = ?",
+                    (row[0], nid, user_id),
+                )
                 count += self._exec("DELETE FROM narratives WHERE id = ? AND user_id = ?", (nid, user_id)).rowcount
         return count
 
@@ -241,10 +264,13 @@ class PortabilityRows(SqliteBase):
         if not ids:
             return 0
         with self.transaction():
-            touched = [r[0] for r in self._all(
-                f"SELECT DISTINCT conversation_id FROM messages WHERE user_id = ? AND id IN ({placeholders(ids)})",
-                [user_id, *ids],
-            )]
+            touched = [
+                r[0]
+                for r in self._all(
+                    f"SELECT DISTINCT conversation_id FROM messages WHERE user_id = ? AND id IN ({placeholders(ids)})",
+                    [user_id, *ids],
+                )
+            ]
             count = self._exec(
                 f"DELETE FROM messages WHERE user_id = ? AND id IN ({placeholders(ids)})", [user_id, *ids]
             ).rowcount

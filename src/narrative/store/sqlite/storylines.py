@@ -122,13 +122,11 @@ class StorylineRows(SqliteBase):
                 value = value.value
             encoded[key] = value
         sets = ", ".join(f"{k} = ?" for k in encoded)
-        with self.transaction():
-            cursor = self._exec(
-                f"UPDATE storylines SET {sets} WHERE id = ? AND user_id = ?",
-                [*encoded.values(), storyline_id, user_id],
-            )
-            if cursor.rowcount == 0:
-                raise NotFound(f"storyline {storyline_id} not found")
+        cursor = self._exec(  # one statement: atomic without a savepoint of its own
+            f"UPDATE storylines SET {sets} WHERE id = ? AND user_id = ?", [*encoded.values(), storyline_id, user_id]
+        )
+        if cursor.rowcount == 0:
+            raise NotFound(f"storyline {storyline_id} not found")
         return self.get_storyline(user_id, storyline_id)
 
     def delete_storyline(self, user_id: str, storyline_id: int) -> None:
@@ -158,12 +156,11 @@ class StorylineRows(SqliteBase):
     # --- routing embeddings ----------------------------------------------------
 
     def put_storyline_vector(self, user_id: str, storyline_id: int, model: str, vector: np.ndarray) -> None:
-        with self.transaction():
-            self._exec(
-                "INSERT OR REPLACE INTO storyline_vectors(storyline_id, user_id, model, vector)"
-                " SELECT id, user_id, ?, ? FROM storylines WHERE id = ? AND user_id = ?",
-                (model, np.asarray(vector, dtype=np.float32).tobytes(), storyline_id, user_id),
-            )
+        self._exec(
+            "INSERT OR REPLACE INTO storyline_vectors(storyline_id, user_id, model, vector)"
+            " SELECT id, user_id, ?, ? FROM storylines WHERE id = ? AND user_id = ?",
+            (model, np.asarray(vector, dtype=np.float32).tobytes(), storyline_id, user_id),
+        )
 
     def storyline_vector(self, user_id: str, storyline_id: int, model: str) -> np.ndarray | None:
         row = self._one(
@@ -199,11 +196,13 @@ class StorylineRows(SqliteBase):
     def insert_routing_decision(
         self, user_id: str, message_id: int, storyline_id: int, decision: str, scores: dict[str, Any], now: datetime
     ) -> RoutingDecision:
-        rid = self._insert(
+        rid = self._exec(  # one statement: atomic without a savepoint of its own
             "INSERT INTO routing_decisions(user_id, message_id, storyline_id, decision, scores, created_at)"
             " VALUES (?, ?, ?, ?, ?, ?)",
             (user_id, message_id, storyline_id, decision, dumps(scores), to_text(now)),
-        )
+        ).lastrowid
+        if rid is None:
+            raise StoreError("insert returned no id")
         return RoutingDecision(
             id=rid, user_id=user_id, message_id=message_id, storyline_id=storyline_id,
             decision=decision, scores=scores, created_at=now,

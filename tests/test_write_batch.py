@@ -1,0 +1,160 @@
+"""The batched write path: one write transaction per batch (a savepoint per turn), and the vectors a turn embeds.
+
+``exchange_vector="compose"`` embeds each message once and makes the conversation memory's vector the
+normalised sum of its two messages' vectors; ``"embed"`` (the default) embeds the exchange's own text.
+The deterministic hashing embedder (a real provider) makes the vectors exact to compare.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import narrative
+from conftest import FakeClock
+from narrative.config import Settings
+from narrative.engine import Turn
+from narrative.errors import ValidationError
+from narrative.providers.embed import HashingEmbedder
+
+GARDEN = [
+    Turn("I'm planning a garden app with a plot map for the community garden.", speaker="maya"),
+    Turn("Should the plot map use MapLibre or Leaflet?", role="assistant", speaker="rook"),
+    Turn("We decided to use MapLibre instead of Leaflet because it is free.", speaker="maya"),
+    Turn("Good choice. The legend can list every bed.", role="assistant", speaker="rook"),
+]
+
+
+class CountingEmbedder(HashingEmbedder):
+    """The hashing embedder, counting the texts it is asked to embed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.texts: list[str] = []
+
+    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+        self.texts += list(texts)
+        return super().embed_batch(texts)
+
+
+def line(turn: Turn) -> str:
+    return f"{turn.speaker}: {turn.content}" if turn.speaker else turn.content
+
+
+def unit(vector: np.ndarray) -> np.ndarray:
+    return vector / np.linalg.norm(vector)
+
+
+def vectors_of(mem: narrative.Memory) -> dict[int, np.ndarray]:
+    ids, _, _, matrix = mem.store.memory_vectors(mem.settings.user)
+    return dict(zip(ids, matrix, strict=True))
+
+
+def open_memory(path: Path, mode: str, embedder: HashingEmbedder | None = None) -> narrative.Memory:
+    return narrative.Memory(
+        path, user="maya", embedder=embedder or HashingEmbedder(), clock=FakeClock(), env={}, exchange_vector=mode
+    )
+
+
+# --- compose ----------------------------------------------------------------------------------------------------
+
+
+def test_compose_sums_the_two_messages_vectors(tmp_path: Path) -> None:
+    embedder = HashingEmbedder()
+    with open_memory(tmp_path / "c.db", "compose", embedder) as mem:
+        results = mem.remember_many(GARDEN)
+        stored = vectors_of(mem)
+    lines = embedder.embed_batch([line(t) for t in GARDEN])
+    assert np.allclose(stored[results[0].memories[0].id], lines[0])  # the first turn answers nothing
+    for i in range(1, len(GARDEN)):
+        exchange = results[i].memories[0]
+        assert exchange.content == f"{line(GARDEN[i - 1])}\n{line(GARDEN[i])}"
+        assert np.allclose(stored[exchange.id], unit(lines[i - 1] + lines[i]), atol=1e-6)
+        assert np.isclose(np.linalg.norm(stored[exchange.id]), 1.0)
+
+
+def test_compose_works_across_remember_calls_and_reopening(tmp_path: Path) -> None:
+    """The answered message's vector is kept between calls, and embedded again by a fresh instance."""
+    embedder = HashingEmbedder()
+    path = tmp_path / "c.db"
+    with open_memory(path, "compose") as mem:
+        first = mem.remember(GARDEN[0].content, speaker="maya")
+        second = mem.remember(GARDEN[1].content, role="assistant", speaker="rook")
+    with open_memory(path, "compose") as mem:
+        third = mem.remember(GARDEN[2].content, speaker="maya")
+        stored = vectors_of(mem)
+    lines = embedder.embed_batch([line(t) for t in GARDEN[:3]])
+    assert np.allclose(stored[first.memories[0].id], lines[0])
+    assert np.allclose(stored[second.memories[0].id], unit(lines[0] + lines[1]), atol=1e-6)
+    assert np.allclose(stored[third.memories[0].id], unit(lines[1] + lines[2]), atol=1e-6)
+
+
+def test_compose_embeds_each_message_once(tmp_path: Path) -> None:
+    counted = {}
+    for mode in ("embed", "compose"):
+        embedder = CountingEmbedder()
+        with open_memory(tmp_path / f"{mode}.db", mode, embedder) as mem:
+            mem.remember_many(GARDEN[:2])
+            mem.remember(GARDEN[2].content, speaker="maya")  # its answered message's vector is kept
+            mem.remember(GARDEN[3].content, role="assistant", speaker="rook")
+        counted[mode] = embedder.texts
+    assert counted["compose"][:2] == [line(GARDEN[0]), line(GARDEN[1])]
+    assert line(GARDEN[1]) not in counted["compose"][2:]
+    assert len([t for t in counted["compose"] if "\n" not in t]) == len(counted["compose"])  # no exchange texts
+    assert len(counted["compose"]) < len(counted["embed"])
+
+
+def test_a_derived_memory_with_an_embedded_text_is_not_embedded_twice(tmp_path: Path) -> None:
+    text = "We decided to use MapLibre instead of Leaflet because it is free."
+    for mode in ("embed", "compose"):
+        embedder = CountingEmbedder()
+        with open_memory(tmp_path / f"{mode}.db", mode, embedder) as mem:
+            result = mem.remember(text)  # no speaker: the decision's text is the message's text
+            stored = vectors_of(mem)
+        assert [m.stream.value for m in result.memories] == ["conversation", "decision"]
+        assert [m.content for m in result.memories] == [text, text]
+        assert embedder.texts.count(text) == 1
+        assert np.array_equal(stored[result.memories[0].id], stored[result.memories[1].id])
+
+
+def test_exchange_vector_setting() -> None:
+    assert Settings.resolve({}).exchange_vector == "embed"
+    assert Settings.resolve({"NARRATIVE_EXCHANGE_VECTOR": "compose"}).exchange_vector == "compose"
+    with pytest.raises(ValidationError) as error:
+        Settings.resolve({"NARRATIVE_EXCHANGE_VECTOR": "average"})
+    assert error.value.field == "exchange_vector"
+
+
+# --- one write transaction per batch ----------------------------------------------------------------------------
+
+
+def test_a_turn_failing_inside_a_batch_keeps_the_turns_before_it(tmp_path: Path) -> None:
+    """Turns run as savepoints of one batch transaction: the failing turn rolls back alone, the turns before
+    it stay stored, it and the rest stay pending and are processed again later."""
+    turns = [
+        Turn(f"In bed {i} of the community garden we planted row {i} of beans.", speaker="maya") for i in range(14)
+    ]
+    turns[0] = Turn("The first bed will explode the key points step.", speaker="maya")
+    with narrative.Memory(tmp_path / "b.db", user="maya", embedder="none", clock=FakeClock(), env={}) as mem:
+        writer = mem._turn_writer()
+        working = writer.key_points
+
+        def key_points(text: str) -> str:  # a failing plug-in: retention reads the first exchange at turn 11
+            if "explode" in text:
+                raise RuntimeError("key points crashed")
+            return working(text)
+
+        writer.key_points = key_points
+        with pytest.raises(RuntimeError, match="key points crashed"):
+            mem.remember_many(turns)
+        pending = mem.pending_messages()
+        assert [m.position for m in pending] == [11, 12, 13, 14]
+        assert len(mem.store.list_memories("maya")) == 10 + 1  # ten exchanges and the reflection of turn 10
+        writer.key_points = working
+        results = mem.process_pending()
+        assert [r.message.position for r in results] == [11, 12, 13, 14]
+        assert results[0].memories[0].message_ids == (pending[0].id - 1, pending[0].id)
+        assert mem.pending_messages() == []
