@@ -1,9 +1,15 @@
-"""The embedded store: one SQLite file (WAL, FTS5) plus an in-process vector index.
+"""The embedded store: one SQLite file (WAL, FTS5) plus two in-process indexes.
 
 Vectors live in SQLite as BLOBs (the source of truth); the index over them is
 built lazily on the first vector search and rebuilt whenever another connection
 has written to the file (``PRAGMA data_version``), so it can always be thrown
 away and made again from the database.
+
+Memory keyword search is answered by an in-process BM25 index
+(:class:`~narrative.store.keyword_index.KeywordIndex`), built from the file on
+first use and then kept current from the ``memory_changes`` log, which triggers
+fill on every insert, delete and text update, whoever makes it.  After a
+rollback the memories the index took from the rolled-back work are read again.
 """
 
 from __future__ import annotations
@@ -14,8 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
-from narrative.errors import EmbeddingMismatch
+from narrative.errors import EmbeddingMismatch, StoreError
 from narrative.store.filters import MemoryFilter
+from narrative.store.keyword_index import KeywordIndex, query_terms
 from narrative.store.sqlite.conversations import ConversationRows
 from narrative.store.sqlite.entities import EntityRows
 from narrative.store.sqlite.memories import MemoryRows
@@ -38,6 +45,68 @@ class SqliteStore(ConversationRows, MemoryRows, NarrativeRows, StorylineRows, En
         self._index_model: str | None = None
         self._index_version: int | None = None
         self._index_lock = threading.Lock()
+        self._keywords: KeywordIndex | None = None
+        self._keywords_seq = 0
+        self._keywords_pending: set[int] = set()  # taken inside a transaction not yet committed
+        self._keywords_built_in_transaction = False
+        self._keywords_lock = threading.RLock()
+
+    # --- keyword index -------------------------------------------------------------
+
+    def keyword_search_memories(
+        self, user_id: str, query: str, where: MemoryFilter | None = None, limit: int = 50
+    ) -> list[tuple[int, float]]:
+        """(memory id, BM25 score; higher is better) best first, only this user's, only within ``where``."""
+        terms = query_terms(query)
+        if not terms or limit <= 0:
+            return []
+        allowed = None if where is None or where.is_open else self.memory_ids_matching(user_id, where)
+        if allowed is not None and not allowed:
+            return []
+        return self._keyword_index().search(user_id, terms, limit, allowed=allowed)
+
+    def _keyword_index(self) -> KeywordIndex:
+        """The keyword index, caught up with the change log (built from the file the first time)."""
+        with self._lock, self._keywords_lock:
+            in_transaction = self.conn.in_transaction
+            if not in_transaction:  # whatever was taken from earlier transactions is committed now
+                self._keywords_pending.clear()
+                self._keywords_built_in_transaction = False
+            lowest, highest = self._memory_change_bounds()
+            index = self._keywords
+            if index is None or highest < self._keywords_seq or lowest > self._keywords_seq + 1:
+                index = KeywordIndex()
+                index.upsert(self._memory_texts())
+                self._keywords, self._keywords_seq = index, highest
+                self._keywords_built_in_transaction = in_transaction
+            elif highest > self._keywords_seq:
+                self._keywords_seq, changed = self._memory_changes_since(self._keywords_seq)
+                self._refresh_keywords(index, changed)
+                if in_transaction:
+                    self._keywords_pending |= changed
+            return index
+
+    def _refresh_keywords(self, index: KeywordIndex, memory_ids: set[int]) -> None:
+        rows = self._memory_texts(memory_ids)
+        index.remove(memory_ids - {row[0] for row in rows})
+        index.upsert(rows)
+
+    def _rolled_back(self) -> None:
+        """Work was undone: rewind the log position and re-read what the index took from that work."""
+        with self._keywords_lock:
+            index = self._keywords
+            if index is None:
+                return
+            if self._keywords_built_in_transaction:
+                self._keywords = None
+                return
+            try:
+                _, highest = self._memory_change_bounds()
+                self._keywords_seq = min(self._keywords_seq, highest)
+                if self._keywords_pending:
+                    self._refresh_keywords(index, set(self._keywords_pending))
+            except StoreError:
+                self._keywords = None  # rebuilt from the file on the next search
 
     # --- vector index --------------------------------------------------------------
 

@@ -55,9 +55,7 @@ def migration_names() -> list[str]:
 def translate(error: sqlite3.Error) -> Exception:
     """Map constraint failures to the glossary's errors; everything else is a StoreError."""
     text = str(error)
-    if "one_active_conversation_per_user" in text or (
-        "UNIQUE" in text and "conversations.user_id" in text
-    ):
+    if "one_active_conversation_per_user" in text or ("UNIQUE" in text and "conversations.user_id" in text):
         return ConversationAlreadyActive("this user already has an active conversation")
     if "narrative is sealed" in text:
         return SealedNarrative("sealed narratives are immutable")
@@ -74,9 +72,7 @@ class SqliteBase:
         self._lock = threading.RLock()
         self._depth = 0
         try:
-            self.conn = sqlite3.connect(
-                self.path, isolation_level=None, check_same_thread=False, timeout=30.0
-            )
+            self.conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30.0)
         except sqlite3.Error as error:
             raise StoreError(f"cannot open {self.path}: {error}") from error
         self.conn.row_factory = sqlite3.Row
@@ -158,11 +154,14 @@ class SqliteBase:
                 yield
             except BaseException:
                 self._depth -= 1
-                if depth == 0:
-                    self._control("ROLLBACK")
-                else:
-                    self._control(f"ROLLBACK TO {name}")
-                    self._control(f"RELEASE {name}")
+                try:
+                    if depth == 0:
+                        self._control("ROLLBACK")
+                    else:
+                        self._control(f"ROLLBACK TO {name}")
+                        self._control(f"RELEASE {name}")
+                finally:
+                    self._rolled_back()
                 raise
             self._depth -= 1
             try:
@@ -171,6 +170,9 @@ class SqliteBase:
                 if depth == 0 and self.conn.in_transaction:
                     self.conn.execute("ROLLBACK")
                 raise
+
+    def _rolled_back(self) -> None:
+        """Called after any rollback (of a transaction or a savepoint): in-process caches resync here."""
 
     def _control(self, statement: str) -> None:
         """Run a transaction-control statement, reporting failures (e.g. a locked file) as StoreError."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -48,8 +48,8 @@ _TIME_FIELDS = {"covered_from", "covered_to"}
 def details_to_json(details: Details | None) -> str | None:
     if details is None:
         return None
-    data = dataclasses.asdict(details)
-    data = {k: (to_text(v) if isinstance(v, datetime) else v) for k, v in data.items()}
+    values = ((f.name, getattr(details, f.name)) for f in dataclasses.fields(details))  # flat: no deep copy needed
+    data = {k: (to_text(v) if isinstance(v, datetime) else v) for k, v in values}
     return dumps({"kind": _DETAIL_KIND[type(details)], **data})
 
 
@@ -72,7 +72,7 @@ def details_from_json(text: str | None) -> Details | None:
     return result
 
 
-def _memory(row: sqlite3.Row, message_ids: tuple[int, ...], positions: tuple[int, ...]) -> Memory:
+def _memory(row: sqlite3.Row | Mapping[str, Any], message_ids: tuple[int, ...], positions: tuple[int, ...]) -> Memory:
     return Memory(
         id=row["id"],
         user_id=row["user_id"],
@@ -121,41 +121,46 @@ _UPDATABLE = {
 class MemoryRows(SqliteBase):
     def insert_memory(self, memory: Memory) -> Memory:
         """Store a memory (its ``id`` is ignored) with its provenance rows."""
+        row: dict[str, Any] = {
+            "user_id": memory.user_id,
+            "stream": memory.stream.value,
+            "source": memory.source.value,
+            "content": memory.content,
+            "importance": memory.importance,
+            "emotions": dumps(list(memory.emotions)),
+            "conversation_id": memory.conversation_id,
+            "storyline_id": memory.storyline_id,
+            "narrative_id": memory.narrative_id,
+            "details": details_to_json(memory.details),
+            "retention": memory.retention.value,
+            "key_points": memory.key_points,
+            "user_reviewed": int(memory.user_reviewed),
+            "user_edited": int(memory.user_edited),
+            "original_content": memory.original_content,
+            "extraction_model": memory.extraction_model,
+            "extraction_confidence": memory.extraction_confidence,
+            "event_at": to_text(memory.event_at),
+            "created_at": to_text(memory.created_at),
+        }
+        ids = list(dict.fromkeys(memory.message_ids))
         with self.transaction():
-            mid = self._insert(
-                "INSERT INTO memories(user_id, stream, source, content, importance, emotions, conversation_id,"
-                " storyline_id, narrative_id, details, retention, key_points, user_reviewed, user_edited,"
-                " original_content, extraction_model, extraction_confidence, event_at, created_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    memory.user_id,
-                    memory.stream.value,
-                    memory.source.value,
-                    memory.content,
-                    memory.importance,
-                    dumps(list(memory.emotions)),
-                    memory.conversation_id,
-                    memory.storyline_id,
-                    memory.narrative_id,
-                    details_to_json(memory.details),
-                    memory.retention.value,
-                    memory.key_points,
-                    int(memory.user_reviewed),
-                    int(memory.user_edited),
-                    memory.original_content,
-                    memory.extraction_model,
-                    memory.extraction_confidence,
-                    to_text(memory.event_at),
-                    to_text(memory.created_at),
-                ),
-            )
-            for message_id in dict.fromkeys(memory.message_ids):
-                self._exec(
-                    "INSERT INTO memory_sources(memory_id, message_id)"
-                    " SELECT ?, id FROM messages WHERE id = ? AND user_id = ?",
-                    (mid, message_id, memory.user_id),
+            row["id"] = self._exec(
+                f"INSERT INTO memories({', '.join(row)}) VALUES ({placeholders(list(row))})", list(row.values())
+            ).lastrowid
+            sources = []  # (message id, position) of this user's messages among message_ids, in position order
+            if ids:
+                sources = self._all(
+                    f"SELECT id, position FROM messages WHERE user_id = ? AND id IN ({placeholders(ids)})"
+                    " ORDER BY position",
+                    [memory.user_id, *ids],
                 )
-        return self.get_memory(memory.user_id, mid)
+                for message_id, _ in sources:
+                    self._exec(
+                        "INSERT INTO memory_sources(memory_id, message_id) VALUES (?, ?)", (row["id"], message_id)
+                    )
+        if row["id"] is None:
+            raise StoreError("insert returned no id")
+        return _memory(row, tuple(s[0] for s in sources), tuple(s[1] for s in sources))  # as reading it back would
 
     def get_memory(self, user_id: str, memory_id: int) -> Memory:
         found = self.get_memories(user_id, [memory_id])
@@ -168,9 +173,7 @@ class MemoryRows(SqliteBase):
         ids = list(dict.fromkeys(memory_ids))
         if not ids:
             return []
-        rows = self._all(
-            f"SELECT * FROM memories WHERE +user_id = ? AND id IN ({placeholders(ids)})", [user_id, *ids]
-        )
+        rows = self._all(f"SELECT * FROM memories WHERE +user_id = ? AND id IN ({placeholders(ids)})", [user_id, *ids])
         return self._hydrate(rows, order=ids)
 
     def memory_briefs(
@@ -233,11 +236,30 @@ class MemoryRows(SqliteBase):
         row = self._one(f"SELECT COUNT(*) FROM memories m WHERE {sql}", params)
         return int(row[0]) if row else 0
 
+    def memory_tiers(self, user_id: str, where: MemoryFilter) -> list[tuple[int, Retention, str]]:
+        """(id, retention tier, content) of the memories matching ``where``, newest first: what the write
+        path's retention step reads every turn, without loading whole memories."""
+        sql, params = _filter_sql(user_id, where)
+        sql = (
+            f"SELECT m.id, m.retention, m.content FROM memories m WHERE {sql}"
+            " ORDER BY COALESCE(m.event_at, m.created_at) DESC, m.id DESC"
+        )
+        if where.limit is not None:
+            sql += " LIMIT ? OFFSET ?"
+            params += [where.limit, where.offset]
+        return [(int(r[0]), Retention(r[1]), str(r[2])) for r in self._all(sql, params)]
+
     def memory_ids_matching(self, user_id: str, where: MemoryFilter) -> set[int]:
         sql, params = _filter_sql(user_id, where)
         return {r[0] for r in self._all(f"SELECT m.id FROM memories m WHERE {sql}", params)}
 
     def update_memory(self, user_id: str, memory_id: int, **changes: Any) -> Memory:
+        if self.update_memories(user_id, [memory_id], **changes) == 0:
+            raise NotFound(f"memory {memory_id} not found")
+        return self.get_memory(user_id, memory_id)
+
+    def update_memories(self, user_id: str, memory_ids: Iterable[int], **changes: Any) -> int:
+        """Make the same changes to several memories (not read back); returns how many changed."""
         unknown = set(changes) - _UPDATABLE
         if unknown:
             raise StoreError(f"unknown memory columns: {sorted(unknown)}")
@@ -252,15 +274,17 @@ class MemoryRows(SqliteBase):
             elif isinstance(value, bool):
                 value = int(value)
             encoded[key] = value
+        ids = list(dict.fromkeys(memory_ids))
+        if not encoded:
+            raise StoreError("no memory columns to change")
+        if not ids:
+            return 0
         sets = ", ".join(f"{k} = ?" for k in encoded)
-        with self.transaction():
-            cursor = self._exec(
-                f"UPDATE memories SET {sets} WHERE id = ? AND user_id = ?",
-                [*encoded.values(), memory_id, user_id],
-            )
-            if cursor.rowcount == 0:
-                raise NotFound(f"memory {memory_id} not found")
-        return self.get_memory(user_id, memory_id)
+        cursor = self._exec(  # one statement: atomic without a savepoint of its own
+            f"UPDATE memories SET {sets} WHERE user_id = ? AND id IN ({placeholders(ids)})",
+            [*encoded.values(), user_id, *ids],
+        )
+        return int(cursor.rowcount)
 
     def delete_memories(self, user_id: str, memory_ids: Iterable[int]) -> int:
         ids = list(memory_ids)
@@ -278,19 +302,21 @@ class MemoryRows(SqliteBase):
             return []
         rows = self._all(
             "SELECT DISTINCT s.memory_id FROM memory_sources s JOIN memories m ON m.id = s.memory_id"
-            f" WHERE m.user_id = ? AND s.message_id IN ({placeholders(ids)})",
+            f" WHERE +m.user_id = ? AND s.message_id IN ({placeholders(ids)})",  # '+': drive by the message ids
             [user_id, *ids],
         )
         return [r[0] for r in rows]
 
     # --- keyword search --------------------------------------------------------
 
-    def keyword_search_memories(
+    def _fts_keyword_search(
         self, user_id: str, query: str, where: MemoryFilter | None = None, limit: int = 50
     ) -> list[tuple[int, float]]:
-        """(memory id, BM25 score; higher is better) best first.
+        """(memory id, BM25 score; higher is better) best first, straight from FTS5.
 
-        FTS5 scores every row that matches any term, so a term found in a large
+        The store answers keyword searches from its in-process index
+        (:class:`~narrative.store.keyword_index.KeywordIndex`); this is the SQL
+        path, kept to check the index against.  FTS5 scores every row that matches any term, so a term found in a large
         share of the index costs much and ranks little: the query keeps the
         rarest terms (see :meth:`_selective_terms`).
         """
@@ -322,6 +348,34 @@ class MemoryRows(SqliteBase):
         if len(rare) >= MIN_TERMS:
             return rare
         return sorted(terms, key=lambda t: counts[t])[:MIN_TERMS]
+
+    # --- the change log (for in-process indexes) ----------------------------
+
+    def _memory_change_bounds(self) -> tuple[int, int]:
+        """(lowest, highest) sequence number in the memory change log; (0, 0) when empty."""
+        low = self._one("SELECT MIN(seq) FROM memory_changes")  # one aggregate each: both read the key's ends
+        high = self._one("SELECT MAX(seq) FROM memory_changes")
+        return int(low[0] or 0) if low else 0, int(high[0] or 0) if high else 0
+
+    def _memory_changes_since(self, seq: int) -> tuple[int, set[int]]:
+        """The newest sequence number and the ids of memories changed after ``seq``."""
+        rows = self._all("SELECT seq, memory_id FROM memory_changes WHERE seq > ? ORDER BY seq", (seq,))
+        if not rows:
+            return seq, set()
+        return int(rows[-1][0]), {int(r[1]) for r in rows}
+
+    def _memory_texts(self, memory_ids: Iterable[int] | None = None) -> list[tuple[int, str, str]]:
+        """(id, user id, searchable text) of the given memories (all of them when ``None``)."""
+        sql = "SELECT id, user_id, content, key_points FROM memories"
+        if memory_ids is None:
+            rows = self._all(sql)
+        else:
+            ids = list(memory_ids)
+            rows = []
+            for start in range(0, len(ids), 500):
+                chunk = ids[start : start + 500]
+                rows += self._all(f"{sql} WHERE id IN ({placeholders(chunk)})", chunk)
+        return [(int(r[0]), str(r[1]), f"{r[2]} {r[3]}" if r[3] else str(r[2])) for r in rows]
 
     # --- vectors -------------------------------------------------------------
 

@@ -1,0 +1,186 @@
+"""The in-process BM25 keyword index: FTS5's terms, BM25 order, and staying current with the file."""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from narrative.model import Memory, Source, Stream
+from narrative.store.filters import MemoryFilter
+from narrative.store.keyword_index import KeywordIndex, query_terms, terms
+from narrative.store.porter import stem
+from narrative.store.sqlite import SqliteStore
+
+NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+
+TEXTS = [
+    "Caresses, ponies and ties: the cats agreed the plastered motoring was troubled.",
+    "Hopping, tanned and falling, she was hissing and fizzed while failing at filing.",
+    "Relational conditional rational valenci hesitanci digitizer conformabli radicalli.",
+    "Differentli vileli analogousli vietnamization predication operator feudalism.",
+    "Decisiveness hopefulness callousness formaliti sensitiviti sensibiliti triplicate.",
+    "Formative formalize electriciti electrical hopeful goodness revival allowance inference.",
+    "Airliner gyroscopic adjustable defensible irritant replacement adjustment dependent adoption.",
+    "Homologou communism activate angulariti homologous effective bowdlerize probate rate cease.",
+    "Controlling rolled generalization archeology happily skies dying lying agreement.",
+    "Café naïve résumé Zürich — Maya's garden-app, 3D printers & the 2026 marathon!",
+    "I decided to adopt the rescue dog because the shelter called; Sam is waiting on the vet.",
+]
+
+
+def fts_terms(texts: list[str]) -> list[list[str]]:
+    """Each text's terms as SQLite's own ``porter unicode61`` tokenizer makes them."""
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE VIRTUAL TABLE f USING fts5(c, tokenize='porter unicode61')")
+    db.executemany("INSERT INTO f(rowid, c) VALUES (?, ?)", list(enumerate(texts, 1)))
+    db.execute("CREATE VIRTUAL TABLE v USING fts5vocab(f, 'instance')")
+    found: dict[int, list[tuple[int, str]]] = {}
+    for term, doc, _column, offset in db.execute("SELECT term, doc, col, offset FROM v"):
+        found.setdefault(doc, []).append((offset, term))
+    return [[term for _, term in sorted(found.get(i, []))] for i in range(1, len(texts) + 1)]
+
+
+def test_terms_are_the_ones_fts5_makes() -> None:
+    assert [terms(text) for text in TEXTS] == fts_terms(TEXTS)
+
+
+@pytest.mark.parametrize(
+    ("word", "expected"),
+    [("caresses", "caress"), ("ponies", "poni"), ("agreed", "agre"), ("hopping", "hop"), ("filing", "file"),
+     ("happy", "happi"), ("relational", "relat"), ("replacement", "replac"), ("adoption", "adopt"),
+     ("generalization", "gener"), ("it", "it")],
+)  # fmt: skip
+def test_porter_examples(word: str, expected: str) -> None:
+    assert stem(word) == expected
+
+
+def test_query_terms_drop_stopwords_unless_nothing_is_left() -> None:
+    assert query_terms("What did Maya decide about the garden?") == ["maya", "decid", "garden"]
+    assert query_terms("what is it") == ["what", "is", "it"]
+
+
+def test_bm25_prefers_rare_terms_and_short_memories() -> None:
+    index = KeywordIndex()
+    index.upsert([(1, "u", "garden garden plans"), (2, "u", "garden"), (3, "u", "plans for the long garden path")])
+    index.upsert([(i, "u", f"plans number {i}") for i in range(10, 30)])
+    hits = index.search("u", query_terms("garden plans"), 3)
+    assert [h[0] for h in hits] == [1, 2, 3]
+    assert hits[0][1] > hits[1][1] > hits[2][1] > 0
+
+
+def test_users_never_see_each_other_and_scores_are_per_user() -> None:
+    index = KeywordIndex()
+    index.upsert([(1, "alice", "the rescue dog"), (2, "bob", "the rescue dog"), (3, "bob", "rescue plans")])
+    assert [h[0] for h in index.search("alice", ["rescu"], 10)] == [1]
+    assert [h[0] for h in index.search("bob", ["rescu"], 10)] == [3, 2]  # the shorter memory first
+    assert index.search("carol", ["rescu"], 10) == []
+
+
+def test_replace_remove_and_compaction_keep_answers_right() -> None:
+    index = KeywordIndex()
+    index.upsert([(i, "u", f"note {i} about the garden") for i in range(3000)])
+    index.upsert([(5, "u", "now about the marathon")])
+    assert [h[0] for h in index.search("u", ["marathon"], 5)] == [5]
+    assert 5 not in {h[0] for h in index.search("u", ["garden"], 5000)}
+    index.remove(range(0, 2900))  # more dead than live: the shard compacts
+    found = {h[0] for h in index.search("u", ["garden"], 5000)}
+    assert found == set(range(2900, 3000))
+    assert len(index) == 100
+
+
+def test_allowed_ids_filter_before_the_top_k() -> None:
+    index = KeywordIndex()
+    index.upsert([(i, "u", "garden " * (1 + i % 3)) for i in range(1, 50)])
+    hits = index.search("u", ["garden"], 3, allowed={7, 8, 40})
+    assert sorted(h[0] for h in hits) == [7, 8, 40]
+
+
+# --- inside the store -----------------------------------------------------------------------
+
+
+def memory(user: str, content: str, stream: Stream = Stream.FACT) -> Memory:
+    return Memory(id=0, user_id=user, stream=stream, source=Source.AGENT, content=content, importance=2, created_at=NOW)
+
+
+@pytest.fixture
+def alice(store: SqliteStore) -> str:
+    store.ensure_user("alice", NOW)
+    return "alice"
+
+
+def ids(hits: list[tuple[int, float]]) -> list[int]:
+    return [memory_id for memory_id, _ in hits]
+
+
+def test_the_store_answers_like_fts5_for_distinct_memories(store: SqliteStore, alice: str) -> None:
+    made = [store.insert_memory(memory(alice, text)).id for text in TEXTS]
+    for query in ("adoption of the rescue dog", "garden marathon", "cats and ponies", "electrical revival"):
+        from_index = ids(store.keyword_search_memories(alice, query, limit=5))
+        from_fts = ids(store._fts_keyword_search(alice, query, limit=5))
+        assert from_index == from_fts, query
+    assert ids(store.keyword_search_memories(alice, "rescue", limit=5)) == [made[-1]]
+
+
+def test_writes_updates_and_deletes_show_up_at_once(store: SqliteStore, alice: str) -> None:
+    first = store.insert_memory(memory(alice, "the tomato seedlings"))
+    assert ids(store.keyword_search_memories(alice, "tomato")) == [first.id]
+    second = store.insert_memory(memory(alice, "more tomato talk"))
+    assert set(ids(store.keyword_search_memories(alice, "tomato"))) == {first.id, second.id}
+    store.update_memory(alice, first.id, content="the pepper seedlings")
+    assert ids(store.keyword_search_memories(alice, "tomato")) == [second.id]
+    assert ids(store.keyword_search_memories(alice, "pepper")) == [first.id]
+    store.delete_memories(alice, [second.id])
+    assert store.keyword_search_memories(alice, "tomato") == []
+
+
+def test_a_rolled_back_memory_leaves_the_index(store: SqliteStore, alice: str) -> None:
+    kept = store.insert_memory(memory(alice, "the kayak trip"))
+    assert ids(store.keyword_search_memories(alice, "kayak")) == [kept.id]
+    with pytest.raises(RuntimeError), store.transaction():
+        store.insert_memory(memory(alice, "a second kayak"))
+        store.update_memory(alice, kept.id, content="the canoe trip")
+        assert len(store.keyword_search_memories(alice, "kayak")) == 1  # seen inside the transaction
+        raise RuntimeError("undo")
+    assert ids(store.keyword_search_memories(alice, "kayak")) == [kept.id]
+    assert store.keyword_search_memories(alice, "canoe") == []
+    again = store.insert_memory(memory(alice, "the third kayak"))  # reuses the rolled-back log position
+    assert set(ids(store.keyword_search_memories(alice, "kayak"))) == {kept.id, again.id}
+
+
+def test_another_connection_s_writes_are_seen(tmp_path: Path) -> None:
+    path = tmp_path / "shared.db"
+    reader, writer = SqliteStore(path), SqliteStore(path)
+    reader.migrate()
+    writer.migrate()
+    reader.ensure_user("alice", NOW)
+    gone = reader.insert_memory(memory("alice", "the violin lesson"))
+    assert ids(reader.keyword_search_memories("alice", "violin")) == [gone.id]
+    made = writer.insert_memory(memory("alice", "a second violin"))
+    writer.delete_memories("alice", [gone.id])
+    assert ids(reader.keyword_search_memories("alice", "violin")) == [made.id]
+    reader.close()
+    writer.close()
+
+
+def test_a_pruned_change_log_rebuilds_the_index(store: SqliteStore, alice: str) -> None:
+    old = store.insert_memory(memory(alice, "the harbour walk"))
+    assert ids(store.keyword_search_memories(alice, "harbour")) == [old.id]
+    new = store.insert_memory(memory(alice, "another harbour"))
+    store.conn.execute("DELETE FROM memory_changes")  # e.g. pruned by maintenance
+    store.insert_memory(memory(alice, "unrelated"))
+    assert set(ids(store.keyword_search_memories(alice, "harbour"))) == {old.id, new.id}
+
+
+def test_filters_and_user_deletion(store: SqliteStore, alice: str) -> None:
+    store.ensure_user("bob", NOW)
+    decision = store.insert_memory(memory(alice, "we chose the blue tent", Stream.DECISION))
+    store.insert_memory(memory(alice, "the blue tent smells"))
+    bobs = store.insert_memory(memory("bob", "my blue tent"))
+    only = MemoryFilter(streams=[Stream.DECISION])
+    assert ids(store.keyword_search_memories(alice, "blue tent", only)) == [decision.id]
+    assert ids(store.keyword_search_memories("bob", "blue tent")) == [bobs.id]
+    store.delete_user("bob")
+    assert store.keyword_search_memories("bob", "blue tent") == []
