@@ -23,7 +23,7 @@ from narrative.providers.embed import HashingEmbedder, MiniLMEmbedder, embed_one
 from narrative.write.storylines import routing_text
 
 HASHING = HashingEmbedder().identity
-MINILM = MiniLMEmbedder().identity  # the default runtime's (onnx-int8: "all-MiniLM-L6-v2-int8:384")
+MINILM = MiniLMEmbedder().identity  # the default runtime's (onnx: "all-MiniLM-L6-v2:384")
 
 TURNS = (
     "I adopted a greyhound called Pickles from the shelter.",

@@ -43,7 +43,7 @@ class Settings:
     db: str = "narrative.db"
     user: str = "default"
     embedder: str = "minilm"  # minilm | hashing | none
-    embed_runtime: str = "onnx-int8"  # onnx-int8 | onnx | torch (how MiniLM runs; int8 has its own vector identity)
+    embed_runtime: str = "onnx"  # onnx | onnx-int8 | torch (how MiniLM runs; int8 has its own vector identity)
     cache_dir: str = ""  # built model files; "" = $XDG_CACHE_HOME/narrative or ~/.cache/narrative
     llm_provider: str = "none"  # none | ollama | openai
     llm_url: str = ""

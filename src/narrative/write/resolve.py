@@ -274,6 +274,40 @@ def _same_sentence(a: str, b: str) -> bool:
     return n > 0 and wa[:n] == wb[:n]
 
 
+def _candidate_pairs(
+    items: Sequence[Entity], evidence: Sequence[Evidence], *, cue_required: bool
+) -> dict[int, list[int]]:
+    """For each item, the evidence that may settle it, in order: written after it and, without a judge,
+    carrying an explicit settling cue (the only way the heuristic accepts a resolution)."""
+    pairs: dict[int, list[int]] = {}
+    for i, entity in enumerate(items):
+        origin = entity.data.get("message_id")
+        pairs[i] = [
+            j
+            for j, ev in enumerate(evidence)
+            if not (isinstance(origin, int) and ev.message.id <= origin) and (not cue_required or _cue(entity, ev))
+        ]
+    return pairs
+
+
+def _pair_similarities(
+    items: Sequence[Entity],
+    evidence: Sequence[Evidence],
+    pairs: dict[int, list[int]],
+    similarity: Similarity | None,
+) -> dict[tuple[int, int], float]:
+    """Similarities of the candidate pairs only, from one call over the labels and sentences involved."""
+    rows = sorted(i for i, found in pairs.items() if found)
+    columns = sorted({j for found in pairs.values() for j in found})
+    if similarity is None or not rows or not columns:
+        return {}
+    labels = [entity_label(items[i].entity_type, items[i].name, items[i].data) for i in rows]
+    matrix = np.asarray(similarity(labels, [evidence[j].sentence for j in columns]), dtype=np.float32)
+    row_of = {i: r for r, i in enumerate(rows)}
+    column_of = {j: c for c, j in enumerate(columns)}
+    return {(i, j): float(matrix[row_of[i], column_of[j]]) for i in rows for j in pairs[i]}
+
+
 def _related(entity: Entity, sentence: str, similarity: float | None) -> int:
     """How strongly a sentence talks about an item: shared words (0 = unrelated)."""
     label = entity_label(entity.entity_type, entity.name, entity.data)
@@ -292,6 +326,14 @@ def _related(entity: Entity, sentence: str, similarity: float | None) -> int:
     return 0
 
 
+@functools.lru_cache(maxsize=1024)
+def _past_pattern(task: str) -> re.Pattern[str] | None:
+    """The past forms of a task's lead verb ("call Sam" → called), compiled once per task name."""
+    verb = _lead_verb(task)
+    forms = past_forms(verb) if verb else ()
+    return re.compile(r"\b(?:" + "|".join(map(re.escape, forms)) + r")\b", _I) if forms else None
+
+
 def _cue(entity: Entity, evidence: Evidence) -> bool:
     """Does the sentence explicitly settle an item of this family (see the module table)?"""
     sentence = evidence.sentence
@@ -302,9 +344,7 @@ def _cue(entity: Entity, evidence: Evidence) -> bool:
             return True
         patterns = [_DELIVERED, _DONE]
     elif kind is EntityType.TASK:
-        verb = _lead_verb(entity.name)
-        forms = past_forms(verb) if verb else ()
-        past = re.compile(r"\b(?:" + "|".join(map(re.escape, forms)) + r")\b", _I) if forms else None
+        past = _past_pattern(entity.name)
         patterns = [_DONE, *([past] if past is not None else [])]
     elif kind is EntityType.QUESTION_OPENED:
         if evidence.entity_type in (EntityType.QUESTION_RESOLVED, EntityType.DECISION):
@@ -334,18 +374,14 @@ def find_resolutions(
     items = [e for e in open_items if e.is_active and e.entity_type in OPEN_ENTITY_TYPES]
     if not items or not evidence:
         return []
-    sims: np.ndarray | None = None
-    if similarity is not None:
-        labels = [entity_label(e.entity_type, e.name, e.data) for e in items]
-        sims = np.asarray(similarity(labels, [ev.sentence for ev in evidence]), dtype=np.float32)
+    pairs = _candidate_pairs(items, evidence, cue_required=judge is None)
+    sims = _pair_similarities(items, evidence, pairs, similarity)
     judged = 0
     out: list[Resolution] = []
     for i, entity in enumerate(items):
-        origin = entity.data.get("message_id")
-        for j, ev in enumerate(evidence):
-            if isinstance(origin, int) and ev.message.id <= origin:
-                continue
-            related = _related(entity, ev.sentence, None if sims is None else float(sims[i, j]))
+        for j in pairs.get(i, ()):
+            ev = evidence[j]
+            related = _related(entity, ev.sentence, sims.get((i, j)))
             if not related:
                 continue
             verdict = None

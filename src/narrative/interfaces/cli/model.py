@@ -19,7 +19,7 @@ def model() -> None:
     "--runtime",
     type=click.Choice(RUNTIMES),
     default=None,
-    help="How the model runs (default: NARRATIVE_EMBED_RUNTIME, else onnx-int8).",
+    help="How the model runs (default: NARRATIVE_EMBED_RUNTIME, else onnx).",
 )
 @click.option(
     "--cache-dir", default=None, help="Where built files go (default: NARRATIVE_CACHE_DIR, else ~/.cache/narrative)."
