@@ -43,7 +43,9 @@ class Settings:
     db: str = "narrative.db"
     user: str = "default"
     embedder: str = "minilm"  # minilm | hashing | none
-    embed_runtime: str = "onnx"  # onnx | onnx-int8 | torch (how MiniLM runs; int8 has its own vector identity)
+    # how MiniLM runs: auto | onnx-int8 | onnx | torch.  auto = onnx-int8, except on a file whose vectors
+    # were made in fp32 (onnx or torch: identity all-MiniLM-L6-v2:384), which keeps onnx (no reindex needed)
+    embed_runtime: str = "auto"
     cache_dir: str = ""  # built model files; "" = $XDG_CACHE_HOME/narrative or ~/.cache/narrative
     llm_provider: str = "none"  # none | ollama | openai
     llm_url: str = ""
@@ -94,9 +96,9 @@ class Settings:
             raise ValidationError("user must not be empty", field="user")
         if self.embedder not in {"minilm", "hashing", "none"}:
             raise ValidationError(f"unknown embedder {self.embedder!r}", field="embedder")
-        if self.embed_runtime not in {"onnx-int8", "onnx", "torch"}:
+        if self.embed_runtime not in {"auto", "onnx-int8", "onnx", "torch"}:
             raise ValidationError(
-                f"unknown embed_runtime {self.embed_runtime!r}: onnx-int8, onnx or torch", field="embed_runtime"
+                f"unknown embed_runtime {self.embed_runtime!r}: auto, onnx-int8, onnx or torch", field="embed_runtime"
             )
         if self.exchange_vector not in {"embed", "compose"}:
             raise ValidationError(f"unknown exchange_vector {self.exchange_vector!r}", field="exchange_vector")

@@ -72,10 +72,20 @@ class EngineBase:
 
             s = self.settings
             if s.embedder == "minilm":
-                self._embedder = MiniLMEmbedder(runtime=s.embed_runtime, cache_dir=s.cache_dir or None)
+                runtime = s.embed_runtime if s.embed_runtime != "auto" else self._auto_runtime()
+                self._embedder = MiniLMEmbedder(runtime=runtime, cache_dir=s.cache_dir or None)
             else:
                 self._embedder = HashingEmbedder()
         return self._embedder
+
+    def _auto_runtime(self) -> str:
+        """int8 (the fast one), unless the file's vectors were made in fp32: then fp32, so nothing needs a reindex."""
+        from narrative.providers.embed import MiniLMEmbedder
+
+        counts = self.store.vector_models()
+        fp32 = counts.get(MiniLMEmbedder(runtime="onnx").identity, 0)
+        int8 = counts.get(MiniLMEmbedder(runtime="onnx-int8").identity, 0)
+        return "onnx" if fp32 > int8 else "onnx-int8"
 
     @property
     def llm(self) -> LLM:

