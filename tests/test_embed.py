@@ -54,7 +54,7 @@ def onnx_cache(xdg_cache: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def minilm(onnx_cache: Path) -> MiniLMEmbedder:
-    """The default embedder (onnx-int8)."""
+    """The default embedder (onnx, fp32)."""
     return MiniLMEmbedder(cache_dir=onnx_cache)
 
 
@@ -84,8 +84,8 @@ def test_minilm_shapes_normalisation_and_identity(minilm: MiniLMEmbedder) -> Non
     assert vectors.shape == (3, 384)
     assert vectors.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
-    assert minilm.identity == "all-MiniLM-L6-v2-int8:384"
-    assert minilm.runtime == "onnx-int8"
+    assert minilm.identity == "all-MiniLM-L6-v2:384"
+    assert minilm.runtime == "onnx"
     assert minilm.dims == 384
     assert minilm.batch_size >= 1
     assert isinstance(minilm, Embedder)
@@ -147,7 +147,7 @@ def test_the_model_is_loaded_once_for_two_instances(minilm: MiniLMEmbedder) -> N
     assert minilm._model is not None
     assert other._model is minilm._model
     path = str(embed._default_model_path())
-    assert embed._MODELS[(path, "onnx-int8")] is minilm._model
+    assert embed._MODELS[(path, "onnx")] is minilm._model
 
 
 def test_loads_with_the_hub_forced_offline(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -222,8 +222,9 @@ def built(onnx_cache: Path) -> dict[str, Path]:
 
 
 def test_the_runtimes_name_their_vectors() -> None:
-    assert MiniLMEmbedder().runtime == "onnx-int8"
-    assert MiniLMEmbedder().identity == "all-MiniLM-L6-v2-int8:384"
+    assert MiniLMEmbedder().runtime == "onnx"
+    assert MiniLMEmbedder().identity == "all-MiniLM-L6-v2:384"
+    assert MiniLMEmbedder(runtime="onnx-int8").identity == "all-MiniLM-L6-v2-int8:384"
     assert MiniLMEmbedder(runtime="onnx").identity == "all-MiniLM-L6-v2:384"
     assert MiniLMEmbedder(runtime="torch").identity == "all-MiniLM-L6-v2:384"  # the same vectors as onnx fp32
 
@@ -260,8 +261,8 @@ def test_the_built_files_are_cached_and_reused(
         assert file.name.startswith("all-MiniLM-L6-v2-") and file.name.endswith(f"-{precision}.onnx")
     before = {file: file.stat().st_mtime_ns for file in built.values()}
     monkeypatch.setattr(embed, "_MODELS", {})  # a fresh process, as far as the embedder can tell
-    assert MiniLMEmbedder(cache_dir=onnx_cache).prepare() == built["int8"]
-    assert MiniLMEmbedder(runtime="onnx", cache_dir=onnx_cache).prepare() == built["fp32"]
+    assert MiniLMEmbedder(runtime="onnx-int8", cache_dir=onnx_cache).prepare() == built["int8"]
+    assert MiniLMEmbedder(cache_dir=onnx_cache).prepare() == built["fp32"]
     assert {file: file.stat().st_mtime_ns for file in built.values()} == before
     assert sorted(p.name for p in (onnx_cache / "models").iterdir()) == sorted(f.name for f in built.values())
     assert MiniLMEmbedder(runtime="torch").prepare() is None
@@ -297,7 +298,7 @@ def test_an_unbuildable_model_is_a_provider_error_that_names_it(
 def test_a_corrupt_cached_file_is_a_provider_error_that_names_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    corrupt = onnx_build.onnx_file(embed._default_model_path(), tmp_path, "int8")
+    corrupt = onnx_build.onnx_file(embed._default_model_path(), tmp_path, "fp32")
     corrupt.parent.mkdir(parents=True)
     corrupt.write_bytes(b"garbage, not an ONNX graph")
     monkeypatch.setattr(embed, "_MODELS", {})
@@ -342,8 +343,8 @@ def test_the_engine_builds_the_embedder_from_settings(tmp_path: Path) -> None:
         assert (embedder.runtime, embedder.identity) == ("torch", "all-MiniLM-L6-v2:384")
         assert embedder._cache_dir == str(tmp_path / "models-here")
         assert embedder._model is None  # still lazy
-    with narrative.Memory(tmp_path / "b.db", env={}) as mem:  # auto on a new file: int8
-        assert mem.embedder is not None and mem.embedder.identity == "all-MiniLM-L6-v2-int8:384"
+    with narrative.Memory(tmp_path / "b.db", env={}) as mem:  # auto on a new file: fp32
+        assert mem.embedder is not None and mem.embedder.identity == "all-MiniLM-L6-v2:384"
 
 
 def test_cli_model_prepare_prints_the_file_and_the_identity(built: dict[str, Path], onnx_cache: Path) -> None:
@@ -413,10 +414,10 @@ def test_vectors_of_another_embedder_are_a_mismatch(minilm: MiniLMEmbedder) -> N
         index.add([2], ["alice"], hashing.embed_batch(["another memory"]))
 
 
-def test_auto_keeps_fp32_for_a_file_whose_vectors_are_fp32(tmp_path: Path) -> None:
-    path = tmp_path / "older.db"
-    with narrative.Memory(path, user="maya", env={"NARRATIVE_EMBED_RUNTIME": "onnx"}) as mem:
+def test_auto_keeps_int8_for_a_file_whose_vectors_are_int8(tmp_path: Path) -> None:
+    path = tmp_path / "fast.db"
+    with narrative.Memory(path, user="maya", env={"NARRATIVE_EMBED_RUNTIME": "onnx-int8"}) as mem:
         mem.add_memories([{"content": "the plot map needs new measurements"}])
     with narrative.Memory(path, user="maya", env={}) as mem:  # auto: the file's vectors decide, no reindex
-        assert mem.embedder is not None and mem.embedder.identity == "all-MiniLM-L6-v2:384"
+        assert mem.embedder is not None and mem.embedder.identity == "all-MiniLM-L6-v2-int8:384"
         assert mem.search("plot map", 1)[0].memory.content == "the plot map needs new measurements"

@@ -43,8 +43,8 @@ class Settings:
     db: str = "narrative.db"
     user: str = "default"
     embedder: str = "minilm"  # minilm | hashing | none
-    # how MiniLM runs: auto | onnx-int8 | onnx | torch.  auto = onnx-int8, except on a file whose vectors
-    # were made in fp32 (onnx or torch: identity all-MiniLM-L6-v2:384), which keeps onnx (no reindex needed)
+    # how MiniLM runs: auto | onnx | onnx-int8 | torch.  auto = onnx (fp32, the original vectors), except on
+    # a file whose vectors were made in int8 (identity all-MiniLM-L6-v2-int8:384), which keeps onnx-int8
     embed_runtime: str = "auto"
     cache_dir: str = ""  # built model files; "" = $XDG_CACHE_HOME/narrative or ~/.cache/narrative
     llm_provider: str = "none"  # none | ollama | openai

@@ -79,13 +79,13 @@ class EngineBase:
         return self._embedder
 
     def _auto_runtime(self) -> str:
-        """int8 (the fast one), unless the file's vectors were made in fp32: then fp32, so nothing needs a reindex."""
+        """fp32 (the original model's vectors), unless the file's vectors were made in int8: then int8."""
         from narrative.providers.embed import MiniLMEmbedder
 
         counts = self.store.vector_models()
         fp32 = counts.get(MiniLMEmbedder(runtime="onnx").identity, 0)
         int8 = counts.get(MiniLMEmbedder(runtime="onnx-int8").identity, 0)
-        return "onnx" if fp32 > int8 else "onnx-int8"
+        return "onnx-int8" if int8 > fp32 else "onnx"
 
     @property
     def llm(self) -> LLM:
