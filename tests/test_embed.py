@@ -421,3 +421,18 @@ def test_auto_keeps_int8_for_a_file_whose_vectors_are_int8(tmp_path: Path) -> No
     with narrative.Memory(path, user="maya", env={}) as mem:  # auto: the file's vectors decide, no reindex
         assert mem.embedder is not None and mem.embedder.identity == "all-MiniLM-L6-v2-int8:384"
         assert mem.search("plot map", 1)[0].memory.content == "the plot map needs new measurements"
+
+
+def test_a_query_runs_on_query_threads_and_a_bulk_call_on_num_threads(
+    onnx_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with pytest.raises(ValidationError):
+        MiniLMEmbedder(query_threads=0)
+    monkeypatch.setattr(embed, "_MODELS", {})  # a fresh model: no sessions yet
+    embedder = MiniLMEmbedder(cache_dir=onnx_cache, query_threads=2, num_threads=1, cache_size=0)
+    embedder.embed_batch(["one short query"])
+    model = embedder._model
+    assert isinstance(model, embed._OnnxModel)
+    assert 2 in model.sessions and 3 not in model.sessions
+    embedder.embed_batch([f"text number {i}" for i in range(embed.BULK_TEXTS)])
+    assert 1 in model.sessions
