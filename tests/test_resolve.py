@@ -217,3 +217,21 @@ def test_an_llm_judges_candidate_pairs(llm_server: ScriptedLLMServer) -> None:
     assert resolve.find_resolutions([WAITING], _said("Sam sent the measurements."), judge=judge.resolves)
     body = llm_server.chat_requests[0].body
     assert body is not None and "send the measurements of the beds" in body["messages"][1]["content"]
+
+
+def test_without_a_judge_only_sentences_with_a_settling_cue_are_embedded() -> None:
+    import numpy as np
+
+    asked: list[str] = []
+
+    def recording(a: Any, b: Any) -> Any:
+        asked.extend(b)
+        return np.full((len(a), len(b)), 0.9, dtype=np.float32)
+
+    said = _said("The weather was lovely.", "We planted tomatoes.", "Finished that phone thing.")
+    found = resolve.find_resolutions([TASK], said, similarity=recording)
+    assert [r.evidence.sentence for r in found] == ["Finished that phone thing."]
+    assert asked == ["Finished that phone thing."]  # the cue-less sentences can never settle it: not embedded
+    asked.clear()
+    assert not resolve.find_resolutions([TASK], _said("The weather was lovely."), similarity=recording)
+    assert asked == []
