@@ -1,14 +1,15 @@
 """The embedded store: one SQLite file (WAL, FTS5) plus two in-process indexes.
 
 Vectors live in SQLite as BLOBs (the source of truth); the index over them is
-built lazily on the first vector search and rebuilt whenever another connection
-has written to the file (``PRAGMA data_version``), so it can always be thrown
-away and made again from the database.
+built lazily on the first vector search and then kept current from the
+``memory_changes`` log, which triggers fill on every vector insert, replace and
+delete, whoever makes it, so it can always be thrown away and made again from
+the database and never misses another process's commit.
 
 Memory keyword search is answered by an in-process BM25 index
 (:class:`~narrative.store.keyword_index.KeywordIndex`), built from the file on
-first use and then kept current from the ``memory_changes`` log, which triggers
-fill on every insert, delete and text update, whoever makes it.  After a
+first use and then kept current from the same log (memory inserts, deletes and
+text updates).  After a
 rollback the memories the index took from the rolled-back work are read again.
 """
 
@@ -43,7 +44,8 @@ class SqliteStore(ConversationRows, MemoryRows, NarrativeRows, StorylineRows, En
         super().__init__(path)
         self._index: VectorIndex | None = None
         self._index_model: str | None = None
-        self._index_version: int | None = None
+        self._index_seq = 0
+        self._index_read_in_transaction = False
         self._index_lock = threading.Lock()
         self._keywords: KeywordIndex | None = None
         self._keywords_seq = 0
@@ -93,6 +95,9 @@ class SqliteStore(ConversationRows, MemoryRows, NarrativeRows, StorylineRows, En
 
     def _rolled_back(self) -> None:
         """Work was undone: rewind the log position and re-read what the index took from that work."""
+        with self._index_lock:
+            if self._index_read_in_transaction:  # it may hold vectors that were never committed
+                self._index, self._index_model, self._index_read_in_transaction = None, None, False
         with self._keywords_lock:
             index = self._keywords
             if index is None:
@@ -110,30 +115,47 @@ class SqliteStore(ConversationRows, MemoryRows, NarrativeRows, StorylineRows, En
 
     # --- vector index --------------------------------------------------------------
 
-    def _data_version(self) -> int:
-        row = self._one("PRAGMA data_version")
-        return int(row[0]) if row else 0
-
     def _ensure_index(self, model: str) -> VectorIndex | None:
-        with self._index_lock:
-            version = self._data_version()
-            if self._index is not None and self._index_version == version and self._index_model == model:
-                return self._index
-            ids, users, models, matrix = self.memory_vectors()
-            foreign = sorted({m for m in models if m != model})
-            if foreign:
-                raise EmbeddingMismatch(
-                    f"stored vectors were made by {', '.join(foreign)} but the embedder is {model}:"
-                    " run `narrative reindex`"
-                )
-            if not ids:
-                self._index = None
-                self._index_version = version
-                return None
-            index = VectorIndex(matrix.shape[1])
-            index.add(ids, users, matrix)
-            self._index, self._index_model, self._index_version = index, model, version
-            return index
+        """The vector index for ``model``, caught up with the change log (built from the file the first time).
+
+        Every vector insert, replace and delete (by any connection) adds a row to ``memory_changes``,
+        so the index re-reads exactly the memories changed since it last looked.
+        """
+        with self._lock, self._index_lock:
+            in_transaction = self.conn.in_transaction
+            lowest, highest = self._memory_change_bounds()
+            index, seq = self._index, self._index_seq
+            stale = self._index_model != model or highest < seq or lowest > seq + 1
+            if stale or (index is None and highest > seq):
+                self._index, self._index_model, self._index_seq = self._build_index(model), model, highest
+            elif highest > seq and index is not None:
+                seq, changed = self._memory_changes_since(self._index_seq)
+                try:
+                    self._refresh_vectors(index, model, changed)
+                except StoreError:
+                    self._index, self._index_model = None, None
+                    raise
+                self._index_seq = seq
+            self._index_read_in_transaction = in_transaction
+            return self._index
+
+    def _build_index(self, model: str) -> VectorIndex | None:
+        ids, users, models, matrix = self.memory_vectors()
+        _refuse_foreign(models, model)
+        if not ids:
+            return None
+        index = VectorIndex(matrix.shape[1])
+        index.add(ids, users, matrix)
+        return index
+
+    def _refresh_vectors(self, index: VectorIndex, model: str, memory_ids: set[int]) -> None:
+        rows = self._vectors_of(memory_ids)
+        _refuse_foreign([m for _, _, m, _ in rows], model)
+        if any(len(r[3]) != index.dims for r in rows):
+            raise EmbeddingMismatch("stored vectors have several lengths: run `narrative reindex`")
+        index.remove(memory_ids)
+        if rows:
+            index.add([r[0] for r in rows], [r[1] for r in rows], np.vstack([r[3] for r in rows]))
 
     def vector_search(
         self,
@@ -152,29 +174,10 @@ class SqliteStore(ConversationRows, MemoryRows, NarrativeRows, StorylineRows, En
             return []
         return index.search(user_id, query, k, allowed=allowed)
 
-    def put_memory_vectors(self, user_id: str, model: str, vectors: dict[int, np.ndarray]) -> None:
-        super().put_memory_vectors(user_id, model, vectors)
-        with self._index_lock:
-            if self._index is not None and self._index_model == model and vectors:
-                ids = list(vectors)
-                self._index.remove(ids)
-                self._index.add(ids, [user_id] * len(ids), np.vstack([vectors[i] for i in ids]))
-                self._index_version = self._data_version()
-
-    def delete_memories(self, user_id: str, memory_ids: Iterable[int]) -> int:
-        ids = list(memory_ids)
-        count = super().delete_memories(user_id, ids)
-        with self._index_lock:
-            if self._index is not None:
-                self._index.remove(ids)
-                self._index_version = self._data_version()
-        return count
-
     def drop_index(self) -> None:
         """Forget the in-process index; the next search rebuilds it from the file."""
         with self._index_lock:
-            self._index = None
-            self._index_version = None
+            self._index, self._index_model, self._index_seq = None, None, 0
 
     def delete_conversation(self, user_id: str, conversation_id: int) -> None:
         super().delete_conversation(user_id, conversation_id)
@@ -194,3 +197,11 @@ class SqliteStore(ConversationRows, MemoryRows, NarrativeRows, StorylineRows, En
                 self._exec("DELETE FROM memory_vectors WHERE user_id = ?", (user_id,))
                 self._exec("DELETE FROM storyline_vectors WHERE user_id = ?", (user_id,))
         self.drop_index()
+
+
+def _refuse_foreign(models: Iterable[str], model: str) -> None:
+    foreign = sorted({m for m in models if m != model})
+    if foreign:
+        raise EmbeddingMismatch(
+            f"stored vectors were made by {', '.join(foreign)} but the embedder is {model}: run `narrative reindex`"
+        )

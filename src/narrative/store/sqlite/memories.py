@@ -388,6 +388,18 @@ class MemoryRows(SqliteBase):
                     (model, np.asarray(vector, dtype=np.float32).tobytes(), memory_id, user_id),
                 )
 
+    def _vectors_of(self, memory_ids: Iterable[int]) -> list[tuple[int, str, str, np.ndarray]]:
+        """(memory id, user id, model, vector) of these memories' stored vectors."""
+        ids = list(memory_ids)
+        rows: list[sqlite3.Row] = []
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            rows += self._all(
+                f"SELECT memory_id, user_id, model, vector FROM memory_vectors WHERE memory_id IN ({placeholders(chunk)})",
+                chunk,
+            )
+        return [(int(r[0]), str(r[1]), str(r[2]), np.frombuffer(r[3], dtype=np.float32)) for r in rows]
+
     def memory_vectors(self, user_id: str | None = None) -> tuple[list[int], list[str], list[str], np.ndarray]:
         """(memory ids, user ids, models, matrix) of stored vectors, for building the index."""
         sql = "SELECT memory_id, user_id, model, vector FROM memory_vectors"
