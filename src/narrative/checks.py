@@ -7,6 +7,7 @@ from typing import TypeVar
 
 from narrative.errors import ValidationError
 from narrative.model import IMPORTANCE_MAX, IMPORTANCE_MIN
+from narrative.validate import require_unicode
 
 E = TypeVar("E", bound=StrEnum)
 
@@ -18,7 +19,7 @@ def require_text(value: object, field: str, max_length: int = MAX_TEXT) -> str:
         raise ValidationError(f"{field} must be non-empty text", field=field)
     if len(value) > max_length:
         raise ValidationError(f"{field} is longer than {max_length} characters", field=field)
-    return value
+    return require_unicode(value, field)
 
 
 def require_importance(value: object, field: str = "importance") -> int:
@@ -32,7 +33,7 @@ def require_importance(value: object, field: str = "importance") -> int:
 def require_user(value: object) -> str:
     if not isinstance(value, str) or not value.strip() or len(value) > 200:
         raise ValidationError("user must be a non-empty name of at most 200 characters", field="user")
-    return value
+    return require_unicode(value, "user")
 
 
 def require_choice(kind: type[E], value: object, field: str) -> E:

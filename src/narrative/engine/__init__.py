@@ -17,10 +17,12 @@ from narrative.engine.searching import SearchAPI
 from narrative.engine.sovereignty import SovereigntyAPI
 from narrative.engine.storylines import StorylinesAPI
 from narrative.engine.turns import Turn, TurnsAPI
+from narrative.validate import validated
 
 __all__ = ["Memory", "Turn"]
 
 
+@validated  # every public call's arguments are checked first (narrative.validate)
 class Memory(
     ClosingAPI,
     ContextAPI,

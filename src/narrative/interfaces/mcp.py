@@ -15,10 +15,14 @@ Built on the official ``mcp`` SDK (2.x, ``MCPServer``).  The tools themselves li
 from __future__ import annotations
 
 import functools
+import io
+import json
 import logging
+import re
+import sys
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, BinaryIO, Literal
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -78,11 +82,73 @@ def serve(
     """Run the server until the client disconnects (stdio) or the process is stopped (http)."""
     server = build_server(memory)
     if transport == "stdio":
-        server.run("stdio")
+        original = sys.stdin
+        sys.stdin = marked_stdin(original.buffer)  # requests with lone surrogates get an answer too
+        try:
+            server.run("stdio")
+        finally:
+            sys.stdin = original
     elif transport == "http":
         server.run("streamable-http", host=host, port=port, streamable_http_path=HTTP_PATH)
     else:
         raise ValidationError(f"transport must be stdio or http, got {transport!r}", field="transport")
+
+
+class _MarkedLines(io.RawIOBase):
+    """The lines of a binary stream, each JSON message's lone surrogates replaced by U+FFFF.
+
+    The SDK's JSON parser rejects a ``\\ud800`` escape outright and the request is never answered;
+    marked with U+FFFF (a noncharacter the validation layer refuses) it reaches the tool and comes
+    back as a tool error naming the argument.
+    """
+
+    def __init__(self, source: BinaryIO) -> None:
+        super().__init__()
+        self._source = source
+        self._pending = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if not self._pending:
+            line = self._source.readline()
+            if not line:
+                return 0
+            self._pending = mark_surrogates(line)
+        size = min(len(buffer), len(self._pending))
+        buffer[:size] = self._pending[:size]
+        self._pending = self._pending[size:]
+        return size
+
+
+def marked_stdin(source: BinaryIO) -> io.TextIOWrapper:
+    return io.TextIOWrapper(io.BufferedReader(_MarkedLines(source)), encoding="utf-8", errors="replace")
+
+
+def mark_surrogates(line: bytes) -> bytes:
+    """One JSON-RPC line with every lone surrogate (escaped or not) replaced by U+FFFF."""
+    if b"\\ud" not in line.lower():
+        return line
+    try:
+        message = json.loads(line)
+    except ValueError:
+        return line
+    marked = _mark(message)
+    return line if marked == message else json.dumps(marked, ensure_ascii=False).encode("utf-8") + b"\n"
+
+
+def _mark(value: Any) -> Any:
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\uffff", value)
+    if isinstance(value, list):
+        return [_mark(v) for v in value]
+    if isinstance(value, dict):
+        return {_mark(k): _mark(v) for k, v in value.items()}
+    return value
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _guarded(method: Callable[..., dict[str, Any]], name: str, lock: threading.Lock) -> Callable[..., dict[str, Any]]:

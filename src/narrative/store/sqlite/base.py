@@ -13,7 +13,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from narrative.errors import ConversationAlreadyActive, SealedNarrative, StoreError
+from narrative.errors import ConversationAlreadyActive, SealedNarrative, StoreError, ValidationError
 
 MIGRATIONS_PACKAGE = "narrative.store.migrations.sqlite"
 
@@ -76,12 +76,21 @@ class SqliteBase:
         except sqlite3.Error as error:
             raise StoreError(f"cannot open {self.path}: {error}") from error
         self.conn.row_factory = sqlite3.Row
-        self.conn.execute("PRAGMA foreign_keys = ON")
-        self.conn.execute("PRAGMA busy_timeout = 30000")
-        if self.path != ":memory:":
-            self.conn.execute("PRAGMA journal_mode = WAL")
-            self.conn.execute("PRAGMA synchronous = NORMAL")
-        self.migrate()
+        try:
+            self.conn.execute("PRAGMA foreign_keys = ON")
+            self.conn.execute("PRAGMA busy_timeout = 30000")
+            self.conn.execute("PRAGMA secure_delete = ON")  # deleted text is zeroed, not left in free pages
+            if self.path != ":memory:":
+                self.conn.execute("PRAGMA journal_mode = WAL")
+                self.conn.execute("PRAGMA synchronous = NORMAL")
+        except sqlite3.Error as error:
+            self.conn.close()
+            raise StoreError(f"cannot open {self.path}: {error} (is it a narrative database?)") from error
+        try:
+            self.migrate()
+        except StoreError:
+            self.conn.close()
+            raise
 
     # --- lifecycle -----------------------------------------------------------
 
@@ -189,6 +198,10 @@ class SqliteBase:
                 return self.conn.execute(sql, params)
             except sqlite3.Error as error:
                 raise translate(error) from error
+            except OverflowError:  # an integer beyond SQLite's 64 bits (the engine checks ids first)
+                raise ValidationError("a number is outside the 64-bit integer range") from None
+            except UnicodeEncodeError:  # text with lone surrogates (the engine checks text first)
+                raise ValidationError("text is not valid Unicode (a lone surrogate)") from None
 
     def _insert(self, sql: str, params: Sequence[Any]) -> int:
         with self.transaction():

@@ -1,0 +1,168 @@
+"""One validation layer in front of every public call of :class:`narrative.Memory`.
+
+The CLI, the HTTP API, the MCP server and Python callers all reach the engine through the facade,
+so checking the facade's arguments here checks every entry point.  Before a public method runs,
+each argument (and everything inside it: lists, dicts, dataclasses such as ``Turn``) must be:
+
+* an id (a parameter named ``id``, ``…_id`` or ``…_ids``): an ``int`` from 1 to 2**63 − 1, never a ``bool``;
+* any other integer: within SQLite's signed 64-bit range;
+* text: valid Unicode (no lone surrogates) and at most :data:`MAX_TEXT` characters, names and
+  labels (``user``, ``speaker``, ``label``, …) at most :data:`MAX_NAME`;
+* a float: finite;
+* a datetime: from year :data:`MIN_YEAR` up to (not including) :data:`MAX_YEAR`.
+
+A refusal is a :class:`~narrative.errors.ValidationError` naming the argument; its message never
+repeats the offending text (it may not even be encodable).  The method-specific checks
+(``narrative.checks``) still run inside the methods.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+import math
+from collections.abc import Callable, Mapping
+from datetime import UTC, date, datetime
+from typing import Any, TypeVar
+
+from narrative.errors import ValidationError
+
+MAX_ID = 2**63 - 1
+MIN_INT = -(2**63)
+MAX_TEXT = 100_000
+MAX_NAME = 1_000
+MAX_DOCUMENT = 1_000_000_000  # an export given to import_data
+MAX_DEPTH = 16
+MIN_YEAR = 1000
+MAX_YEAR = 9000
+#: Parameters holding a name or a label rather than free text.
+NAME_FIELDS = frozenset({"user", "speaker", "label", "role", "format", "mode", "name", "stream", "source", "kind"})
+#: Parameters holding a whole document (an export).
+DOCUMENT_FIELDS = frozenset({"text"})
+
+C = TypeVar("C", bound=type)
+
+
+def is_id_field(field: str) -> bool:
+    return field == "id" or field.endswith("_id")
+
+
+def require_id(value: object, field: str) -> int:
+    """An id: an int from 1 to 2**63 − 1 (booleans are not ids)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_ID:
+        shown = repr(value) if isinstance(value, int | bool) and len(repr(value)) < 40 else type(value).__name__
+        raise ValidationError(f"{field} must be an integer id from 1 to 2**63-1, got {shown}", field=field)
+    return value
+
+
+def require_unicode(value: str, field: str) -> str:
+    """Text that can be stored and sent: no lone surrogates, no U+FFFE/U+FFFF (noncharacters; the MCP
+    stdio transport marks lone surrogates it received with U+FFFF)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise ValidationError(
+            f"{field} is not valid Unicode (a lone surrogate at position {error.start})", field=field
+        ) from None
+    for mark in ("\uffff", "\ufffe"):
+        if mark in value:
+            raise ValidationError(
+                f"{field} is not valid Unicode (a lone surrogate or noncharacter at position {value.index(mark)})",
+                field=field,
+            )
+    return value
+
+
+def check_value(value: Any, field: str, *, max_text: int = MAX_TEXT, depth: int = 0) -> None:
+    """Check one argument (recursively); raises ValidationError naming ``field``."""
+    if depth > MAX_DEPTH:
+        raise ValidationError(f"{field} is nested more than {MAX_DEPTH} levels deep", field=field)
+    if value is None or isinstance(value, bool):
+        return
+    if isinstance(value, str):
+        require_unicode(value, field)
+        if len(value) > max_text:
+            raise ValidationError(f"{field} is longer than {max_text} characters", field=field)
+    elif isinstance(value, int):
+        if not MIN_INT <= value <= MAX_ID:
+            raise ValidationError(f"{field} is outside the 64-bit integer range", field=field)
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValidationError(f"{field} must be a finite number", field=field)
+    elif isinstance(value, datetime | date):
+        _check_time(value, field)
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            check_value(key, f"{field} key", max_text=MAX_NAME, depth=depth + 1)
+            check_value(item, f"{field}.{key}" if isinstance(key, str) else field, depth=depth + 1)
+    elif isinstance(value, list | tuple | set | frozenset):
+        for item in value:
+            check_value(item, field, max_text=max_text, depth=depth + 1)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for f in dataclasses.fields(value):
+            check_argument(f.name, getattr(value, f.name), depth=depth + 1)
+
+
+def _check_time(value: date, field: str) -> None:
+    if not MIN_YEAR <= value.year < MAX_YEAR:
+        raise ValidationError(f"{field} must fall in the years {MIN_YEAR}–{MAX_YEAR - 1}", field=field)
+    if isinstance(value, datetime) and value.tzinfo is not None:
+        try:
+            value.astimezone(UTC)
+        except OverflowError:
+            raise ValidationError(f"{field} is out of range", field=field) from None
+
+
+def check_argument(name: str, value: Any, depth: int = 0) -> None:
+    """Check one named argument of a public call."""
+    if value is None:
+        return
+    if is_id_field(name):
+        require_id(value, name)
+    elif name.endswith("_ids") and not isinstance(value, str | bytes | Mapping):
+        try:
+            items = list(value)
+        except TypeError:
+            raise ValidationError(f"{name} must be a list of ids", field=name) from None
+        for item in items:
+            require_id(item, name)
+    else:
+        limit = MAX_NAME if name in NAME_FIELDS else MAX_DOCUMENT if name in DOCUMENT_FIELDS else MAX_TEXT
+        check_value(value, name, max_text=limit, depth=depth)
+
+
+def checked(method: Callable[..., Any]) -> Callable[..., Any]:
+    """Wrap one public method: its arguments are checked before it runs."""
+    signature = inspect.signature(method)
+
+    @functools.wraps(method)
+    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            bound = signature.bind(self, *args, **kwargs)
+        except TypeError as error:
+            raise ValidationError(f"{method.__name__}: {error}") from None
+        for name, value in list(bound.arguments.items())[1:]:
+            if signature.parameters[name].kind is inspect.Parameter.VAR_KEYWORD:
+                for key, item in value.items():
+                    check_argument(key, item)
+            else:
+                check_argument(name, value)
+        return method(self, *args, **kwargs)
+
+    call.__validated__ = True  # type: ignore[attr-defined]
+    return call
+
+
+def validated(cls: C) -> C:
+    """Class decorator: every public method (inherited ones too) checks its arguments first."""
+    for name in dir(cls):
+        if name.startswith("_"):
+            continue
+        attr = inspect.getattr_static(cls, name)
+        if inspect.isfunction(attr) and not getattr(attr, "__validated__", False):
+            setattr(cls, name, checked(attr))
+    return cls
+
+
+__all__ = ["MAX_ID", "MAX_TEXT", "check_argument", "check_value", "checked", "require_id", "validated"]
