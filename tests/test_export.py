@@ -114,13 +114,27 @@ def test_import_refuses_a_user_with_data(maya: narrative.Memory, snapshot: Snap)
     assert snapshot(maya.store) == before
 
 
-def test_import_refuses_ids_taken_by_another_user(maya: narrative.Memory, snapshot: Snap) -> None:
+def test_a_copy_under_another_name_in_the_same_file_gets_fresh_ids(maya: narrative.Memory) -> None:
     text = maya.export("json")
     maya.your_story(user="bob")
-    before = snapshot(maya.store)
-    with pytest.raises(InvalidTransition, match="fresh database"):
-        maya.import_data(text, user="bob")
-    assert snapshot(maya.store) == before
+    result = maya.import_data(text, user="bob")
+    assert result["rows"] == json.loads(text)["counts"]
+    copy = json.loads(maya.export("json", user="bob"))
+    original = json.loads(text)
+    assert not {m["id"] for m in copy["tables"]["memories"]} & {m["id"] for m in original["tables"]["memories"]}
+    assert canonical(copy) == canonical(original)  # the same rows, renumbered
+    maya.delete_user("bob")  # the copy is independent: deleting it leaves the original whole
+    assert maya.export("json") == text
+
+
+def canonical(document: dict[str, Any]) -> dict[str, Any]:
+    """An export with ids renumbered from 1 in order and the user renamed: equal for copies of one user."""
+    from narrative.store.dump_rows import remap_row, renumber
+
+    tables = document["tables"]
+    ids = renumber(tables, lambda _table: 1)
+    return {t: [{k: v for k, v in remap_row(t, r, ids, n).items() if k != "user_id" and t != "users"}
+                for n, r in enumerate(rows, 1)] for t, rows in tables.items()}
 
 
 def test_delete_then_import_into_the_same_file(maya: narrative.Memory) -> None:

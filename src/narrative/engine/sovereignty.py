@@ -43,10 +43,13 @@ class SovereigntyAPI(TurnsAPI, MemoriesAPI):
         return exporting.export_markdown(self.store, user_id)
 
     def import_data(self, text: str, *, user: str | None = None) -> dict[str, Any]:
-        """Restore a JSON export into an empty user (refused otherwise), ids preserved.
+        """Restore a JSON export into an empty user (refused otherwise), under fresh ids.
 
-        Vectors made by another embedder than this memory's are not restored; their memories and
-        storylines are embedded again with the current one.
+        Every row is checked as the write path checks input, and may only point at rows of the same
+        export, so an import never touches (or learns about) other users' rows; the same export can
+        be imported again under another user name in the same file.  All or nothing.  Vectors made
+        by another embedder than this memory's are not restored; their memories and storylines are
+        embedded again with the current one.
         """
         dump = exporting.parse_dump(text)
         user_id = self._user(user)
@@ -57,34 +60,49 @@ class SovereigntyAPI(TurnsAPI, MemoriesAPI):
                 f"user {user_id!r} already has data ({held}): import only restores into an empty user;"
                 " delete the user first or import under another user"
             )
-        tables = {name: list(rows) for name, rows in dump.tables.items()}
-        embedder = self.embedder
-        dropped: dict[str, set[int]] = {"memory_vectors": set(), "storyline_vectors": set()}
-        if embedder is not None:
-            for table, key in (("memory_vectors", "memory_id"), ("storyline_vectors", "storyline_id")):
-                keep = [r for r in tables.get(table, []) if r.get("model") == embedder.identity]
-                dropped[table] = {int(r[key]) for r in tables.get(table, []) if r.get("model") != embedder.identity}
-                tables[table] = keep
-        conflicts = self.store.id_conflicts(user_id, tables)
-        if conflicts:
-            raise InvalidTransition(
-                "the export's ids are taken by other users in this database"
-                f" ({', '.join(f'{n} in {t}' for t, n in conflicts.items())}): import into a fresh database file"
-            )
+        tables, dropped = self._vectors_to_keep({name: list(rows) for name, rows in dump.tables.items()})
         with self.store.transaction():
             counts = self.store.import_user_rows(user_id, tables)
-            reembedded = self._reembed(user_id, dropped["memory_vectors"], dropped["storyline_vectors"])
+            reembedded = self._reembed(user_id, dropped["storyline_vectors"], dump)
         self.store.drop_index()
         self._forget_defaults(user_id)
         return {"user": user_id, "exported_user": dump.user, "rows": counts, "reembedded": reembedded}
 
-    def _reembed(self, user_id: str, memory_ids: set[int], storyline_ids: set[int]) -> dict[str, int]:
+    def _vectors_to_keep(
+        self, tables: dict[str, list[dict[str, Any]]]
+    ) -> tuple[dict[str, list[dict[str, Any]]], dict[str, set[int]]]:
+        """Keep the vectors this engine can search with; list the rows whose vectors must be made again.
+
+        With an embedder: only its own identity's vectors.  Without one (keyword-only): only vectors of
+        the one model the file already holds (or, in a file without vectors, of the export's one model),
+        so an import never leaves the file with vectors of several embedders.
+        """
         embedder = self.embedder
-        if embedder is None or not (memory_ids or storyline_ids):
+        if embedder is not None:
+            keep = {embedder.identity}
+        else:
+            held = set(self.store.vector_models())
+            models = set(exporting.Dump("", tables).models())
+            keep = held if len(held) == 1 else models if not held and len(models) == 1 else set()
+        dropped: dict[str, set[int]] = {"memory_vectors": set(), "storyline_vectors": set()}
+        for table, key in (("memory_vectors", "memory_id"), ("storyline_vectors", "storyline_id")):
+            rows = tables.get(table, [])
+            dropped[table] = {r[key] for r in rows if r.get("model") not in keep and isinstance(r.get(key), int)}
+            tables[table] = [r for r in rows if r.get("model") in keep]
+        return tables, dropped
+
+    def _reembed(self, user_id: str, old_storyline_ids: set[int], dump: exporting.Dump) -> dict[str, int]:
+        """Embed what came without a usable vector: memories without one, and the storylines whose
+        vector was dropped (fresh ids follow the export's id order, so old and new ids pair up sorted)."""
+        embedder = self.embedder
+        if embedder is None:
             return {"memories": 0, "storylines": 0}
-        memories = self.store.get_memories(user_id, sorted(memory_ids))
+        memories = self.store.memories_without_vectors(user_id, model=embedder.identity)
         self._embed_memories(user_id, memories)
-        storylines = [self.store.get_storyline(user_id, sid) for sid in sorted(storyline_ids)]
+        old = sorted(r["id"] for r in dump.tables.get("storylines", []))
+        new = sorted(s.id for s in self.store.list_storylines(user_id, include_archived=True))
+        renamed = dict(zip(old, new, strict=False))
+        storylines = [self.store.get_storyline(user_id, renamed[i]) for i in sorted(old_storyline_ids) if i in renamed]
         if storylines:
             vectors = embedder.embed_batch([storylines_.routing_text(s) for s in storylines])
             for storyline, vector in zip(storylines, vectors, strict=True):

@@ -8,8 +8,8 @@ dependency order, each row a JSON object keyed by column name (``sorted`` keys):
 * vector BLOBs become base64 of their little-endian float32 bytes, next to their ``model``.
 
 Full-text tables are not dumped: their triggers rebuild them as rows are inserted.  A restore
-inserts the rows with their ids (foreign keys checked at commit, so self-references in any order
-are fine) and therefore needs those ids free; the engine checks that first.
+checks every row and gives every row a fresh id (:mod:`narrative.store.dump_rows`), so it never
+collides with, points at or reveals another user's rows; foreign keys are checked at commit.
 """
 
 from __future__ import annotations
@@ -19,25 +19,22 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from narrative.errors import StoreError, ValidationError
+from narrative.store.dump_rows import (
+    ID_TABLES,
+    TABLES,
+    VECTOR_TABLES,
+    IdMap,
+    check_tables,
+    check_vectors,
+    remap_row,
+    renumber,
+)
 from narrative.store.sqlite.base import SqliteBase, dumps, loads, placeholders
+from narrative.store.sqlite.memories import details_from_json
 
-#: Tables in insertion (dependency) order, and how each is selected for one user.
-USER_TABLES: tuple[str, ...] = (
-    "users",
-    "storylines",
-    "storyline_vectors",
-    "conversations",
-    "messages",
-    "narratives",
-    "memories",
-    "memory_sources",
-    "memory_vectors",
-    "entities",
-    "state_deltas",
-    "uses",
-    "use_references",
-    "routing_decisions",
-)  # API keys are credentials, not memory: never exported, kept across an import
+USER_TABLES = TABLES  # API keys are credentials, not memory: never exported, kept across an import
+#: Tables whose rows carry ``user_id`` (set to the importing user); users' own key is ``id``.
+_OWNED = frozenset(TABLES) - {"users", "memory_sources", "use_references"}
 _SELECT: dict[str, tuple[str, str]] = {  # table → (WHERE clause on alias t, ORDER BY)
     "users": ("t.id = ?", "t.id"),
     "memory_sources": ("t.memory_id IN (SELECT id FROM memories WHERE user_id = ?)", "t.memory_id, t.message_id"),
@@ -67,18 +64,6 @@ BLOB_COLUMNS: dict[str, frozenset[str]] = {
     "memory_vectors": frozenset({"vector"}),
     "storyline_vectors": frozenset({"vector"}),
 }
-#: Tables whose rows carry ``user_id`` (renamed on restore); users' own key is ``id``.
-_ID_TABLES = (
-    "storylines",
-    "conversations",
-    "messages",
-    "narratives",
-    "memories",
-    "entities",
-    "state_deltas",
-    "uses",
-    "routing_decisions",
-)
 _CONTENT_TABLES = (
     "conversations",
     "messages",
@@ -121,6 +106,16 @@ def _decode(table: str, row: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _check_details(memories: Iterable[Mapping[str, Any]]) -> None:
+    for number, row in enumerate(memories, 1):
+        if row.get("details") is None:
+            continue
+        try:
+            details_from_json(dumps(row["details"]))
+        except (KeyError, TypeError, ValueError, AttributeError):
+            raise ValidationError(f"memories row {number}: details are not a known kind", field="memories") from None
+
+
 class PortabilityRows(SqliteBase):
     # --- export / import -------------------------------------------------------------
 
@@ -150,28 +145,16 @@ class PortabilityRows(SqliteBase):
         counts["storylines"] = int(row[0]) if row else 0
         return {t: n for t, n in counts.items() if n}
 
-    def id_conflicts(self, user_id: str, tables: dict[str, list[dict[str, Any]]]) -> dict[str, int]:
-        """How many ids of a dump are already taken by other users' rows, per table."""
-        conflicts: dict[str, int] = {}
-        for table in _ID_TABLES:
-            ids = [row["id"] for row in tables.get(table, ()) if "id" in row]
-            taken = 0
-            for start in range(0, len(ids), 900):
-                chunk = ids[start : start + 900]
-                row = self._one(
-                    f"SELECT COUNT(*) FROM {table} WHERE id IN ({placeholders(chunk)}) AND user_id != ?",
-                    [*chunk, user_id],
-                )
-                taken += int(row[0]) if row else 0
-            if taken:
-                conflicts[table] = taken
-        return conflicts
-
     def import_user_rows(self, user_id: str, tables: dict[str, list[dict[str, Any]]]) -> dict[str, int]:
-        """Replace the (bootstrap-only) user with the dumped rows, ids kept, owned by ``user_id``."""
-        unknown = set(tables) - set(USER_TABLES)
-        if unknown:
-            raise ValidationError(f"unknown tables in the dump: {sorted(unknown)}", field="tables")
+        """Replace the (bootstrap-only) user with the dumped rows under fresh ids, owned by ``user_id``.
+
+        Every row is checked first (:mod:`narrative.store.dump_rows`): known columns, the column's
+        type, valid text and times, vectors as long as their embedder's, every reference pointing
+        into the export itself.  All or nothing: one transaction.
+        """
+        check_tables(tables, self._column_types)
+        check_vectors(tables, self._vector_lengths())
+        _check_details(tables.get("memories", []))
         counts: dict[str, int] = {}
         with self.transaction():
             self._exec("PRAGMA defer_foreign_keys = ON")
@@ -182,8 +165,9 @@ class PortabilityRows(SqliteBase):
             self._exec("DELETE FROM storyline_vectors WHERE user_id = ?", (user_id,))
             self._exec("DELETE FROM storylines WHERE user_id = ?", (user_id,))
             self._exec("DELETE FROM users WHERE id = ?", (user_id,))
+            ids = renumber(tables, self._first_free_id)
             for table in USER_TABLES:
-                counts[table] = self._insert_rows(table, user_id, tables.get(table, ()))
+                counts[table] = self._insert_rows(table, user_id, tables.get(table, ()), ids)
             for key in keys:  # the caller's credentials survive the restore
                 self._exec(
                     "INSERT INTO api_keys(id, user_id, key_hash, label, created_at) VALUES (?, ?, ?, ?, ?)",
@@ -191,21 +175,32 @@ class PortabilityRows(SqliteBase):
                 )
         return counts
 
-    def _insert_rows(self, table: str, user_id: str, rows: Iterable[Mapping[str, Any]]) -> int:
-        columns = set(self.table_columns(table))
+    def _column_types(self, table: str) -> dict[str, str]:
+        if table not in USER_TABLES:
+            raise StoreError(f"not a user table: {table!r}")
+        return {r[1]: str(r[2]).upper() for r in self._all(f"PRAGMA table_info({table})")}
+
+    def _vector_lengths(self) -> dict[str, int]:
+        """Bytes per stored vector, per embedder identity (what an import's vectors must match)."""
+        lengths: dict[str, int] = {}
+        for table in VECTOR_TABLES:
+            for model, size in self._all(f"SELECT model, MIN(length(vector)) FROM {table} GROUP BY model"):
+                lengths.setdefault(str(model), int(size))
+        return lengths
+
+    def _first_free_id(self, table: str) -> int:
+        if table not in ID_TABLES:
+            raise StoreError(f"not a table with ids: {table!r}")
+        row = self._one(f"SELECT MAX(id) FROM {table}")
+        return int(row[0] or 0) + 1 if row else 1
+
+    def _insert_rows(self, table: str, user_id: str, rows: Iterable[Mapping[str, Any]], ids: IdMap) -> int:
         count = 0
-        for raw in rows:
-            if not isinstance(raw, Mapping):
-                raise ValidationError(f"a row of {table} is not an object", field=table)
-            extra = set(raw) - columns
-            if extra:
-                raise ValidationError(
-                    f"{table} has unknown columns {sorted(extra)}: made by a newer schema?", field=table
-                )
-            row = _decode(table, raw)
+        for number, raw in enumerate(rows, 1):
+            row = _decode(table, remap_row(table, raw, ids, number))
             if table == "users":
                 row["id"] = user_id
-            elif "user_id" in row:
+            elif table in _OWNED:
                 row["user_id"] = user_id
             names = list(row)
             self._exec(
