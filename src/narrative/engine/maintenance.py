@@ -148,6 +148,12 @@ class MaintenanceAPI(MemoriesAPI):
                 self.store.put_storyline_vector(user_id, sid, model, vector)
         return len(made)
 
+    def compact(self, *, keep_changes: int = 1_000) -> dict[str, int]:
+        """Prune the memory change log to its newest ``keep_changes`` entries, merge the full-text
+        indexes and checkpoint the WAL (deletes do this by themselves; ``narrative compact``)."""
+        require_positive(keep_changes, "keep_changes", allow_zero=True)
+        return self.store.scrub_deleted(keep_changes)
+
     def _routing_vector(self, embedder: Embedder, storyline: Storyline) -> np.ndarray:
         """What the write path would hold: the recent exchanges drifted in order, blended with the text.
 

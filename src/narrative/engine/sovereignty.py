@@ -4,7 +4,9 @@
   readable; ``import_data`` restores a JSON export into an empty user, ids kept, re-embedding what the
   current embedder did not make.
 * Deletes leave nothing behind: the rows, their full-text entries (triggers), their vectors (rows and
-  the in-process index).  Entities a deleted memory had resolved are reopened (the resolution came
+  the in-process index), the uses that drew on deleted memories (their recorded queries); afterwards
+  the full-text indexes are merged, freed pages zeroed (``secure_delete``), the change log pruned and
+  the WAL checkpointed, so a deleted word is nowhere in the file's bytes.  Entities a deleted memory had resolved are reopened (the resolution came
   from it); narrative links left without memories are spliced out of the chain; sealed links that
   keep other memories stay as they are (they are immutable), their pointer to a deleted memory
   simply resolves to nothing.
@@ -135,15 +137,18 @@ class SovereigntyAPI(TurnsAPI, MemoriesAPI):
                         if n.conversation_id == conversation_id and n.id not in emptied
                         and not [m for m in self.store.get_memories(user_id, n.memory_ids) if m.id not in gone]]
         links = self.store.splice_out_narratives(user_id, emptied)
+        uses = self.store.delete_uses_of_memories(user_id, ids)  # their recorded queries name what is deleted
         deleted = self.store.delete_memories(user_id, ids)
-        return {"memories": deleted, "narratives": links, "reopened_entities": reopened}
+        return {"memories": deleted, "narratives": links, "reopened_entities": reopened, "uses": uses}
 
     def delete_memory(self, memory_id: int, *, user: str | None = None) -> dict[str, int]:
         """Delete one memory with its entities, deltas, sources, vector and full-text entry."""
         user_id = self._user(user)
         self.store.get_memory(user_id, memory_id)
         with self.store.transaction():
-            return self._forget_memories(user_id, [memory_id])
+            counts = self._forget_memories(user_id, [memory_id])
+        self.store.scrub_deleted()
+        return counts
 
     def delete_conversation(self, conversation_id: int, *, user: str | None = None) -> dict[str, int]:
         """Delete a conversation and what came only from it: messages, memories, links, entities, uses."""
@@ -154,12 +159,13 @@ class SovereigntyAPI(TurnsAPI, MemoriesAPI):
             counts = self._forget_memories(
                 user_id, self.store.conversation_memory_ids(user_id, conversation_id), conversation_id
             )
-            counts["uses"] = self.store.delete_conversation_uses(user_id, conversation_id)
+            counts["uses"] += self.store.delete_conversation_uses(user_id, conversation_id)
             counts["entities"] = len(self.store.list_entities(user_id, conversation_id=conversation_id,
                                                               limit=1_000_000))
             self.store.delete_conversation(user_id, conversation_id)
             counts["messages"] = len(messages)
             counts["storylines"] = self._tidy_storylines(user_id, messages)
+        self.store.scrub_deleted()
         return counts
 
     def _tidy_storylines(self, user_id: str, messages: list[Message]) -> int:
@@ -223,6 +229,7 @@ class SovereigntyAPI(TurnsAPI, MemoriesAPI):
         counts["storylines"] = 1
         if storyline.kind is StorylineKind.DEFAULT:
             self._forget_defaults(user_id)
+        self.store.scrub_deleted()
         return counts
 
     def delete_user(self, user: str) -> dict[str, Any]:
@@ -232,6 +239,7 @@ class SovereigntyAPI(TurnsAPI, MemoriesAPI):
         counts = {t: self.store.count_rows(t, user_id) for t in ("conversations", "messages", "memories",
                                                                    "narratives", "storylines", "entities")}
         self.store.delete_user(user_id)
+        self.store.scrub_deleted()
         self._known_users.discard(user_id)
         self._forget_defaults(user_id)
         return {"user": user_id, "deleted": counts}

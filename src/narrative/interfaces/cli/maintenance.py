@@ -1,4 +1,4 @@
-"""Maintenance from the shell: ``narrative status`` and ``narrative reindex``."""
+"""Maintenance from the shell: ``narrative status``, ``narrative reindex`` and ``narrative compact``."""
 
 from __future__ import annotations
 
@@ -60,3 +60,17 @@ def status(ctx: Context) -> None:
 def reindex(ctx: Context, batch_size: int | None, force: bool) -> None:
     report = ctx.memory.reindex(user=ctx.user, batch_size=batch_size, force=force)
     ctx.emit(report, lambda: _reindex_text(report))
+
+
+@cli.command(help="Prune the memory change log (keeping the newest --keep entries), merge the full-text indexes "
+                  "and checkpoint the WAL.  Deletes do this by themselves; run it after heavy writing to keep "
+                  "the file small.")
+@click.option("--keep", type=click.IntRange(min=0), default=1_000, show_default=True,
+              help="Change-log entries to keep.")
+@json_option
+@pass_ctx
+def compact(ctx: Context, keep: int) -> None:
+    report = ctx.memory.compact(keep_changes=keep)
+    ctx.emit(report, lambda: f"pruned {report['pruned_changes']} change-log entries; full-text indexes merged;"
+                             " WAL checkpointed" + (" (busy: other connections still read it)"
+                                                   if report["checkpoint_busy"] else ""))

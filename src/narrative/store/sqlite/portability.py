@@ -64,6 +64,8 @@ BLOB_COLUMNS: dict[str, frozenset[str]] = {
     "memory_vectors": frozenset({"vector"}),
     "storyline_vectors": frozenset({"vector"}),
 }
+FTS_TABLES = ("memories_fts", "messages_fts", "narratives_fts", "storylines_fts")
+KEEP_CHANGES = 1_000  # change-log entries kept by a prune: enough for indexes a few writes behind
 _CONTENT_TABLES = (
     "conversations",
     "messages",
@@ -296,6 +298,49 @@ class PortabilityRows(SqliteBase):
         with self.transaction():
             return self._exec(
                 "DELETE FROM uses WHERE user_id = ? AND conversation_id = ?", (user_id, conversation_id)
+            ).rowcount
+
+    def delete_uses_of_memories(self, user_id: str, memory_ids: Iterable[int]) -> int:
+        """Delete the uses (recorded queries, outcomes) that drew on any of these memories."""
+        ids = list(memory_ids)
+        count = 0
+        with self.transaction():
+            for start in range(0, len(ids), 500):
+                chunk = ids[start : start + 500]
+                count += self._exec(
+                    "DELETE FROM uses WHERE user_id = ? AND id IN (SELECT use_id FROM use_references"
+                    f" WHERE memory_id IN ({placeholders(chunk)}))",
+                    [user_id, *chunk],
+                ).rowcount
+        return count
+
+    def scrub_deleted(self, keep_changes: int = KEEP_CHANGES) -> dict[str, int]:
+        """After a delete: leave no trace of deleted text in the file's bytes.
+
+        Merges every full-text index into one segment (``optimize``: the segments that still held
+        deleted terms are freed, and ``secure_delete`` zeroes freed pages), prunes the change log
+        and checkpoints the WAL into the main file, truncating it.  Outside any transaction.
+        """
+        if self.conn.in_transaction:
+            raise StoreError("scrub_deleted runs after the delete has committed")
+        with self._lock:
+            for table in FTS_TABLES:
+                self._exec(f"INSERT INTO {table}({table}) VALUES ('optimize')")
+            pruned = self.prune_memory_changes(keep_changes)
+            row = self._one("PRAGMA wal_checkpoint(TRUNCATE)")
+        return {"pruned_changes": pruned, "checkpoint_busy": int(row[0]) if row else 0}
+
+    def prune_memory_changes(self, keep: int = KEEP_CHANGES) -> int:
+        """Drop all but the newest ``keep`` entries of the change log; returns how many went.
+
+        An in-process index that had not caught up past the pruned entries rebuilds from the file
+        on its next search (it sees a gap), so pruning never loses a change.
+        """
+        if keep < 0:
+            raise ValidationError("keep must be 0 or more", field="keep")
+        with self.transaction():
+            return self._exec(
+                "DELETE FROM memory_changes WHERE seq <= (SELECT MAX(seq) FROM memory_changes) - ?", (keep,)
             ).rowcount
 
     def unused_storylines(self, user_id: str) -> list[int]:

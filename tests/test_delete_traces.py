@@ -1,0 +1,69 @@
+"""Delete leaves nothing: after deleting, a marker word is nowhere in the database file's bytes (issue 12)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import narrative
+from narrative.providers.embed import MiniLMEmbedder
+
+MARKER = "zqxmarkerword"
+
+
+@pytest.fixture(scope="module")
+def minilm() -> MiniLMEmbedder:
+    embedder = MiniLMEmbedder()
+    embedder.embed_batch(["warm up"])
+    return embedder
+
+
+@pytest.fixture
+def mem(db_path: Path, minilm: MiniLMEmbedder) -> Iterator[narrative.Memory]:
+    memory = narrative.Memory(db_path, user="alice", embedder=minilm, env={})
+    for i in range(30):  # enough other text that the full-text index has several segments
+        memory.add_memory(f"ordinary note number {i} about the garden, the bicycle and the weekly market")
+    yield memory
+    memory.close()
+
+
+def file_bytes(path: Path) -> bytes:
+    return b"".join(p.read_bytes() for p in (path, Path(f"{path}-wal"), Path(f"{path}-shm")) if p.exists())
+
+
+def test_a_deleted_memory_leaves_no_marker_in_the_file(mem: narrative.Memory, db_path: Path) -> None:
+    memory = mem.add_memory(f"the locker code is {MARKER} and nobody else may know it")
+    hits = mem.search(f"locker code {MARKER}", record=True)  # a recorded use quoting the marker
+    assert hits and hits[0].memory.id == memory.id and mem.list_uses()
+    assert MARKER.encode() in file_bytes(db_path)
+    mem.delete_memory(memory.id)
+    assert MARKER.encode() not in file_bytes(db_path)
+    assert not mem.search(MARKER, mode="keyword", record=False)
+    assert mem.search("garden bicycle market", mode="hybrid", record=False)  # the rest still works
+
+
+def test_a_deleted_conversation_leaves_no_marker(mem: narrative.Memory, db_path: Path) -> None:
+    mem.remember(f"my passport number is {MARKER}", speaker="alice")
+    mem.remember("and the weather is fine", speaker="alice")
+    mem.search(MARKER, record=True)
+    conversation = mem.active_conversation()
+    assert conversation is not None
+    mem.delete_conversation(conversation.id)
+    assert MARKER.encode() not in file_bytes(db_path)
+
+
+def test_a_deleted_user_leaves_no_marker(mem: narrative.Memory, db_path: Path) -> None:
+    mem.remember(f"bob's secret is {MARKER}", user="bob")
+    mem.add_memory(f"bob keeps {MARKER} in a drawer", user="bob")
+    mem.search(MARKER, user="bob", record=True)
+    mem.delete_user("bob")
+    assert MARKER.encode() not in file_bytes(db_path)
+
+
+def test_the_change_log_is_pruned(mem: narrative.Memory) -> None:
+    mem.store.prune_memory_changes(keep=5)
+    assert mem.store.count_rows("memory_changes") == 5
+    assert mem.search("garden bicycle", mode="keyword", record=False)  # the indexes follow the gap
+    assert mem.search("garden bicycle", mode="vector", record=False)
