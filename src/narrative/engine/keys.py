@@ -4,15 +4,18 @@ A key is ``nk_`` followed by 32 random bytes (``secrets.token_urlsafe``), so it
 carries 256 bits of entropy.  Only its SHA-256 digest is stored: with keys that
 random, a fast digest is enough (nobody can search 2**256 inputs), and a slow
 password hash would only make every authenticated request slower.  The
-plaintext is returned once, by :meth:`KeysAPI.create_api_key`, and never again.
+plaintext is returned once, by :meth:`KeysAPI.create_api_key`, and never again; keys can be
+listed (id, label, time, fingerprint) and revoked one by one without touching the user's memory.
 """
 
 from __future__ import annotations
 
 import hashlib
 import secrets
+from typing import Any
 
 from narrative.engine.core import EngineBase
+from narrative.errors import NotFound
 
 KEY_PREFIX = "nk_"
 KEY_BYTES = 32
@@ -31,6 +34,18 @@ class KeysAPI(EngineBase):
         key = KEY_PREFIX + secrets.token_urlsafe(KEY_BYTES)
         self.store.insert_api_key(user_id, hash_key(key), label.strip()[:200], self.clock())
         return key
+
+    def list_api_keys(self, *, user: str | None = None) -> list[dict[str, Any]]:
+        """``user``'s keys (never the keys themselves): id, label, created_at, and a fingerprint (the
+        first 12 hex digits of the stored digest) to tell them apart."""
+        return self.store.list_keys(self._user(user))
+
+    def revoke_api_key(self, key_id: int, *, user: str | None = None) -> dict[str, Any]:
+        """Revoke one of ``user``'s keys; its next request is refused.  Another user's key id is not found."""
+        user_id = self._user(user)
+        if not self.store.revoke_key(user_id, key_id):
+            raise NotFound(f"key {key_id} not found")
+        return {"user": user_id, "revoked": key_id}
 
     def user_for_api_key(self, key: str) -> str | None:
         """Whose key this is, or None for an unknown, revoked or malformed key."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Body, Query
+from fastapi import APIRouter, Body, Path, Query
 from fastapi.responses import JSONResponse, Response
 
 from narrative.interfaces.http_common import Paging, Who, ok, paged, require_engine
@@ -102,6 +102,16 @@ def export(who: Who, format: Literal["json", "markdown"] = "json") -> Response:
 def import_data(who: Who, document: Annotated[dict[str, Any], Body(description="A JSON export.")]) -> JSONResponse:
     summary = require_engine(who.memory, "import_data")(json.dumps(document), user=who.user)
     return ok(summary)
+
+
+@router.get("/keys", tags=["user"], summary="This user's API keys (id, label, time, fingerprint; never the key)")
+def list_keys(who: Who) -> JSONResponse:
+    return ok({"items": who.memory.list_api_keys(user=who.user)})
+
+
+@router.delete("/keys/{key_id}", tags=["user"], summary="Revoke one of this user's API keys (the memory stays)")
+def revoke_key(who: Who, key_id: Annotated[int, Path(ge=1)]) -> JSONResponse:
+    return ok(who.memory.revoke_api_key(key_id, user=who.user))
 
 
 @router.delete("/user", tags=["user"], summary="Delete this user and everything of theirs (keys included)")

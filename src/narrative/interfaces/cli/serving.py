@@ -111,3 +111,26 @@ def keys_create(ctx: Context, label: str) -> None:
     memory = ctx.memory
     key = memory.create_api_key(label=label)
     ctx.emit({"user": memory.user, "key": key, "label": label}, key)
+
+
+@keys.command("list", help="List --user's API keys: id, label, creation time, fingerprint (never the key).")
+@target_options
+@json_option
+@pass_ctx
+def keys_list(ctx: Context) -> None:
+    found = ctx.memory.list_api_keys()
+    ctx.emit(
+        {"user": ctx.memory.user, "keys": found},
+        lambda: "\n".join(f"{k['id']}  {k['created_at']:%Y-%m-%d %H:%M}  {k['fingerprint']}  {k['label']}"
+                          for k in found) or "no keys",
+    )
+
+
+@keys.command("revoke", help="Revoke one of --user's API keys by its id (see `keys list`); the memory stays.")
+@target_options
+@click.argument("key_id", type=int)
+@json_option
+@pass_ctx
+def keys_revoke(ctx: Context, key_id: int) -> None:
+    result = ctx.memory.revoke_api_key(key_id)
+    ctx.emit(result, f"revoked key {key_id} of {result['user']}")

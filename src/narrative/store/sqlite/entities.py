@@ -275,6 +275,19 @@ class EntityRows(SqliteBase):
         row = self._one("SELECT user_id FROM api_keys WHERE key_hash = ?", (key_hash,))
         return None if row is None else str(row[0])
 
+    def list_keys(self, user_id: str) -> list[dict[str, Any]]:
+        """This user's keys, oldest first: id, label, creation time and a short fingerprint of the stored hash."""
+        rows = self._all(
+            "SELECT id, label, created_at, key_hash FROM api_keys WHERE user_id = ? ORDER BY id", (user_id,)
+        )
+        return [{"id": r[0], "label": r[1], "created_at": to_time_required(r[2]), "fingerprint": str(r[3])[:12]}
+                for r in rows]
+
+    def revoke_key(self, user_id: str, key_id: int) -> bool:
+        """Delete one of this user's keys; False when the user has no key with this id."""
+        with self.transaction():
+            return self._exec("DELETE FROM api_keys WHERE id = ? AND user_id = ?", (key_id, user_id)).rowcount > 0
+
     def delete_api_keys(self, user_id: str) -> int:
         with self.transaction():
             return self._exec("DELETE FROM api_keys WHERE user_id = ?", (user_id,)).rowcount
