@@ -28,7 +28,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from narrative import __version__
 from narrative.engine import Memory
 from narrative.interfaces import http_conversations, http_memories, http_read
-from narrative.interfaces.http_common import HANDLERS
+from narrative.interfaces.http_common import HANDLERS, document_errors
 
 MAX_BODY = 1024 * 1024  # bytes; larger request bodies are answered with 413
 DRAIN_LIMIT = 64 * MAX_BODY  # an oversize body is read (and dropped) up to this, so the client sees the 413
@@ -184,7 +184,20 @@ def create_app(memory: Memory, *, max_body: int = MAX_BODY, web: bool = True) ->
     if web:
         _add_page(app)
     app.add_middleware(BodyLimit, max_bytes=max_body)
+    _document_errors(app)
     return app
+
+
+def _document_errors(app: FastAPI) -> None:
+    """The OpenAPI document lists every error status with the error body the handlers send."""
+    generate = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            app.openapi_schema = document_errors(generate())
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 def is_loopback(host: str) -> bool:

@@ -174,6 +174,42 @@ def unauthorized(_request: Request, error: Exception) -> JSONResponse:
     return error_body(401, "unauthorized", str(error))
 
 
+ERROR_STATUSES = {
+    "400": "Bad request: the engine or the database refused it (`bad_request`).",
+    "401": "Missing or unknown API key (`unauthorized`).",
+    "404": "No such object for this user (`not_found`): another user's ids are not found either.",
+    "409": "The object's state does not allow it (`invalid_transition`, `conversation_already_active`).",
+    "413": "The request body is too large (`too_large`).",
+    "422": "Invalid input (`validation_error`): `field`/`fields` name the offending arguments.",
+}
+ERROR_SCHEMA: dict[str, Any] = {
+    "title": "Error",
+    "type": "object",
+    "required": ["error", "message"],
+    "properties": {
+        "error": {"type": "string", "description": "A stable kind: not_found, validation_error, …"},
+        "message": {"type": "string", "description": "What went wrong, for people."},
+        "field": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+        "fields": {"type": "array", "items": {"type": "string"}},
+        "detail": {"type": "array", "items": {"type": "object"}},
+    },
+}
+
+
+def document_errors(schema: dict[str, Any]) -> dict[str, Any]:
+    """Every /api/ operation documents the error statuses it can answer, with the one error body."""
+    schema.setdefault("components", {}).setdefault("schemas", {})["Error"] = ERROR_SCHEMA
+    body = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
+    for path, operations in schema.get("paths", {}).items():
+        if not path.startswith("/api/"):
+            continue
+        for operation in operations.values():
+            responses = operation.setdefault("responses", {})
+            for status, text in ERROR_STATUSES.items():
+                responses[status] = {"description": text, "content": body}
+    return schema
+
+
 HANDLERS: dict[type[Exception], Callable[[Request, Exception], JSONResponse]] = {
     NarrativeError: narrative_error,
     RequestValidationError: request_error,

@@ -90,7 +90,8 @@ def greeting(who: Who) -> JSONResponse:
     return ok(require_engine(who.memory, "greet")(user=who.user))
 
 
-@router.get("/export", tags=["user"], summary="Everything of this user, as JSON or Markdown")
+@router.get("/export", tags=["user"], summary="Everything of this user, as JSON or Markdown",
+            responses={200: {"content": {"application/json": {}, "text/markdown": {"schema": {"type": "string"}}}}})
 def export(who: Who, format: Literal["json", "markdown"] = "json") -> Response:
     text = require_engine(who.memory, "export")(format, user=who.user)
     if format == "json":
