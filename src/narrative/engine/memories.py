@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -60,6 +62,13 @@ class MemoriesAPI(EngineBase):
         ``vectors`` (one row per item, made by this engine's embedder) skips embedding.
         """
         user_id = self._user(user)
+        for index, item in enumerate(items):
+            unknown = set(item) - _ITEM_KEYS if isinstance(item, Mapping) else {"(not an object)"}
+            if unknown or "content" not in item:
+                raise ValidationError(
+                    f"items[{index}] takes content and add_memory's keyword arguments; got {sorted(map(str, unknown))}",
+                    field="items",
+                )
         memories = [self._new_memory(user_id, **dict(item)) for item in items]
         if vectors is not None and (self.embedder is None or len(vectors) != len(memories)):
             raise ValidationError("vectors need an embedder and one row per item", field="vectors")
@@ -254,3 +263,7 @@ class MemoriesAPI(EngineBase):
         self, *, storyline_id: int | None = None, limit: int = 50, offset: int = 0, user: str | None = None
     ) -> list[Narrative]:
         return self.store.list_narratives(self._user(user), storyline_id=storyline_id, limit=limit, offset=offset)
+
+
+#: The keys an ``add_memories`` item may carry (``add_memory``'s arguments).
+_ITEM_KEYS = frozenset(inspect.signature(MemoriesAPI._new_memory).parameters) - {"self", "user_id"}
