@@ -1,7 +1,7 @@
 """The facade's user sovereignty: export, import and delete.
 
 * ``export("json")`` is lossless (every row of the user; docs/export-format.md), ``export("markdown")``
-  readable; ``import_data`` restores a JSON export into an empty user, ids kept, re-embedding what the
+  readable; ``import_data`` restores a JSON export into an empty user under fresh ids, re-embedding what the
   current embedder did not make.
 * Deletes leave nothing behind: the rows, their full-text entries (triggers), their vectors (rows and
   the in-process index), the uses that drew on deleted memories (their recorded queries); afterwards
