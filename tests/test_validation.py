@@ -1,0 +1,176 @@
+"""One validation layer for every entry point (issue 12): Python, CLI, HTTP and MCP refuse bad input
+with a NarrativeError, a 4xx, a tool error result, or an ``error:`` line and exit code 1."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import narrative
+from http_server import Client, LiveServer
+from narrative.errors import NotFound, ValidationError
+from narrative.interfaces.http import create_app
+from narrative.interfaces.mcp import mark_surrogates
+
+BIG = 2**63
+CLI = [sys.executable, "-m", "narrative.interfaces.cli"]
+
+
+# --- Python --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("bad", [True, False, 0, -1, BIG, 2**64, "1", 1.0])
+def test_ids_are_integers_from_1_to_2_63_minus_1(mem: narrative.Memory, bad: Any) -> None:
+    with pytest.raises(ValidationError, match="memory_id"):
+        mem.get_memory(bad)
+    with pytest.raises(NotFound):
+        mem.get_memory(BIG - 1)  # the largest id is an id: simply not found
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda m: m.add_memory("lone \ud800 surrogate"),
+        lambda m: m.remember("fine", speaker="\udcff"),
+        lambda m: m.search("\ud83d"),
+        lambda m: m.context("query \udfff"),
+        lambda m: m.add_message("text", meta={"note": "\ud800"}),
+        lambda m: m.remember("fine", speaker="s" * 5_000_000),
+        lambda m: m.add_memory("x" * 100_001),
+        lambda m: m.add_memory("year one", event_at=datetime(1, 1, 1)),
+        lambda m: m.search("garden", since=datetime(9999, 1, 1)),
+        lambda m: m.narrative_update("summary", [1, BIG]),
+        lambda m: m.add_memory("fine", importance=2**70),
+        lambda m: m.revoke_api_key(True),
+    ],
+)
+def test_bad_input_is_a_validation_error(mem: narrative.Memory, call: Any) -> None:
+    with pytest.raises(ValidationError) as caught:
+        call(mem)
+    str(caught.value).encode("utf-8")  # the message itself is always valid text
+
+
+def test_a_non_database_file_is_a_store_error(tmp_path: Path) -> None:
+    path = tmp_path / "notes.txt"
+    path.write_bytes(os.urandom(4096))
+    with pytest.raises(narrative.StoreError, match="not a database"):
+        narrative.Memory(path, user="alice", embedder="none", env={})
+
+
+# --- CLI -----------------------------------------------------------------------------------------
+
+
+def run_cli(*args: str | bytes, db: Path) -> subprocess.CompletedProcess[bytes]:
+    argv: list[str | bytes] = [*CLI, "--db", str(db), "--user", "alice", "--embedder", "none", *args]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    return subprocess.run(argv, capture_output=True, timeout=120, env=env)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("delete", "memory", str(BIG), "--yes"),
+        ("chain", str(2**64)),
+        ("add", "memory", b"not utf-8 \xff\xfe"),  # decoded with surrogateescape: lone surrogates
+        ("keys", "revoke", "0"),
+    ],
+)
+def test_the_cli_prints_an_error_line_and_exits_1(tmp_path: Path, args: tuple[str | bytes, ...]) -> None:
+    done = run_cli(*args, db=tmp_path / "cli.db")
+    assert done.returncode == 1, done
+    assert done.stderr.decode().startswith("error: ") and b"Traceback" not in done.stderr
+
+
+def test_the_cli_refuses_a_non_database_file(tmp_path: Path) -> None:
+    path = tmp_path / "photo.db"
+    path.write_bytes(os.urandom(8192))
+    done = run_cli("search", "garden", db=path)
+    assert done.returncode == 1 and done.stderr.decode().startswith("error: ") and b"Traceback" not in done.stderr
+
+
+# --- HTTP ----------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def served(mem: narrative.Memory) -> Iterator[tuple[LiveServer, dict[str, str]]]:
+    keys = {user: mem.create_api_key(user=user, label=user) for user in ("alice", "bob")}
+    with LiveServer(create_app(mem, web=False)) as server:
+        yield server, keys
+
+
+def test_http_refuses_bad_input_with_422(served: tuple[LiveServer, dict[str, str]]) -> None:
+    server, keys = served
+    with Client(server.port, keys["alice"]) as alice:
+        for path in (f"/api/v1/memories/{BIG}", f"/api/v1/memories/{2**64}/chain", f"/api/v1/uses/{BIG}"):
+            reply = alice.get(path)
+            assert reply.status == 422 and reply.json["error"] == "validation_error", reply
+        raw = b'{"content": "lone \\ud800 surrogate"}'
+        reply = alice.call("POST", "/api/v1/memories", raw=raw)
+        assert reply.status == 422 and reply.json["field"] == "content", reply
+        reply = alice.call("POST", "/api/v1/messages", raw=b'{"content": "hi", "meta": {"x": "\\udfff"}}')
+        assert 400 <= reply.status < 500, reply
+
+
+def test_keys_list_and_revoke_over_http(served: tuple[LiveServer, dict[str, str]], mem: narrative.Memory) -> None:
+    server, keys = served
+    spare = mem.create_api_key(user="alice", label="spare")
+    with Client(server.port, keys["alice"]) as alice, Client(server.port, keys["bob"]) as bob:
+        listed = alice.get("/api/v1/keys").json["items"]
+        assert [k["label"] for k in listed] == ["alice", "spare"]
+        assert not any(keys["alice"] in json.dumps(k) or spare in json.dumps(k) for k in listed)
+        spare_id = listed[1]["id"]
+        assert bob.delete(f"/api/v1/keys/{spare_id}").status == 404  # not bob's key
+        assert alice.delete(f"/api/v1/keys/{spare_id}").json == {"user": "alice", "revoked": spare_id}
+        with Client(server.port, spare) as revoked:
+            assert revoked.get("/api/v1/me").status == 401
+        assert alice.get("/api/v1/me").status == 200  # the other key and the memory stay
+
+
+# --- MCP -----------------------------------------------------------------------------------------
+
+
+def test_mcp_lines_with_lone_surrogates_are_marked() -> None:
+    line = b'{"jsonrpc":"2.0","id":2,"params":{"arguments":{"text":"hi \\ud800"}}}\n'
+    marked = json.loads(mark_surrogates(line))
+    assert marked["params"]["arguments"]["text"] == "hi \uffff"
+    pair = b'{"text":"\\ud83d\\ude00"}\n'  # a valid surrogate pair is an emoji: left alone
+    assert mark_surrogates(pair) == pair
+
+
+def test_the_mcp_stdio_server_answers_requests_with_bad_text(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    process = subprocess.Popen(
+        [*CLI, "--db", str(tmp_path / "mcp.db"), "--user", "alice", "--embedder", "none", "mcp"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
+    )
+    assert process.stdin is not None and process.stdout is not None
+
+    def ask(message: dict[str, Any]) -> dict[str, Any] | None:
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.write(json.dumps(message).encode() + b"\n")
+        process.stdin.flush()
+        return json.loads(process.stdout.readline()) if "id" in message else None
+
+    try:
+        ask({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+        ask({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        calls = [("remember", {"text": "hi \ud800 there"}), ("recall", {"query": "\udcff"}),
+                 ("get_memory_influence_chain", {"memory_id": 2**64})]
+        for number, (tool, arguments) in enumerate(calls, start=2):
+            reply = ask({"jsonrpc": "2.0", "id": number, "method": "tools/call",
+                         "params": {"name": tool, "arguments": arguments}})
+            assert reply is not None and reply["id"] == number
+            assert reply["result"]["isError"] and "ValidationError" in reply["result"]["content"][0]["text"]
+    finally:
+        process.stdin.close()
+        process.wait(timeout=30)
+        process.stdout.close()
