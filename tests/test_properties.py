@@ -69,7 +69,8 @@ def strategy(annotation: str) -> st.SearchStrategy[Any]:
         "Sequence[int]": st.lists(ints, max_size=3), "Iterable[int]": st.lists(ints, max_size=3),
         "Sequence[str]": st.lists(texts, max_size=3), "tuple[str, ...]": st.lists(texts, max_size=3).map(tuple),
         "dict[str, Any]": dicts, "Sequence[Mapping[str, Any]]": st.lists(dicts, max_size=2),
-        "Sequence[dict[str, Any]]": st.lists(dicts, max_size=2), "Iterable[dict[str, Any]]": st.lists(dicts, max_size=2),
+        "Sequence[dict[str, Any]]": st.lists(dicts, max_size=2),
+        "Iterable[dict[str, Any]]": st.lists(dicts, max_size=2),
         "Iterable[Turn]": st.lists(turns, max_size=2), "Iterable[object]": st.lists(st.one_of(ints, dicts), max_size=2),
     }
     found = table.get(base, st.none())
@@ -127,7 +128,7 @@ def test_public_calls_raise_only_narrative_errors(world: narrative.Memory, call:
         getattr(world, name)(**kwargs)
     except narrative.NarrativeError:
         pass
-    except Exception as error:  # noqa: BLE001 - the property: nothing but NarrativeError escapes
+    except Exception as error:
         if not COUNT_ONLY:
             raise
         CRASHES.append(f"{name}: {type(error).__name__}: {str(error)[:120]}")
@@ -140,9 +141,9 @@ def test_public_calls_raise_only_narrative_errors(world: narrative.Memory, call:
 def test_report_the_count() -> None:
     """Prints what the property ran (visible with -s); fails when a crash was only collected."""
     kinds = Counter(c.split(":")[0] + ": " + c.split(":")[1].strip() for c in CRASHES)
-    print(f"\nproperty calls: {RAN['calls']}, crashes: {len(CRASHES)}")  # noqa: T201
+    print(f"\nproperty calls: {RAN['calls']}, crashes: {len(CRASHES)}")
     for kind, n in kinds.most_common():
-        print(f"  {n:4d}  {kind}")  # noqa: T201
+        print(f"  {n:4d}  {kind}")
     assert not CRASHES
 
 

@@ -62,7 +62,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
         finally:
             process.terminate()
             process.wait(timeout=30)
-    print(f"\nschemathesis: {sum(RAN.values())} generated requests over {len(RAN)} operations")  # noqa: T201
+    print(f"\nschemathesis: {sum(RAN.values())} generated requests over {len(RAN)} operations")
 
 
 def _wait(url: str, process: subprocess.Popen[bytes], log: Path) -> None:

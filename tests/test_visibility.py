@@ -54,7 +54,7 @@ def test_two_memory_objects_on_one_file_find_every_memory(pair: tuple[narrative.
     first, second = pair
     written: list[tuple[str, int]] = []
     for i, text in enumerate(TOPICS):
-        writer, reader = (first, second) if i % 2 == 0 else (second, first)
+        writer = first if i % 2 == 0 else second
         written.append((text, writer.add_memory(text).id))
         for earlier_text, earlier_id in written:  # the writer's own write must not hide the other's commits
             for mode in ("vector", "hybrid"):

@@ -1,13 +1,13 @@
 """The facade's user sovereignty: export, import and delete.
 
 * ``export("json")`` is lossless (every row of the user; docs/export-format.md), ``export("markdown")``
-  readable; ``import_data`` restores a JSON export into an empty user under fresh ids, re-embedding what the
-  current embedder did not make.
+  readable; ``import_data`` restores a JSON export into an empty user under fresh ids, re-embedding what
+  the current embedder did not make.
 * Deletes leave nothing behind: the rows, their full-text entries (triggers), their vectors (rows and
   the in-process index), the uses that drew on deleted memories (their recorded queries); afterwards
   the full-text indexes are merged, freed pages zeroed (``secure_delete``), the change log pruned and
-  the WAL checkpointed, so a deleted word is nowhere in the file's bytes.  Entities a deleted memory had resolved are reopened (the resolution came
-  from it); narrative links left without memories are spliced out of the chain; sealed links that
+  the WAL checkpointed, so a deleted word is nowhere in the file's bytes.  Entities a deleted memory
+  had resolved are reopened (the resolution came from it); narrative links left without memories are spliced out of the chain; sealed links that
   keep other memories stay as they are (they are immutable), their pointer to a deleted memory
   simply resolves to nothing.
 """

@@ -47,7 +47,9 @@ ID_TABLES: tuple[str, ...] = (
 REFERENCES: dict[str, dict[str, str]] = {
     "storyline_vectors": {"storyline_id": "storylines"},
     "messages": {"conversation_id": "conversations", "storyline_id": "storylines"},
-    "narratives": {"previous_narrative_id": "narratives", "storyline_id": "storylines", "conversation_id": "conversations"},
+    "narratives": {
+        "previous_narrative_id": "narratives", "storyline_id": "storylines", "conversation_id": "conversations",
+    },
     "memories": {"conversation_id": "conversations", "storyline_id": "storylines", "narrative_id": "narratives"},
     "memory_sources": {"memory_id": "memories", "message_id": "messages"},
     "memory_vectors": {"memory_id": "memories"},
@@ -111,7 +113,9 @@ def check_tables(tables: Mapping[str, Any], columns: Callable[[str], dict[str, s
                 raise ValidationError(f"{where} is not an object", field=table)
             extra = set(row) - set(types)
             if extra:
-                raise ValidationError(f"{where} has unknown columns {sorted(extra)}: made by a newer schema?", field=table)
+                raise ValidationError(
+                    f"{where} has unknown columns {sorted(extra)}: made by a newer schema?", field=table
+                )
             for column, value in row.items():
                 _check_cell(table, column, types[column], value, f"{where}, {column}")
 

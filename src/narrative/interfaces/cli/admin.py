@@ -27,7 +27,8 @@ def export(ctx: Context, fmt: str, output: Path | None) -> None:
              f"exported {fmt} to {output}")
 
 
-@cli.command("import", help="Restore a JSON export into an empty user (fresh ids, every row checked); '-' reads standard input.")
+@cli.command("import", help="Restore a JSON export into an empty user (fresh ids, every row checked); "
+                            "'-' reads standard input.")
 @click.argument("source", type=click.Path(dir_okay=False, allow_dash=True))
 @json_option
 @pass_ctx

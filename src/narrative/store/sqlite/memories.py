@@ -395,7 +395,8 @@ class MemoryRows(SqliteBase):
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
             rows += self._all(
-                f"SELECT memory_id, user_id, model, vector FROM memory_vectors WHERE memory_id IN ({placeholders(chunk)})",
+                "SELECT memory_id, user_id, model, vector FROM memory_vectors"
+                f" WHERE memory_id IN ({placeholders(chunk)})",
                 chunk,
             )
         return [(int(r[0]), str(r[1]), str(r[2]), np.frombuffer(r[3], dtype=np.float32)) for r in rows]
