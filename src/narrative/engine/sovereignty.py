@@ -7,9 +7,9 @@
   the in-process index), the uses that drew on deleted memories (their recorded queries); afterwards
   the full-text indexes are merged, freed pages zeroed (``secure_delete``), the change log pruned and
   the WAL checkpointed, so a deleted word is nowhere in the file's bytes.  Entities a deleted memory
-  had resolved are reopened (the resolution came from it); narrative links left without memories are spliced out of the chain; sealed links that
-  keep other memories stay as they are (they are immutable), their pointer to a deleted memory
-  simply resolves to nothing.
+  had resolved are reopened (the resolution came from it); narrative links left without memories
+  are spliced out of the chain; sealed links that keep other memories stay as they are (they are
+  immutable), their pointer to a deleted memory simply resolves to nothing.
 """
 
 from __future__ import annotations
