@@ -187,3 +187,17 @@ def test_a_crafted_import_through_python_is_refused_too(tmp_path: Path) -> None:
         with pytest.raises(narrative.ValidationError):
             mem.import_data(json.dumps(document), user="mallory")
         assert mem.search("lighthouse railing", mode="vector", record=False)
+
+
+def test_reindex_repairs_a_vector_of_the_wrong_length(tmp_path: Path) -> None:
+    """A file damaged before imports were checked: one vector too short under the right name."""
+    with narrative.Memory(tmp_path / "damaged.db", user="alice", embedder="hashing", env={}) as mem:
+        kept = mem.add_memory("the lighthouse keeper painted the railing blue")
+        mem.add_memory("the ferry leaves for the island on Friday", user="bob")
+        mem.store.conn.execute("UPDATE memory_vectors SET vector = zeroblob(40) WHERE memory_id = ?", (kept.id,))
+        mem.store.drop_index()
+        with pytest.raises(narrative.EmbeddingMismatch):
+            mem.search("ferry island", mode="vector", user="bob", record=False)
+        assert mem.reindex()["memories"] == 1
+        assert mem.search("ferry island", mode="vector", user="bob", record=False)
+        assert mem.search("lighthouse railing", mode="vector", record=False)[0].memory.id == kept.id

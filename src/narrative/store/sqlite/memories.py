@@ -444,9 +444,9 @@ class MemoryRows(SqliteBase):
         """
         sql = "SELECT m.user_id, m.id FROM memories m LEFT JOIN memory_vectors v ON v.memory_id = m.id WHERE 1"
         params: list[Any] = []
-        if model is not None:
-            sql += " AND (v.memory_id IS NULL OR v.model != ?)"
-            params.append(model)
+        if model is not None:  # also a vector of the right name but the wrong length (a damaged import)
+            sql += " AND (v.memory_id IS NULL OR v.model != ? OR (? > 0 AND length(v.vector) != ?))"
+            params += [model, _vector_bytes(model), _vector_bytes(model)]
         if user_id is not None:
             sql += " AND m.user_id = ?"
             params.append(user_id)
@@ -463,6 +463,12 @@ class MemoryRows(SqliteBase):
             sql += " AND m.user_id = ?"
             params.append(user_id)
         return self._hydrate(self._all(sql + " ORDER BY m.id", params))
+
+
+def _vector_bytes(model: str) -> int:
+    """Bytes of one float32 vector of an embedder identity ``name:dims`` (-1 when it names no dims)."""
+    dims = model.rpartition(":")[2]
+    return int(dims) * 4 if dims.isdigit() else -1
 
 
 def _filter_sql(user_id: str, where: MemoryFilter, by_key: bool = False) -> tuple[str, list[Any]]:
