@@ -107,3 +107,32 @@ def test_two_processes_writing_and_searching_see_each_other(
                     assert found(parent, earlier_text, earlier_id, mode), (mode, earlier_text)
         child.stdin.close()
         assert child.wait(timeout=60) == 0
+
+
+def test_a_rolled_back_vector_leaves_the_index(pair: tuple[narrative.Memory, narrative.Memory]) -> None:
+    first, _ = pair
+    kept = first.add_memory(TOPICS[0]).id
+    with pytest.raises(RuntimeError), first.store.transaction():
+        undone = first.add_memory(TOPICS[1]).id
+        assert found(first, TOPICS[1], undone, "vector")  # the index read the uncommitted vector
+        raise RuntimeError("undo")
+    later = first.add_memory(TOPICS[2]).id  # reuses the log positions (and the id) the undone work had taken
+    hits = first.search(TOPICS[1], k=5, mode="vector", record=False)
+    assert TOPICS[1] not in {h.memory.content for h in hits} and kept in {h.memory.id for h in hits}
+    top = first.search(TOPICS[2], k=1, mode="vector", record=False)[0]
+    assert (top.memory.id, top.memory.content) == (later, TOPICS[2])
+    assert top.similarity is not None and top.similarity > 0.99  # its own vector, not the undone one
+
+
+def test_the_change_log_prunes_itself(pair: tuple[narrative.Memory, narrative.Memory]) -> None:
+    first, second = pair
+    first.add_memory(TOPICS[0])
+    assert found(second, TOPICS[0], first.list_memories(limit=1)[0].id, "vector")
+    conn = first.store.conn
+    conn.execute("BEGIN")
+    conn.execute("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 12000)"
+                 " INSERT INTO memory_changes(memory_id) SELECT 0 FROM n")
+    conn.execute("COMMIT")
+    assert first.store.count_rows("memory_changes") <= 6000
+    late = first.add_memory(TOPICS[2]).id  # the other object's index is far behind: it rebuilds
+    assert found(second, TOPICS[2], late, "vector") and found(second, TOPICS[2], late, "hybrid")
