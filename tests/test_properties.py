@@ -138,15 +138,6 @@ def test_public_calls_raise_only_narrative_errors(world: narrative.Memory, call:
             world.store.conn.execute("ROLLBACK")
 
 
-def test_report_the_count() -> None:
-    """Prints what the property ran (visible with -s); fails when a crash was only collected."""
-    kinds = Counter(c.split(":")[0] + ": " + c.split(":")[1].strip() for c in CRASHES)
-    print(f"\nproperty calls: {RAN['calls']}, crashes: {len(CRASHES)}")
-    for kind, n in kinds.most_common():
-        print(f"  {n:4d}  {kind}")
-    assert not CRASHES
-
-
 # --- export → import → export ------------------------------------------------------------------------
 
 plain_text = st.text(alphabet=st.characters(categories=["L", "N", "Zs", "P"]), min_size=1, max_size=60).filter(
@@ -222,4 +213,10 @@ def test_every_annotation_has_a_strategy() -> None:
     assert not missing, missing
 
 
-
+def test_report_the_count() -> None:
+    """Prints what the property ran (visible with -s); fails when a crash was only collected."""
+    kinds = Counter(c.split(":")[0] + ": " + c.split(":")[1].strip() for c in CRASHES)
+    print(f"\nproperty calls: {RAN['calls']}, crashes: {len(CRASHES)}; export round trips: {EXPORTS['cases']}")
+    for kind, n in kinds.most_common():
+        print(f"  {n:4d}  {kind}")
+    assert not CRASHES
