@@ -136,8 +136,9 @@ class Preview:
             removed=list(d.get("removed", [])),
         )
 
-    def text(self) -> str:
-        """The review step as the seed draws it."""
+    def text(self, actions: Sequence[str] | None = None) -> str:
+        """The review step as the seed draws it; ``actions`` replaces the closing "[confirm] [edit] …" line
+        (an interface lists its own commands there)."""
         title = f' "{self.title}"' if self.title else ""
         lines = [f"Memory from conversation #{self.conversation_id}{title}:", "", f"  {self.narrative}", ""]
         edited = " (edited by you)" if self.user_edited else ""
@@ -152,7 +153,7 @@ class Preview:
         dest, how = self.destination, "suggested" if self.destination == self.suggestion else "chosen by you"
         lines += ["", f"Destination: {dest.name} (#{dest.storyline_id}, {how}; confidence {dest.confidence:.2f}:"
                       f" {dest.reason})", "",
-                  "[confirm] [edit] [redirect] [split] [resume]"]
+                  *(actions if actions is not None else ["[confirm] [edit] [redirect] [split] [resume]"])]
         return "\n".join(lines)
 
     def __str__(self) -> str:

@@ -18,7 +18,7 @@ from narrative.interfaces.cli.common import Context, cli, json_option, pass_ctx
 @json_option
 @pass_ctx
 def export(ctx: Context, fmt: str, output: Path | None) -> None:
-    text = ctx.memory.export(fmt)
+    text = ctx.reading.export(fmt)
     if output is None:
         click.echo(text, nl=False)
         return
