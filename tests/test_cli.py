@@ -71,14 +71,14 @@ def test_db_user_and_json_work_after_the_command(run: Run, tmp_path: Path) -> No
 def test_a_read_of_a_missing_file_creates_no_file_or_folder(run: Run, tmp_path: Path) -> None:
     for args in (["search", "foo"], ["memories"], ["narratives"], ["storylines"], ["conversations"],
                  ["threads"], ["greet"], ["export"], ["status"], ["conversation", "status"]):
-        code, out, err = run("--db", "nodir/x.db", *args)
+        code, _, err = run("--db", "nodir/x.db", *args)
         assert code == 1 and "no database at nodir/x.db" in err, args
     assert list(tmp_path.iterdir()) == []
 
 
 def test_a_read_for_an_unknown_user_names_the_users_and_creates_none(run: Run, tmp_path: Path) -> None:
     ok(run, "--db", "notes.db", "--user", "maya", "add", "message", "Sam will send the bed measurements.")
-    code, out, err = run("--db", "notes.db", "search", "measurements")
+    code, _, err = run("--db", "notes.db", "search", "measurements")
     assert code == 1
     assert "user 'default' has no data in notes.db; it holds data of maya" in err and "--user NAME" in err
     code, out, _ = run("--db", "notes.db", "search", "measurements", "--json")
