@@ -25,7 +25,7 @@ import re
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -227,9 +227,17 @@ def ratios(table: dict[str, Any], path: str) -> dict[str, Any]:
 
 
 def run(
-    path: str | Path, *, embedder: str = "minilm", limit: int | None = None, keep: str | None = None
+    path: str | Path,
+    *,
+    embedder: str = "minilm",
+    limit: int | None = None,
+    keep: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
-    """The whole benchmark over every conversation of ``path``; returns the report."""
+    """The whole benchmark over every conversation of ``path``; returns the report.
+
+    ``progress(done, total)`` is called after each conversation is ingested and after it is evaluated.
+    """
     data = json.loads(Path(path).read_text("utf-8"))
     samples = data if isinstance(data, list) else [data]
     if limit is not None:
@@ -246,7 +254,11 @@ def run(
             Path(f"{db}{suffix}").unlink(missing_ok=True)
         with Memory(db, user=name, embedder=embedder) as mem:
             ingests.append((name, ingest(mem, sample)))
+            if progress is not None:
+                progress(2 * index + 1, 2 * len(samples))
             rows += evaluate(mem, sample)
+            if progress is not None:
+                progress(2 * index + 2, 2 * len(samples))
     if scratch is not None:
         scratch.cleanup()
     total_turns = sum(i.turns for _, i in ingests)

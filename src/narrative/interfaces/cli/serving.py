@@ -1,6 +1,6 @@
 """``narrative mcp`` (and the other long-running servers): serve one memory to clients.
 
-Server commands also accept ``--db`` and ``--user`` after the command name, so an MCP
+Like every command, they accept ``--db`` and ``--user`` after the command name, so an MCP
 client's config can say ``narrative mcp --db PATH --user NAME``.
 """
 
@@ -17,20 +17,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def target_options(f: F) -> F:
-    """``--db``/``--user`` accepted after the command name too (they override the global ones)."""
-
-    def set_db(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
-        if value is not None:
-            ctx.find_object(Context).db = value  # type: ignore[union-attr]
-
-    def set_user(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
-        if value is not None:
-            ctx.find_object(Context).user = value  # type: ignore[union-attr]
-
-    f = click.option("--user", "user_local", default=None, expose_value=False, callback=set_user,
-                     help="Whose memory (same as the global --user).")(f)
-    return click.option("--db", "db_local", default=None, expose_value=False, callback=set_db,
-                        help="SQLite file (same as the global --db).")(f)
+    """Kept for the commands that use it: every command now takes ``--db``/``--user`` after its name
+    (``json_option`` adds them), so this adds nothing."""
+    return f
 
 
 # --- MCP ---------------------------------------------------------------------------------------
