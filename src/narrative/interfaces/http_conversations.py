@@ -49,7 +49,8 @@ def active_conversation(who: Who) -> JSONResponse:
     return ok({"conversation": who.memory.active_conversation(user=who.user)})
 
 
-@router.get("/conversations/{conversation_id}", tags=["conversations"], summary="One conversation", response_model=S.Conversation)
+@router.get("/conversations/{conversation_id}", tags=["conversations"], summary="One conversation",
+            response_model=S.Conversation)
 def get_conversation(who: Who, conversation_id: int) -> JSONResponse:
     return ok(who.memory.get_conversation(conversation_id, user=who.user))
 
