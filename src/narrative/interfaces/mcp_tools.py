@@ -325,7 +325,8 @@ class NarrativeTools:
         """Search all memories by meaning and keywords, optionally within one storyline or only Your Story.
 
         Each hit says why it was returned. Use recall instead when you also want each hit's narrative thread.
-        An unknown storyline_id is an error. Returns {query, hits: [{memory_id, content, stream, importance, storyline_id, score, why, ...}]}.
+        An unknown storyline_id is an error.
+        Returns {query, hits: [{memory_id, content, stream, importance, storyline_id, score, why, ...}]}.
         """
         if your_story_only:
             if storyline_id is not None:
