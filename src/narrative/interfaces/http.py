@@ -147,7 +147,7 @@ def _add_page(app: FastAPI) -> None:
     page = Template(_web_file("templates", "index.html")).safe_substitute(version=__version__)
     static = {
         name: _web_file("static", name)
-        for name in ("app.js", "views.js", "style.css")
+        for name in ("app.js", "memory.js", "review.js", "views.js", "style.css")
     }
 
     @app.get("/", include_in_schema=False)
