@@ -145,10 +145,7 @@ const N = (() => {
     document.title = text ? `${text} — narrative` : "narrative — memory review";
   }
 
-  let viewName = null; // what the view shows, when more precise than its heading ("Garden volunteers")
-  function name(text) {
-    viewName = text;
-  }
+  let dispatching = 0; // the latest navigation; an older one that finishes later changes nothing
 
   function notFound(what) {
     show("notfound");
@@ -164,16 +161,20 @@ const N = (() => {
     lastView = location.hash;
     say(...(flash || [""]));
     flash = null;
-    viewName = null;
+    const token = ++dispatching;
+    let viewName = null; // a view may return what it shows, when more precise than its heading
     if (routes[view]) {
       show(target);
       try {
-        await routes[view](args, query);
+        const named = await routes[view](args, query);
+        if (typeof named === "string") viewName = named;
       } catch (error) {
+        if (token !== dispatching) return;
         if (error && error.status === 404) target = notFound(error.message);
         else failed(error);
       }
     }
+    if (token !== dispatching) return;
     const heading = document.querySelector(`#view-${target} h1`);
     entitle(target === "notfound" ? "Not found" : viewName || (heading && heading.textContent));
     if (moved) {
@@ -236,5 +237,5 @@ const N = (() => {
   }
 
   return { api, get, post, patch, del, el, $, fill, say, sayNext, failed, when, stars, route, dispatch, start,
-    entitle, name, ApiError };
+    entitle, ApiError };
 })();

@@ -86,8 +86,8 @@
       return;
     }
     renderPreview(await get(`/conversations/${reviewing}/preview`));
-    N.name(`Review: ${preview.title || "conversation #" + reviewing}`);
     await renderConversation(reviewing);
+    return `Review: ${preview.title || "conversation #" + reviewing}`;
   }
 
   async function closeActive(id) {

@@ -22,7 +22,6 @@
     $("rename-form").hidden = true;
     $("storyline-rename").hidden = s.kind === "your_story";
     fill("storyline-name", s.name);
-    N.name(s.name);
     fill("storyline-about", [s.description, s.keywords && s.keywords.length ? "keywords: " + s.keywords.join(", ") : ""]
       .filter(Boolean).join(" · "));
     fill("storyline-summary", M.summaryNodes(s.summary));
@@ -31,6 +30,7 @@
     const wanted = query.get("memory");
     const target = wanted && document.getElementById(`story-memory-${wanted}`);
     if (target) target.classList.add("highlight");
+    return s.name;
   }
 
   async function loadStoryPage() {
@@ -261,7 +261,6 @@
     if (id === null) { $("use").hidden = true; return; }
     const data = await get(`/uses/${id}`);
     const use = data.use || data;
-    N.name(`Why: ${use.query}`);
     $("use").hidden = false;
     fill("use-title", `${use.kind}: “${use.query}”`);
     fill("use-about", [`use #${use.id} · ${when(use.created_at)}${use.outcome ? " · outcome: " + use.outcome : ""}`,
@@ -271,6 +270,7 @@
     fill("use-refs-title", "Memories that shaped it");
     const refs = data.memories || data.references || use.references || [];
     fill("use-refs", refs.length ? refs.map(referenceItem) : [el("li", { class: "muted" }, "No memories were used.")]);
+    return `Why: ${use.query}`;
   }
 
   function referenceItem(r) {
