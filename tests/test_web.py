@@ -413,6 +413,7 @@ def test_split_checks_parts_assigns_items_and_lands_where_they_went(page: Any, s
     assert "→ Garden volunteers" in said and "→ Your Story" in said
     page.get_by_role("heading", name="Garden volunteers", exact=True).wait_for()
     assert "A second water butt" in page.locator("li.memory.highlight").inner_text()
+    assert page.locator("#rename-form").is_hidden()
     shot(page, "split-landed.png")
     archive = engine.get_conversation_archive(cid)
     lena = next(m for m in archive["memories"] if m.content.startswith("Lena"))
@@ -440,3 +441,13 @@ def test_the_login_hint_names_the_database(page: Any, site: dict[str, Any]) -> N
     assert "narrative --db PATH keys create --user NAME" in hint
     assert "narrative --db PATH serve --open-user NAME" in hint
     assert page.title() == "Open your memory — narrative"
+
+
+def test_the_api_docs_render_offline(page: Any, site: dict[str, Any]) -> None:
+    requested: list[str] = []
+    page.on("request", lambda request: requested.append(request.url))
+    page.goto(f"{site['server'].url}/docs")
+    page.locator(".swagger-ui .info .title", has_text="narrative").wait_for()
+    page.locator(".opblock-summary-path", has_text="/api/v1/search").first.wait_for()
+    assert all(url.startswith(site["server"].url) for url in requested), requested
+    shot(page, "api-docs.png")
