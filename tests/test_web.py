@@ -216,7 +216,7 @@ def test_search_chain_and_influence(page: Any, site: dict[str, Any]) -> None:
     page.get_by_role("link", name="Influence", exact=True).click()
     page.locator("#use").wait_for()
     assert page.locator("#use-list li").count() >= 1  # the context build
-    assert "watering schedule" not in page.locator("#use-list").inner_text()  # reading the page's search records nothing
+    assert "watering schedule" not in page.locator("#use-list").inner_text()  # the page's search recorded nothing
     page.locator("#use-list a", has_text="context: what is the plan for the garden app?").click()
     page.get_by_role("heading", name="context: “what is the plan for the garden app?”").wait_for()
     refs = page.locator("#use-refs li.memory")
