@@ -54,6 +54,11 @@ def caller(
 ) -> Caller:
     """Authenticate the request: a Bearer token or an X-API-Key header naming a stored key."""
     key = credentials.credentials if credentials is not None else x_api_key
+    header = request.headers.get("authorization")
+    if not key and header:
+        scheme = header.split()[0] if header.split() else ""
+        said = f"it starts with {scheme!r}" if len(header.split()) > 1 else "it has no scheme"
+        raise Unauthorized(f"the Authorization header must read 'Bearer <key>'; {said}")
     if not key:
         raise Unauthorized("missing API key: send 'Authorization: Bearer <key>' or 'X-API-Key: <key>'")
     memory = the_memory(request)
@@ -149,9 +154,13 @@ def narrative_error(_request: Request, error: Exception) -> JSONResponse:
     return error_body(400, "bad_request", str(error))
 
 
-def request_error(_request: Request, error: Exception) -> JSONResponse:
-    """Pydantic/FastAPI input errors as 422 naming each offending field."""
+def request_error(request: Request, error: Exception) -> JSONResponse:
+    """Pydantic/FastAPI input errors as 422 naming each offending field (malformed JSON and the wrong
+    content type said as such)."""
     assert isinstance(error, RequestValidationError)
+    said = body_problem(request, error.errors())
+    if said is not None:
+        return said
     details = []
     for item in error.errors():
         location = [str(part) for part in item.get("loc", ())]
@@ -162,6 +171,27 @@ def request_error(_request: Request, error: Exception) -> JSONResponse:
     message = "; ".join(f"{d['field']}: {d['message']}" for d in details) or "invalid request"
     return error_body(422, "validation_error", message, field=fields[0] if fields else None, fields=fields,
                       detail=details)
+
+
+JSON_TYPES = ("application/json", "+json")
+
+
+def body_problem(request: Request, errors: Sequence[Any]) -> JSONResponse | None:
+    """A body that is not JSON at all: 'not valid JSON (where)', or 'send Content-Type: application/json'."""
+    for item in errors:
+        if item.get("type") == "json_invalid":
+            reason = str((item.get("ctx") or {}).get("error", "")).strip()
+            where = [part for part in item.get("loc", ())[1:] if isinstance(part, int)]
+            said = ": " + reason if reason else ""
+            said += f" at character {where[0]}" if where else ""
+            return error_body(422, "invalid_json", "the request body is not valid JSON" + said, field="body")
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    body_errors = [item for item in errors if tuple(item.get("loc", ()))[:1] == ("body",)]
+    if body_errors and not content_type.endswith(JSON_TYPES):
+        got = f"got {content_type!r}" if content_type else "it was missing"
+        return error_body(415, "unsupported_media_type",
+                          f"send the body as JSON with 'Content-Type: application/json' ({got})", field="body")
+    return None
 
 
 def http_error(_request: Request, error: Exception) -> JSONResponse:
