@@ -193,12 +193,12 @@ def main() -> None:
             rows = [
                 Row("GET /api/v1/me (auth + counts)"),
                 Row(f"GET /api/v1/search k={args.k} record=false"),
-                Row(f"GET /api/v1/search k={args.k} (records a use)"),
+                Row(f"GET /api/v1/search k={args.k} record=true (records a use)"),
             ]
             paths = [
                 ["/api/v1/me"],
                 [f"/api/v1/search?q={q}&k={args.k}&record=false" for q in queries],
-                [f"/api/v1/search?q={q}&k={args.k}" for q in queries],
+                [f"/api/v1/search?q={q}&k={args.k}&record=true" for q in queries],
             ]
             drive(port, key, Row("warm-up"), paths[1][:8], 1, 3.0)  # loads the embedder in the server
             for row, row_paths in zip(rows, paths, strict=True):

@@ -15,6 +15,7 @@ from click.testing import CliRunner
 
 import narrative
 from narrative.bench import locomo
+from narrative.bench import turns as shown_turns
 
 FIXTURE = Path(__file__).parent / "data" / "locomo_tiny.json"
 CATEGORY_NAMES = {"multi-hop", "temporal", "open-domain", "single-hop", "adversarial", "overall"}
@@ -159,7 +160,15 @@ def test_run_reports_recall_per_category_and_overall_for_three_modes(report: dic
             assert all(0.0 <= v <= 1.0 for v in values)
             assert values == sorted(values)  # more results never find less
     assert report["recall"]["hybrid"]["single-hop"]["R@50"] == 1.0
-    assert report["hybrid_search_ms"]["p50"] is not None
+    assert report["search_ms"]["default"]["p50"] is not None and report["search_ms"]["hybrid"]["p50"] is not None
+    assert report["duplicates_top10"]["default"] == 0.0
+    keys_t = [f"T@{k}" for k in shown_turns.TURN_KS]
+    keys_b = [f"B@{b}" for b in shown_turns.BUDGETS]
+    for path in ("default", "tuned", *shown_turns.BASELINES):
+        overall = report["turns"][path]["overall"]
+        for keys in (keys_t, keys_b):
+            assert [overall[key] for key in keys] == sorted(overall[key] for key in keys)  # more never finds less
+    assert set(report["ratios"]["default"]) == set(keys_t) | set(keys_b)
 
 
 def test_the_text_report_has_one_line_per_mode_and_category(report: dict[str, Any]) -> None:

@@ -409,14 +409,18 @@ def test_cli_close_review_and_confirm(mem: narrative.Memory, db_path: Path) -> N
         assert done.exit_code == 0, done.output
         return done.output
 
-    assert "[confirm] [edit] [redirect] [split] [resume]" in run("close")
+    closed = run("close")
+    assert "[confirm]" not in closed and "narrative confirm" in closed and "narrative resume" in closed
     shown = json.loads(run("preview", "--json"))
     assert shown["conversation_id"] == 1 and shown["extracted"]["decisions"]
     key = shown["entities"][0]["key"]
     edited = json.loads(run("edit", "--narrative", "Postgres it is.", "--remove", key, "--json"))
     assert edited["narrative"] == "Postgres it is." and edited["removed"] == [key]
     assert json.loads(run("redirect", str(work.id), "--json"))["destination"]["storyline_id"] == work.id
-    assert "resumed conversation #1" in run("resume")
+    asked = runner.invoke(cli, ["--db", str(db_path), "--user", "alice", "--embedder", "none", "resume"], input="n\n")
+    assert asked.exit_code == 1 and "discards your edits" in asked.output  # asked, and said no: nothing changed
+    assert "narrative confirm" in run("preview")
+    assert "resumed conversation #1" in run("resume", "--yes")
     run("close")
     done = json.loads(run("split", "--part", f"{work.id}:Postgres for the team.", "--part", ":Priya owes a dump.",
                           "--json"))

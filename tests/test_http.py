@@ -348,7 +348,8 @@ def test_malformed_input_is_422_naming_the_field(shared: World, method: str, pat
 
 def test_invalid_json_is_422(shared: World) -> None:
     reply = shared.client("alice").call("POST", API + "/messages", raw=b'{"content": ')
-    assert reply.status == 422 and reply.json["error"] == "validation_error"
+    assert reply.status == 422 and reply.json["error"] == "invalid_json"
+    assert reply.json["message"] == "the request body is not valid JSON: Expecting value at character 12"
 
 
 def test_lifecycle_conflicts_are_409(world: World) -> None:

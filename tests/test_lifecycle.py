@@ -284,6 +284,7 @@ def test_empty_message_does_not_start_a_conversation(mem: narrative.Memory) -> N
 def test_positions_increase_per_user_across_conversations(mem: narrative.Memory) -> None:
     first = [mem.add_message(text) for text in ("one", "two", "three")]
     close(mem)
+    mem.start_conversation()  # explicit: a message alone is refused while the first waits for review
     second = [mem.add_message(text) for text in ("four", "five")]
     assert first[0].conversation_id != second[0].conversation_id
     positions = [m.position for m in first + second]
@@ -298,6 +299,7 @@ def test_messages_come_back_in_order(mem: narrative.Memory) -> None:
     texts = ["alpha", "beta", "gamma", "delta"]
     written = [mem.add_message(t, role="user" if i % 2 == 0 else "assistant") for i, t in enumerate(texts[:2])]
     close(mem)
+    mem.start_conversation()
     written += [mem.add_message(t) for t in texts[2:]]
     mem.add_message("bob's", user="bob")
 

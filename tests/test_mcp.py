@@ -15,6 +15,7 @@ import ast
 import functools
 import inspect
 import json
+import os
 import shutil
 import socket
 import subprocess
@@ -47,7 +48,10 @@ TALKING_ROCK = {
     "get_reasoning_context", "explain_classification", "get_memory_influence_chain",
 }
 EVERYDAY = {"remember", "recall", "get_context", "greet", "list_storylines", "walk_narrative"}
+REVIEW = {"edit_memory_preview", "redirect_memory", "split_memory", "resolve_thread", "record_outcome", "forget_memory"}
+ALL_TOOLS = KOSHI | TALKING_ROCK | EVERYDAY | REVIEW
 READ_ONLY = {
+    "recall", "search_memories",
     "narrative_search", "walk_narrative", "greet", "list_storylines", "get_active_conversation",
     "get_memory_preview", "get_conversation_archive", "get_your_story", "get_open_threads",
     "explain_classification", "get_memory_influence_chain",
@@ -83,7 +87,9 @@ class Driver:
         result = self.call(tool, **arguments)
         assert not result.is_error, f"{tool} failed: {text_of(result)}"
         assert isinstance(result.structured_content, dict)
-        assert json.loads(text_of(result)) == result.structured_content  # text and structure agree
+        text = text_of(result)
+        assert json.loads(text) == result.structured_content  # text and structure agree
+        assert "\n  " not in text and '"user_id"' not in text  # compact: no indentation, no repeated user
         return result.structured_content
 
     def error(self, tool: str, **arguments: Any) -> str:
@@ -94,7 +100,7 @@ class Driver:
 
 @asynccontextmanager
 async def stdio_session(args: list[str], errlog: Path) -> AsyncIterator[ClientSession]:
-    params = StdioServerParameters(command=args[0], args=args[1:])
+    params = StdioServerParameters(command=args[0], args=args[1:], env=dict(os.environ))  # this checkout's code
     with errlog.open("w") as log:
         async with stdio_client(params, errlog=log) as (read, write), ClientSession(read, write) as session:
             await session.initialize()
@@ -158,7 +164,7 @@ def test_the_mcp_modules_talk_to_the_engine_only() -> None:
 
 def test_list_tools_shows_every_tool_with_a_description_and_a_schema(server: Driver) -> None:
     tools = {t.name: t for t in server.tools()}
-    assert set(tools) == KOSHI | TALKING_ROCK | EVERYDAY
+    assert set(tools) == ALL_TOOLS
     for name, t in tools.items():
         assert t.description and len(t.description) > 60, name
         assert "Returns" in t.description, name
@@ -359,6 +365,113 @@ def test_bad_calls_come_back_as_tool_errors_and_the_server_keeps_serving(server:
     assert server.ok("narrative_search")["mode"] == "latest"  # still serving
 
 
+# --- strict arguments, the seeds' names, plain errors (issue 16) -----------------------------------------------
+
+
+def test_every_input_schema_refuses_unknown_arguments(server: Driver) -> None:
+    for t in server.tools():
+        assert t.input_schema.get("additionalProperties") is False, t.name
+    wrong = server.error("search_memories", query="garden", act="Garden")
+    assert wrong == ("search_memories: there is no argument act (it takes act_id, limit, query, storyline_id, "
+                     "your_story_only).")
+
+
+def test_argument_errors_are_one_plain_sentence(server: Driver) -> None:
+    too_many = server.error("search_memories", query="garden", limit=500)
+    assert too_many == "search_memories: limit must be less than or equal to 100 (got 500)."
+    missing = server.error("recall")
+    assert missing == "recall: query is required."
+    for said in (too_many, missing, server.error("get_open_threads", entity_type="weather")):
+        assert "pydantic" not in said and "http" not in said and "\n" not in said
+
+
+def test_the_seeds_names_are_accepted_as_aliases(server: Driver) -> None:
+    tools = {t.name: t for t in server.tools()}
+    assert "act_id" in tools["search_memories"].input_schema["properties"]
+    assert {"memory_id", "destination_act_id"} <= set(tools["confirm_memory"].input_schema["properties"])
+    story_id = next(s["id"] for s in server.ok("list_storylines")["storylines"] if s["kind"] == "your_story")
+    scoped = server.ok("search_memories", query="garden", act_id=story_id)["hits"]
+    everything = server.ok("search_memories", query="garden")["hits"]
+    assert all(h["storyline_id"] == story_id for h in scoped)
+    assert {h["storyline_id"] for h in everything} != {story_id}  # the alias scoped it; not a search of all
+    threads = server.ok("get_open_threads", act_id=story_id)["threads"]
+    assert all(t["storyline_id"] == story_id for t in threads)
+    clash = server.error("search_memories", query="garden", act_id=story_id, storyline_id=story_id + 1)
+    assert clash == "search_memories: give storyline_id or act_id (the same argument), not both."
+
+
+def test_an_unknown_storyline_is_an_error(server: Driver) -> None:
+    assert "storyline 999999" in server.error("search_memories", query="garden", storyline_id=999_999)
+    assert "storyline 999999" in server.error("get_open_threads", act_id=999_999)
+
+
+def test_searches_are_read_only_and_record_nothing(server: Driver, demo_db: Path) -> None:
+    with narrative.Memory(demo_db.with_name("stdio.db"), user="alice", embedder="none", env={}) as mem:
+        before = len(mem.list_uses(500))
+        server.ok("search_memories", query="SQLite")
+        server.ok("recall", query="SQLite", k=2)
+        assert len(mem.list_uses(500)) == before
+        server.ok("get_context", query="SQLite", budget=300)
+        assert len(mem.list_uses(500)) == before + 1  # the context build is a use, and says so
+
+
+def test_review_tools_edit_redirect_and_split_the_preview(server: Driver) -> None:
+    needs("edit_preview", "redirect_preview", "split_memory")
+    server.ok("remember", text="I need to call the nursery about the apple trees. I am waiting on Lena for the "
+                               "soil test results.", speaker="Maya")
+    preview = server.ok("close_conversation")
+    conversation = preview["conversation_id"]
+    assert "redirect_memory" in server.error("redirect_memory", storyline_id="nowhere")
+    keys = [e["key"] for e in preview["entities"]]
+    if keys:
+        edited = server.ok("edit_memory_preview", narrative="Maya will call the nursery.", remove_entities=keys[:1])
+        assert edited["narrative"] == "Maya will call the nursery." and edited["removed"] == keys[:1]
+    stories = server.ok("list_storylines")["storylines"]
+    story = next(s for s in stories if s["kind"] == "your_story")
+    other = next(s for s in stories if s["kind"] != "your_story" and s["status"] == "active")
+    moved = server.ok("redirect_memory", act_id=other["id"])
+    assert moved["destination"]["storyline_id"] == other["id"]
+    split = server.ok("split_memory", conversation_id=conversation, parts=[
+        {"narrative": "Maya will call the nursery about the apple trees.", "storyline_id": other["id"],
+         "entity_ids": keys[1:2]},
+        {"narrative": "Lena owes Maya the soil test results."},
+    ])
+    assert [m["storyline_id"] for m in split["memories"]] == [other["id"], story["id"]]
+    assert server.ok("get_active_conversation")["awaiting_confirmation"] == []
+    assert "split_memory: parts" in server.error("split_memory", parts=[{"narrative": "only one"}])
+
+
+def test_confirm_memory_takes_memory_id_and_destination_act_id(server: Driver) -> None:
+    server.ok("remember", text="We picked the blue watering cans for the community plot.", speaker="Maya")
+    preview = server.ok("close_conversation")
+    story = next(s for s in server.ok("list_storylines")["storylines"] if s["kind"] == "your_story")
+    done = server.ok("confirm_memory", memory_id=preview["conversation_id"], destination_act_id=story["id"])
+    assert done["conversation_id"] == preview["conversation_id"]
+    assert [m["storyline_id"] for m in done["memories"]] == [story["id"]]
+
+
+def test_resolve_a_thread_record_an_outcome_and_forget_a_memory(server: Driver) -> None:
+    needs("resolve_thread", "learn_from_outcome", "delete_memory")
+    threads = server.ok("get_open_threads")["threads"]
+    assert threads, "the demo has open threads"
+    resolved = server.ok("resolve_thread", entity_id=threads[0]["id"])["thread"]
+    assert resolved["id"] == threads[0]["id"] and resolved["is_active"] is False
+    assert threads[0]["id"] not in [t["id"] for t in server.ok("get_open_threads")["threads"]]
+
+    found = server.ok("get_reasoning_context", query="which storage for the app?", top_k=2)
+    judged = server.ok("record_outcome", use_id=found["use_id"], outcome="corrected",
+                       correction="We use SQLite, not Firebase.")["outcome"]
+    assert judged["kind"] == "outcome" and judged["meta"]["use_id"] == found["use_id"]
+    assert "correction" in server.error("record_outcome", use_id=found["use_id"], outcome="corrected")
+
+    target = server.ok("search_memories", query="SQLite", limit=1)["hits"][0]
+    gone = server.ok("forget_memory", memory_id=target["memory_id"])
+    assert gone["deleted"] == target["memory_id"] and gone["counts"]["memories"] == 1
+    assert "NotFound" in server.error("forget_memory", memory_id=target["memory_id"])
+    tools = {t.name: t for t in server.tools()}
+    assert tools["forget_memory"].annotations is not None and tools["forget_memory"].annotations.destructive_hint
+
+
 # --- streamable HTTP ---------------------------------------------------------------------------------------
 
 
@@ -394,7 +507,7 @@ def test_streamable_http_on_loopback(demo_db: Path) -> None:
         url = f"http://127.0.0.1:{port}/mcp"
         with start_blocking_portal() as portal, portal.wrap_async_context_manager(http_session(url)) as session:
             http = Driver(portal, session)
-            assert {t.name for t in http.tools()} == KOSHI | TALKING_ROCK | EVERYDAY
+            assert {t.name for t in http.tools()} == ALL_TOOLS
             assert http.ok("narrative_search")["mode"] == "latest"
             hits = http.ok("recall", query="SQLite Firebase", k=2)["hits"]
             assert hits and "keyword rank" in hits[0]["why"]["summary"]

@@ -181,6 +181,7 @@ def test_provenance_positions_span_conversations(mem: narrative.Memory, clock: A
     from narrative.write import lifecycle
 
     lifecycle.close(mem.store, "alice", None, clock())
+    mem.start_conversation()  # explicit: a message alone is refused while the first waits for review
     second = mem.add_message("In the second conversation.")
     added = mem.add_memory("Spans two conversations.", message_ids=[first.id, second.id])
     assert added.positions == (1, 2)

@@ -16,15 +16,14 @@ import pytest
 
 import narrative
 from conftest import FakeClock
-from narrative.model import EntityType, Memory, Stream, UseKind
+from narrative.model import EntityType, Memory, UseKind
 from narrative.providers.embed import Embedder, MiniLMEmbedder, embed_one
 from narrative.read.search import (
     DEFAULT_WEIGHTS,
     SearchHit,
-    SearchMode,
     SearchParams,
     Weights,
-    diversified,
+    collapsed,
     fuse,
     hybrid_search,
     recency_factor,
@@ -107,13 +106,14 @@ def test_hybrid_ranks_a_memory_found_by_both_lists_above_one_found_by_vectors_on
         "Quarterly tax forms are due next month.",
     ):
         smem.add_memory(text)
-    vector = {h.memory.content: h for h in smem.search("young dog playing fetch", 5, mode="vector", record=False)}
     puppy, invoice = "My puppy loves chasing tennis balls in the park.", "Invoice for the dog sitter was paid."
-    puppy_rank, invoice_rank = vector[puppy].vector_rank, vector[invoice].vector_rank
-    assert puppy_rank is not None and invoice_rank is not None
-    assert puppy_rank < invoice_rank  # closer in meaning ...
+    vector = {h.memory.content: h for h in smem.search("young dog playing fetch", 5, mode="vector", record=False)}
+    assert puppy in vector and invoice not in vector  # by meaning alone the invoice is below the floor
     hybrid = smem.search("young dog playing fetch", 5, record=False)
     by_text = {h.memory.content: h for h in hybrid}
+    puppy_rank, invoice_rank = by_text[puppy].vector_rank, by_text[invoice].vector_rank
+    assert puppy_rank is not None and invoice_rank is not None
+    assert puppy_rank < invoice_rank  # closer in meaning ...
     assert by_text[puppy].bm25_rank is None  # ... but no shared word
     assert by_text[invoice].bm25_rank is not None
     order = contents(hybrid)
@@ -130,7 +130,7 @@ def test_hybrid_keyword_and_vector_weights(hmem: narrative.Memory) -> None:
     now = hmem.clock()
 
     def order(**params: float) -> list[str]:
-        p = SearchParams(k=4, diversify=False, **params)  # type: ignore[arg-type]
+        p = SearchParams(k=4, collapse=False, **params)  # type: ignore[arg-type]
         return contents(hybrid_search(hmem.store, "alice", "apple pie", now, p, None, embed))
 
     vector_only = contents(hmem.search("apple pie", 4, mode="vector", record=False))
@@ -147,7 +147,7 @@ def test_hits_from_one_list_only_explain_themselves(hmem: narrative.Memory) -> N
     def embed_elsewhere(_text: str) -> tuple[np.ndarray, str]:  # the vector side looks at kites
         return embed_one(embedder, "kites over the beach"), embedder.identity
 
-    params = SearchParams(k=10, pool=3, diversify=False)
+    params = SearchParams(k=10, pool=3, collapse=False)
     hits = hybrid_search(hmem.store, "alice", "zebra migration", hmem.clock(), params, None, embed_elsewhere)
     assert {h.memory.id for h in hits} == zebras | kites
     for hit in hits:
@@ -382,26 +382,20 @@ def test_search_with_record_false_records_nothing(hmem: narrative.Memory) -> Non
     assert hmem.list_uses() == []
 
 
-# --- diversification ------------------------------------------------------------------------------------
+# --- one result per message -----------------------------------------------------------------------------
 
 
-def _hit(memory_id: int, score: float, message_ids: tuple[int, ...]) -> SearchHit:
-    memory = Memory(
-        id=memory_id, user_id="alice", stream=Stream.CONVERSATION, source=narrative.model.Source.CONVERSATION,
-        content=f"m{memory_id}", importance=2, message_ids=message_ids, created_at=datetime(2026, 1, 1, tzinfo=UTC),
-    )
-    return SearchHit(memory, score, score, 1, 1.0, 1, 0.5, 1.0, Weights(0.5, 0.5))
+def test_collapsed_folds_what_is_shown_and_trims_what_overlaps() -> None:
+    shows = {1: frozenset({10, 11}), 2: frozenset({11, 12}), 3: frozenset({11}), 4: frozenset({20}),
+             5: frozenset(), 6: frozenset({10, 12})}
+    chosen, folded = collapsed([1, 2, 3, 4, 5, 6], shows, 4)
+    assert chosen == [1, 2, 4, 5]  # 3 and 6 show nothing new
+    assert folded == {1: [3, 6]}  # folded into the best hit that shows one of their messages
+    assert shows[2] == frozenset({12})  # 2 shows only its new message
+    assert shows[5] == frozenset()  # a summary folds nothing and is never folded
 
 
-def test_diversified_lets_covered_hits_wait() -> None:
-    hits = [_hit(1, 0.9, (10, 11)), _hit(2, 0.8, (11, 12)), _hit(3, 0.7, (11,)), _hit(4, 0.6, (20,)),
-            _hit(5, 0.5, ())]
-    assert [h.memory.id for h in diversified(hits, 3)] == [1, 2, 4]  # 3's only message is already shown
-    assert [h.memory.id for h in diversified(hits, 5)] == [1, 2, 4, 5, 3]  # and comes back when room remains
-    assert [h.memory.id for h in diversified(hits[:3], 5)] == [1, 2, 3]
-
-
-def test_overlapping_exchanges_do_not_crowd_the_top_k(hmem: narrative.Memory) -> None:
+def test_overlapping_exchanges_show_each_message_once(hmem: narrative.Memory) -> None:
     turns = [
         hmem.add_message("Should we plant the tomatoes in April?", speaker="Ana"),
         hmem.add_message("Tomatoes in April risk frost; wait until May.", role="assistant"),
@@ -415,12 +409,54 @@ def test_overlapping_exchanges_do_not_crowd_the_top_k(hmem: narrative.Memory) ->
     echo = hmem.add_memory("tomatoes, beans, seeds, compost, a trowel, gloves and May", stream="conversation",
                            message_ids=ids[1:2])
     other = hmem.add_memory("Seed catalogue: tomatoes, beans, squash, peppers and herbs", stream="conversation")
-    undiversified = [h.memory.id for h in hybrid_search(
-        hmem.store, "alice", "tomatoes May", hmem.clock(), SearchParams(k=4, diversify=False, mode=SearchMode.KEYWORD)
-    )]
-    assert undiversified.index(echo.id) < undiversified.index(other.id)  # the echo outranks new material ...
-    assert undiversified.index(echo.id) > min(undiversified.index(exchange_a.id), undiversified.index(exchange_b.id))
-    top = hmem.search("tomatoes May", 3, mode="keyword", record=False)
-    assert {h.memory.id for h in top} == {exchange_a.id, exchange_b.id, other.id}  # ... but its turn is shown
     everything = hmem.search("tomatoes May", 10, mode="keyword", record=False)
-    assert everything[-1].memory.id == echo.id  # not lost, only moved behind new material
+    assert {h.memory.id for h in everything} == {exchange_a.id, exchange_b.id, other.id}
+    shower = next(h for h in everything if ids[1] in h.shown)
+    assert shower.memory.id in {exchange_a.id, exchange_b.id}
+    assert echo.id in shower.also  # the echo's only message is shown by a better hit: folded into it
+    assert f"#{echo.id}" in str(shower.why()["summary"])
+    shown = [m for h in everything for m in h.shown]
+    assert sorted(shown) == sorted(set(shown)) and set(ids) <= set(shown)  # every message once
+    trimmed = next(h for h in everything if h.memory.id in {exchange_a.id, exchange_b.id} and h is not shower)
+    assert len(trimmed.shown) == 1  # the other exchange shows only what the better one did not
+    assert trimmed.text == next(f"{t.speaker}: {t.content}" if t.speaker else t.content
+                                for t in turns if t.id == trimmed.shown[0])
+
+
+def test_a_broad_summary_does_not_push_specific_memories_down(hmem: narrative.Memory) -> None:
+    turns = [hmem.add_message(f"Note {i}: the greenhouse heater needs a new thermostat part {i}.", speaker="Ana")
+             for i in range(6)]
+    summary = hmem.add_memory("Ana talked about the greenhouse heater and its thermostat all week.",
+                              stream="reflection", message_ids=[t.id for t in turns])
+    specific = [hmem.add_memory(t.content, stream="conversation", message_ids=[t.id]) for t in turns[:4]]
+    hits = hmem.search("greenhouse heater thermostat", 7, record=False)
+    assert {h.memory.id for h in hits} == {summary.id, *(m.id for m in specific)}  # nothing specific pushed out
+    assert [h.memory.id for h in hits].index(summary.id) == len(hits) - 1  # the summary comes after the words
+    assert not hits[-1].shown and all(h.shown for h in hits[:-1])
+    more = [hmem.add_memory(t.content, stream="conversation", message_ids=[t.id]) for t in turns[4:]]
+    hits = hmem.search("greenhouse heater thermostat", 7, record=False)
+    assert {h.memory.id for h in hits} == {m.id for m in specific + more}  # every message it sums up is shown
+    assert any(summary.id in h.also for h in hits)
+
+
+def test_a_query_with_nothing_relevant_returns_nothing(smem: narrative.Memory) -> None:
+    for text in ("We decided to go with SQLite because it works offline.", "The garden has 24 beds in four rows.",
+                 "My sister's wedding is in June in Porto."):
+        smem.add_memory(text)
+    assert smem.search("nothingmatchesthisxyz", 10, record=False) == []
+    assert smem.search("qwzx vbnm plokij", 10, mode="vector", record=False) == []
+    hits = smem.search("offline database choice", 10, record=False)
+    assert hits and "SQLite" in hits[0].memory.content
+    assert hits[0].why()["closeness"] in {"close", "related", "loosely related"}
+
+
+def test_min_score_drops_weaker_hits_and_is_checked(hmem: narrative.Memory) -> None:
+    for text in ("kelp forest survey", "kelp recipes", "forest walk", "survey results"):
+        hmem.add_memory(text)
+    everything = hmem.search("kelp forest survey", 10, record=False)
+    cut = (everything[0].score + everything[-1].score) / 2
+    strong = hmem.search("kelp forest survey", 10, min_score=cut, record=False)
+    assert strong and len(strong) < len(everything) and all(h.score >= cut for h in strong)
+    assert all(0.0 <= h.score <= 1.0 for h in everything)
+    with pytest.raises(narrative.ValidationError):
+        hmem.search("kelp", 10, min_score=1.5)

@@ -75,18 +75,21 @@ def run_cli(*args: str | bytes, db: Path) -> subprocess.CompletedProcess[bytes]:
 
 
 @pytest.mark.parametrize(
-    "args",
+    ("args", "says"),
     [
-        ("delete", "memory", str(BIG), "--yes"),
-        ("chain", str(2**64)),
-        ("add", "memory", b"not utf-8 \xff\xfe"),  # decoded with surrogateescape: lone surrogates
-        ("keys", "revoke", "0"),
+        (("delete", "memory", str(BIG), "--yes"), "memory_id must be an integer id"),
+        (("chain", str(2**64)), "memory_id must be an integer id"),
+        (("add", "memory", b"not utf-8 \xff\xfe"), "not valid Unicode"),  # surrogateescape: lone surrogates
+        (("keys", "revoke", "0"), "key_id must be an integer id"),
     ],
 )
-def test_the_cli_prints_an_error_line_and_exits_1(tmp_path: Path, args: tuple[str | bytes, ...]) -> None:
-    done = run_cli(*args, db=tmp_path / "cli.db")
+def test_the_cli_prints_an_error_line_and_exits_1(tmp_path: Path, args: tuple[str | bytes, ...], says: str) -> None:
+    db = tmp_path / "cli.db"
+    assert run_cli("add", "memory", "the market opens at nine", db=db).returncode == 0
+    done = run_cli(*args, db=db)
     assert done.returncode == 1, done
-    assert done.stderr.decode().startswith("error: ") and b"Traceback" not in done.stderr
+    error = done.stderr.decode(errors="replace")
+    assert error.startswith("error: ") and says in error and "Traceback" not in error, error
 
 
 def test_the_cli_refuses_a_non_database_file(tmp_path: Path) -> None:

@@ -51,3 +51,10 @@ def require_positive(value: object, field: str, allow_zero: bool = False) -> int
     if isinstance(value, bool) or not isinstance(value, int) or value < low:
         raise ValidationError(f"{field} must be an integer ≥ {low}, got {value!r}", field=field)
     return value
+
+
+def require_score(value: object, field: str = "min_score") -> float:
+    """A score threshold: a number from 0 to 1 (search scores live in that range)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= float(value) <= 1.0:
+        raise ValidationError(f"{field} must be a number from 0 to 1, got {value!r}", field=field)
+    return float(value)

@@ -59,6 +59,9 @@ class Settings:
     rrf_k: int = 10  # small k sharpens the head of each list (measured on LoCoMo dev: see bench/)
     keyword_weight: float = 1.3  # weighted RRF: a BM25 rank counts 1.3× a vector rank (measured, as rrf_k)
     vector_weight: float = 1.0
+    # a match by meaning alone needs at least this cosine; -1 = the embedder's own calibrated floor (MiniLM 0.35)
+    similarity_floor: float = -1.0
+    summary_weight: float = 0.5  # a summary of many messages needs twice the match to outrank the words themselves
     stream_weights: dict[str, StreamWeights] = field(default_factory=default_stream_weights)
     record_uses: bool = True
     # write path

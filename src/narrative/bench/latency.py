@@ -15,7 +15,7 @@ import resource
 import statistics
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -159,8 +159,16 @@ def time_chroma(vectors: np.ndarray, query_vectors: np.ndarray, workdir: Path) -
 
 
 def run(
-    sizes: Sequence[int], *, queries: int = 200, chroma: bool = True, pool: int = 2000, ingest_turns: int = 400
+    sizes: Sequence[int],
+    *,
+    queries: int = 200,
+    chroma: bool = True,
+    pool: int = 2000,
+    ingest_turns: int = 400,
+    progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
+    """Ingest speed, then recall latency at each size; ``progress(done, total)`` after each step."""
+    steps = 1 + len(sizes)
     workdir = Path(tempfile.mkdtemp(prefix="narrative-latency-"))
     rng = random.Random(11)
     report: dict[str, Any] = {
@@ -181,7 +189,9 @@ def run(
             for _ in range(queries)
         ]
         query_vectors = embedder.embed_batch(query_texts)
-    for size in sizes:
+    if progress is not None:
+        progress(1, steps)
+    for step, size in enumerate(sizes, start=2):
         with Memory(workdir / f"store-{size}.db", user="bench") as mem:
             started = time.perf_counter()
             vectors = build_store(mem, size, pool_texts, pool_vectors, seed=size)
@@ -216,6 +226,8 @@ def run(
             row["peak_rss_mb"] = round(peak_rss_mb(), 1)
             row["chroma"] = time_chroma(vectors, query_vectors, workdir) if chroma else None
             report["sizes"].append(row)
+        if progress is not None:
+            progress(step, steps)
     return report
 
 

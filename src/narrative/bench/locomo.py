@@ -25,17 +25,20 @@ import re
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from narrative.bench import turns as shown_text
 from narrative.engine import Memory, Turn
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 KS = (5, 10, 25, 50)
+DEPTH = 50  # results asked of the default search: enough to fill 20 turns and 2,000 tokens
 MODES = ("hybrid", "keyword", "vector")
+CATEGORY_ORDER = ("multi-hop", "temporal", "open-domain", "single-hop", "adversarial", "overall")
 TURN_STREAMS = ("conversation", "decision", "research")
 _DATE_FORMATS = ("%I:%M %p on %d %B, %Y", "%I:%M %p on %d %b, %Y", "%I:%M%p on %d %B, %Y")
 
@@ -123,25 +126,64 @@ def dia_map(mem: Memory) -> dict[int, str]:
     return {m.id: str(m.meta.get("dia_id", "")) for m in mem.messages()}
 
 
+def turn_map(mem: Memory) -> dict[int, shown_text.Turn]:
+    """Message id -> the turn as a conversation memory writes it ("speaker: words")."""
+    found = {}
+    for m in mem.messages():
+        text = f"{m.speaker}: {m.content}" if m.speaker else m.content
+        found[m.id] = shown_text.Turn(str(m.meta.get("dia_id", "")), text)
+    return found
+
+
+def shown(hits: Sequence[Any], turn_of: dict[int, shown_text.Turn]) -> list[shown_text.Shown]:
+    """Each hit as a model sees it: the turns its text reproduces, its source turns, its tokens."""
+    result = []
+    for hit in hits:
+        sources = [turn_of[i] for i in hit.memory.message_ids if i in turn_of]
+        text = getattr(hit, "text", "") or hit.memory.content  # what the hit shows a reader
+        result.append(
+            shown_text.Shown(
+                shown_text.shown_turns(text, sources),
+                frozenset(t.dia_id for t in sources),
+                shown_text.count_tokens(text),
+            )
+        )
+    return result
+
+
 def evaluate(mem: Memory, sample: dict[str, Any], modes: Sequence[str] = MODES) -> list[dict[str, Any]]:
-    """Per question and mode: recall@k for every k, and how many dia_ids the top 10 covered."""
+    """Per question: the default search, the tuned path and the baselines by turns shown and by text budget;
+    memory-level recall@k of the tuned path in each mode (the secondary table)."""
     dia_of = dia_map(mem)
+    turn_of = turn_map(mem)
+    baselines = shown_text.Baselines(list(turn_of.values()), mem.embedder)
     rows = []
     for qa in sample["qa"]:
         wanted = evidence_ids(qa.get("evidence", []))
         if not wanted:
             continue
-        row: dict[str, Any] = {"category": int(qa.get("category", 0)), "recall": {}, "latency_ms": {}}
+        question = str(qa["question"])
+        row: dict[str, Any] = {"category": int(qa.get("category", 0)), "recall": {}, "latency_ms": {}, "turns": {}}
+        started = time.perf_counter()
+        default = mem.search(question, DEPTH, record=False)
+        row["latency_ms"]["default"] = (time.perf_counter() - started) * 1000
+        ranked = {"default": shown(default, turn_of)}
+        row["returned"] = len(default)
         for mode in modes:
             started = time.perf_counter()
-            hits = mem.search(str(qa["question"]), max(KS), mode=mode, streams=TURN_STREAMS, record=False)
+            hits = mem.search(question, max(KS), mode=mode, streams=TURN_STREAMS, record=False)
             row["latency_ms"][mode] = (time.perf_counter() - started) * 1000
             found_by_rank = [{dia_of.get(i, "") for i in hit.memory.message_ids} for hit in hits]
             if mode == "hybrid":
+                ranked["tuned"] = shown(hits, turn_of)
                 row["turns_in_top10"] = len(set().union(*found_by_rank[:10]) - {""}) if found_by_rank else 0
             row["recall"][mode] = {
                 k: len(wanted & set().union(*found_by_rank[:k])) / len(wanted) if found_by_rank else 0.0 for k in KS
             }
+        ranked.update(baselines.rankings(question))
+        row["turns"] = {name: shown_text.score(items, wanted) for name, items in ranked.items()}
+        row["duplicates"] = {name: shown_text.duplicates(ranked[name]) for name in ("default", "tuned")
+                             if name in ranked}
         rows.append(row)
     return rows
 
@@ -160,10 +202,42 @@ def summarise(rows: Sequence[dict[str, Any]], modes: Sequence[str] = MODES) -> d
     return table
 
 
+def summarise_turns(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Per ranking (default, tuned, baselines): turn and budget recall per category and overall."""
+    names = list(rows[0]["turns"]) if rows else []
+    table: dict[str, Any] = {}
+    for name in names:
+        by_category: dict[str, list[dict[str, float]]] = defaultdict(list)
+        for row in rows:
+            by_category[CATEGORIES.get(row["category"], str(row["category"]))].append(row["turns"][name])
+            by_category["overall"].append(row["turns"][name])
+        table[name] = {c: {"n": len(v), **shown_text.mean_table(v)} for c, v in by_category.items()}
+    return table
+
+
+def ratios(table: dict[str, Any], path: str) -> dict[str, Any]:
+    """The path's overall figure over the best baseline's at each k and budget."""
+    result: dict[str, Any] = {}
+    ours = table[path]["overall"]
+    for key in [f"T@{k}" for k in shown_text.TURN_KS] + [f"B@{b}" for b in shown_text.BUDGETS]:
+        best = max(shown_text.BASELINES, key=lambda name: table[name]["overall"][key])
+        value = table[best]["overall"][key]
+        result[key] = {"best_baseline": best, "ratio": round(ours[key] / value, 3) if value else None}
+    return result
+
+
 def run(
-    path: str | Path, *, embedder: str = "minilm", limit: int | None = None, keep: str | None = None
+    path: str | Path,
+    *,
+    embedder: str = "minilm",
+    limit: int | None = None,
+    keep: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
-    """The whole benchmark over every conversation of ``path``; returns the report."""
+    """The whole benchmark over every conversation of ``path``; returns the report.
+
+    ``progress(done, total)`` is called after each conversation is ingested and after it is evaluated.
+    """
     data = json.loads(Path(path).read_text("utf-8"))
     samples = data if isinstance(data, list) else [data]
     if limit is not None:
@@ -180,20 +254,24 @@ def run(
             Path(f"{db}{suffix}").unlink(missing_ok=True)
         with Memory(db, user=name, embedder=embedder) as mem:
             ingests.append((name, ingest(mem, sample)))
+            if progress is not None:
+                progress(2 * index + 1, 2 * len(samples))
             rows += evaluate(mem, sample)
+            if progress is not None:
+                progress(2 * index + 2, 2 * len(samples))
     if scratch is not None:
         scratch.cleanup()
-    turns = sum(i.turns for _, i in ingests)
+    total_turns = sum(i.turns for _, i in ingests)
     seconds = sum(i.seconds for _, i in ingests)
-    latencies = sorted(row["latency_ms"]["hybrid"] for row in rows)
+    turn_table = summarise_turns(rows)
     return {
         "file": str(path),
         "conversations": len(samples),
         "questions": len(rows),
         "ingest": {
-            "turns": turns,
+            "turns": total_turns,
             "seconds": round(seconds, 2),
-            "turns_per_s": round(turns / seconds, 1) if seconds else None,
+            "turns_per_s": round(total_turns / seconds, 1) if seconds else None,
             "per_conversation": {
                 name: {
                     "turns": i.turns,
@@ -204,13 +282,27 @@ def run(
                 for name, i in ingests
             },
         },
+        "turns": turn_table,
+        "ratios": {path_name: ratios(turn_table, path_name) for path_name in ("default", "tuned") if rows},
+        "duplicates_top10": {
+            name: round(sum(r["duplicates"][name] for r in rows) / max(1, len(rows)), 4)
+            for name in ("default", "tuned")
+        },
+        "default_returned": {
+            "mean": round(sum(r["returned"] for r in rows) / max(1, len(rows)), 2),
+            "empty": sum(1 for r in rows if r["returned"] == 0),
+        },
         "recall": summarise(rows),
         "hybrid_top10_distinct_turns": round(sum(r.get("turns_in_top10", 0) for r in rows) / max(1, len(rows)), 2),
-        "hybrid_search_ms": {
-            "p50": round(latencies[len(latencies) // 2], 2) if latencies else None,
-            "p95": round(latencies[int(len(latencies) * 0.95)], 2) if latencies else None,
-        },
+        "search_ms": {name: _percentiles([r["latency_ms"][name] for r in rows]) for name in ("default", "hybrid")},
     }
+
+
+def _percentiles(values: Sequence[float]) -> dict[str, float | None]:
+    ordered = sorted(values)
+    if not ordered:
+        return {"p50": None, "p95": None}
+    return {"p50": round(ordered[len(ordered) // 2], 2), "p95": round(ordered[int(len(ordered) * 0.95)], 2)}
 
 
 def format_report(report: dict[str, Any]) -> str:
@@ -219,18 +311,41 @@ def format_report(report: dict[str, Any]) -> str:
         f"{report['questions']} questions",
         f"ingest: {report['ingest']['turns']} turns in {report['ingest']['seconds']} s "
         f"= {report['ingest']['turns_per_s']} turns/s (write path incl. embeddings)",
-        f"hybrid search latency: p50 {report['hybrid_search_ms']['p50']} ms, "
-        f"p95 {report['hybrid_search_ms']['p95']} ms",
-        f"a top-10 hybrid result covers {report['hybrid_top10_distinct_turns']} distinct turns on average"
-        " (a conversation memory is an exchange: the turn and the one it answers)",
+        f"search latency: default p50 {report['search_ms']['default']['p50']} ms, "
+        f"p95 {report['search_ms']['default']['p95']} ms; tuned hybrid p50 {report['search_ms']['hybrid']['p50']} ms",
+        "",
+        "What a model reads. T@k: evidence among the first k distinct turns the results show;",
+        "B@n: evidence in the results that fit within n tokens. default = Memory.search(question) as shipped;",
+        "tuned = hybrid over the conversation, decision and research streams; bm25, minilm, rrf = single turns.",
         "",
     ]
+    keys = [f"T@{k}" for k in shown_text.TURN_KS] + [f"B@{b}" for b in shown_text.BUDGETS]
+    header = f"{'path':<8} {'category':<12} {'n':>4} " + " ".join(f"{key:>6}" for key in keys)
+    lines += [header, "-" * len(header)]
+    for name, table in report["turns"].items():
+        for category in CATEGORY_ORDER if name in ("default", "tuned") else ("overall",):
+            if category in table:
+                row = table[category]
+                lines.append(f"{name:<8} {category:<12} {row['n']:>4} " + " ".join(f"{row[k]:>6.3f}" for k in keys))
+        lines.append("")
+    for name, ratio in report["ratios"].items():
+        parts = "  ".join(f"{k} ×{r['ratio']:.2f} ({r['best_baseline']})" for k, r in ratio.items() if r["ratio"])
+        lines.append(f"{name} vs best single-turn baseline: {parts}")
+    dup = report["duplicates_top10"]
+    lines.append(f"duplicates in the top 10 (all source turns already shown above): default {dup['default']:.3f}, "
+                 f"tuned {dup['tuned']:.3f}")
+    ret = report["default_returned"]
+    lines.append(f"default search returned {ret['mean']} results on average; {ret['empty']} questions got none")
+    lines += ["", "Secondary: memory-level recall@k of the tuned path (comparable with earlier reports)", ""]
+    lines += _memory_table(report)
+    return "\n".join(lines)
+
+
+def _memory_table(report: dict[str, Any]) -> list[str]:
     header = f"{'mode':<8} {'category':<12} {'n':>4} " + " ".join(f"{'R@' + str(k):>6}" for k in KS)
-    lines.append(header)
-    lines.append("-" * len(header))
-    order = ["multi-hop", "temporal", "open-domain", "single-hop", "adversarial", "overall"]
+    lines = [header, "-" * len(header)]
     for mode, table in report["recall"].items():
-        for name in order:
+        for name in CATEGORY_ORDER:
             if name in table:
                 row = table[name]
                 values = " ".join(f"{row['R@' + str(k)]:>6.3f}" for k in KS)
@@ -239,9 +354,12 @@ def format_report(report: dict[str, Any]) -> str:
     hybrid = report["recall"]["hybrid"]["overall"]
     for base in ("keyword", "vector"):
         other = report["recall"][base]["overall"]
-        ratios = "  ".join(
+        ratios_text = "  ".join(
             f"R@{k} ×{hybrid['R@' + str(k)] / other['R@' + str(k)]:.2f}" if other["R@" + str(k)] else f"R@{k} n/a"
             for k in KS
         )
-        lines.append(f"hybrid vs {base}-only: {ratios}")
-    return "\n".join(lines)
+        lines.append(f"hybrid vs {base}-only: {ratios_text}")
+    lines.append(
+        f"a top-10 tuned result covers {report['hybrid_top10_distinct_turns']} distinct turns on average"
+    )
+    return lines

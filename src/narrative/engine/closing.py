@@ -56,10 +56,16 @@ class ClosingAPI(TurnsAPI, ConversationsAPI, MemoriesAPI):
         return preview
 
     def _stamp(self, user_id: str, conversation_id: int, storyline_id: int) -> int | None:
-        """The link a closing memory is stamped with: its storyline's running link, else this conversation's."""
+        """The link a closing memory is stamped with: the link of its own storyline (the running one, else the
+        newest this conversation wrote there, else the storyline's newest); for a storyline without links,
+        this conversation's newest link, else the user's latest."""
         running = self.store.open_narrative(user_id, storyline_id)
         if running is not None:
             return running.id
+        mine = self.store.list_narratives(user_id, storyline_id=storyline_id, limit=200)
+        for links in ([n for n in mine if n.conversation_id == conversation_id], mine):
+            if links:
+                return links[0].id
         ours = [n for n in self.store.list_narratives(user_id, limit=200) if n.conversation_id == conversation_id]
         if ours:
             return ours[0].id
@@ -123,8 +129,24 @@ class ClosingAPI(TurnsAPI, ConversationsAPI, MemoriesAPI):
     ) -> Preview:
         """Rewrite the narrative (the proposal is kept as the original) and/or drop entities by key."""
         user_id = self._user(user)
-        preview = close.load_preview(self.store, user_id, self._ready(user_id, conversation_id))
-        return self._save(user_id, close.edit(preview, narrative, list(remove_entities)))
+        conversation = self._ready(user_id, conversation_id)
+        preview = close.load_preview(self.store, user_id, conversation)
+        removed_before = set(preview.removed)
+        close.edit(preview, narrative, list(remove_entities))
+        if set(preview.removed) != removed_before:
+            close.recompose(self.store, user_id, conversation, preview, self._close_tools())
+        return self._save(user_id, preview)
+
+    def preview_edits(self, conversation_id: int | None = None, *, user: str | None = None) -> list[str]:
+        """What you changed in the waiting preview (reworded, items removed, another storyline): what
+        ``resume_conversation`` would throw away.  Empty when nothing was changed or nothing waits."""
+        user_id = self._user(user)
+        try:
+            conversation = self._ready(user_id, conversation_id)
+            preview = close.load_preview(self.store, user_id, conversation)
+        except (InvalidTransition, NotFound):
+            return []
+        return close.edits_of(preview)
 
     def redirect_preview(
         self, conversation_id: int | None, storyline_id: int, *, user: str | None = None

@@ -99,6 +99,11 @@ class ConversationsAPI(EngineBase):
             },
         }
 
+    def users(self) -> dict[str, dict[str, int]]:
+        """Every user of this file with what they hold beyond a fresh start (rows per table; empty for a user
+        with nothing yet).  Reads only: it creates no user, so interfaces can say whose data a file holds."""
+        return {u.id: self.store.user_content(u.id) for u in self.store.list_users()}
+
     def _active_id(self, user_id: str, conversation_id: int | None) -> int:
         if conversation_id is not None:
             return conversation_id

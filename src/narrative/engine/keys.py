@@ -14,6 +14,7 @@ import hashlib
 import secrets
 from typing import Any
 
+from narrative.checks import require_user
 from narrative.engine.core import EngineBase
 from narrative.errors import NotFound
 
@@ -38,11 +39,11 @@ class KeysAPI(EngineBase):
     def list_api_keys(self, *, user: str | None = None) -> list[dict[str, Any]]:
         """``user``'s keys (never the keys themselves): id, label, created_at, and a fingerprint (the
         first 12 hex digits of the stored digest) to tell them apart."""
-        return self.store.list_keys(self._user(user))
+        return self.store.list_keys(require_user(self.settings.user if user is None else user))
 
     def revoke_api_key(self, key_id: int, *, user: str | None = None) -> dict[str, Any]:
         """Revoke one of ``user``'s keys; its next request is refused.  Another user's key id is not found."""
-        user_id = self._user(user)
+        user_id = require_user(self.settings.user if user is None else user)
         if not self.store.revoke_key(user_id, key_id):
             raise NotFound(f"key {key_id} not found")
         return {"user": user_id, "revoked": key_id}

@@ -13,7 +13,7 @@ vector search), ``user="alice"`` narrows the work to one user.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -72,14 +72,20 @@ class MaintenanceAPI(MemoriesAPI):
         }
 
     def reindex(
-        self, *, user: str | None = None, batch_size: int | None = None, force: bool = False
+        self,
+        *,
+        user: str | None = None,
+        batch_size: int | None = None,
+        force: bool = False,
+        progress: Callable[[int, int], None] | None = None,
     ) -> dict[str, Any]:
         """Re-embed memories and storyline routing embeddings with the current embedder.
 
         Needed after changing the embedder.  Only what is stale is redone (no vector,
         or a vector of another identity), so running it again changes nothing and an
         interrupted run resumes where it stopped; ``force=True`` redoes everything.
-        Memories are written in transactions of ``batch_size``.  Returns the counts.
+        Memories are written in transactions of ``batch_size``; ``progress(done, total)`` is called after
+        each one (memories re-embedded so far, of all).  Returns the counts.
         """
         embedder = self.embedder
         if embedder is None:
@@ -92,6 +98,8 @@ class MaintenanceAPI(MemoriesAPI):
         targets = self.store.memory_ids_to_embed(None if force else model, user_id)
         for start in range(0, len(targets), size):
             self._reembed_batch(embedder, targets[start : start + size])
+            if progress is not None:
+                progress(min(start + size, len(targets)), len(targets))
         users = sorted(self._users_in_scope(user_id))
         storylines = sum(self._reembed_storylines(embedder, uid, force) for uid in users)
         self.store.drop_index()  # the next search builds the index from the new vectors

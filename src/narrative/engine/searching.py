@@ -7,7 +7,7 @@ from datetime import datetime
 
 import numpy as np
 
-from narrative.checks import require_choice, require_positive, require_text
+from narrative.checks import require_choice, require_positive, require_score, require_text
 from narrative.engine.core import EngineBase
 from narrative.model import EntityType, InfluenceType, Source, Stream, Use, UseKind, UseReference
 from narrative.read import chain
@@ -16,17 +16,23 @@ from narrative.store.filters import MemoryFilter
 
 
 class SearchAPI(EngineBase):
-    def _search_params(self, k: int, mode: str) -> SearchParams:
+    def _search_params(self, k: int, mode: str, min_score: float = 0.0) -> SearchParams:
         s = self.settings
+        floor = s.similarity_floor
+        if floor < 0:
+            floor = float(getattr(self.embedder, "similarity_floor", 0.0)) if self.embedder is not None else 0.0
         return SearchParams(
             k=require_positive(k, "k"),
-            pool=max(60, 4 * k),
+            pool=max(100, 2 * k),
             rrf_k=s.rrf_k,
             half_life_days=s.recency_half_life_days,
             mode=require_choice(SearchMode, mode, "mode"),
             stream_weights={name: Weights(w.semantic, w.recency) for name, w in s.stream_weights.items()},
             keyword_weight=s.keyword_weight,
             vector_weight=s.vector_weight,
+            similarity_floor=floor,
+            summary_weight=s.summary_weight,
+            min_score=require_score(min_score),
         )
 
     def _embed_query(self, text: str) -> tuple[np.ndarray, str]:
@@ -51,12 +57,16 @@ class SearchAPI(EngineBase):
         since: datetime | None = None,
         until: datetime | None = None,
         record: bool | None = None,
+        min_score: float = 0.0,
         user: str | None = None,
     ) -> list[SearchHit]:
         """Hybrid search over this user's memories; every hit carries ``why()``.
 
         By default every conversation (session) is searched — cross-session search;
-        pass ``conversation_id``/``conversation_ids`` to isolate sessions.
+        pass ``conversation_id``/``conversation_ids`` to isolate sessions.  A memory needs evidence of its own to
+        be returned (a query word, or a cosine similarity at the embedder's floor), so a query with nothing
+        relevant returns nothing; ``min_score`` (0–1) drops weaker hits too.  No message is shown by two hits:
+        ``hit.text`` is what to show a reader, ``hit.also`` the memories folded into the hit.
         """
         user_id = self._user(user)
         require_text(query, "query", max_length=10_000)
@@ -72,7 +82,7 @@ class SearchAPI(EngineBase):
             since=since,
             until=until,
         )
-        params = self._search_params(k, mode)
+        params = self._search_params(k, mode, min_score)
         embed = self._embed_query if self.embedder is not None else None
         hits = hybrid_search(self.store, user_id, query, self.clock(), params, where, embed)
         if self.settings.record_uses if record is None else record:

@@ -5,7 +5,9 @@
   Another user's ids answer 404, exactly like ids that do not exist.
 * ``/`` and ``/static/...`` — the review page (no key needed to load the page
   itself; its script sends the key on every API call).
-* ``/openapi.json`` and ``/docs`` — the generated description.
+* ``/openapi.json`` and ``/docs`` — the generated description; ``/docs`` is Swagger UI served from the
+  installed ``swagger-ui-bundle-v2`` package (nothing loads from the network), and is off without it.
+* ``/health`` — liveness and the database, no key needed.
 
 One :class:`narrative.Memory` serves every user.  Endpoints are plain ``def``
 functions, so FastAPI runs them in its thread pool; requests that change
@@ -22,13 +24,16 @@ from typing import Any
 
 import anyio
 from fastapi import FastAPI
-from fastapi.responses import HTMLResponse, Response
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from narrative import __version__
 from narrative.engine import Memory
+from narrative.engine.keys import KEY_PREFIX
 from narrative.interfaces import http_conversations, http_memories, http_read
-from narrative.interfaces.http_common import HANDLERS, document_errors
+from narrative.interfaces.http_common import HANDLERS, error_body
+from narrative.interfaces.http_schemas import ERRORS, Health
 
 MAX_BODY = 1024 * 1024  # bytes; larger request bodies are answered with 413
 DRAIN_LIMIT = 64 * MAX_BODY  # an oversize body is read (and dropped) up to this, so the client sees the 413
@@ -142,7 +147,7 @@ def _add_page(app: FastAPI) -> None:
     page = Template(_web_file("templates", "index.html")).safe_substitute(version=__version__)
     static = {
         name: _web_file("static", name)
-        for name in ("app.js", "views.js", "style.css")
+        for name in ("app.js", "memory.js", "review.js", "views.js", "style.css")
     }
 
     @app.get("/", include_in_schema=False)
@@ -159,6 +164,55 @@ def _add_page(app: FastAPI) -> None:
                         headers={"X-Content-Type-Options": "nosniff", "Cache-Control": "no-cache"})
 
 
+# --- /docs from the package, /health -------------------------------------------------------------
+
+DOCS_TYPES = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8", ".png": "image/png"}
+DOCS_FILES = ("swagger-ui-bundle.js", "swagger-ui.css", "favicon-32x32.png")
+
+
+def swagger_ui_dir() -> Any:
+    """The folder of Swagger UI's files in the installed bundle, or None when it is not installed."""
+    try:
+        import swagger_ui_bundle
+    except ImportError:
+        return None
+    from pathlib import Path
+
+    folder = Path(swagger_ui_bundle.swagger_ui_path)
+    return folder if all((folder / name).is_file() for name in DOCS_FILES) else None
+
+
+def _add_docs(app: FastAPI, folder: Any) -> None:
+    assets = {name: (folder / name).read_bytes() for name in DOCS_FILES}
+
+    @app.get("/docs", include_in_schema=False)
+    def docs() -> HTMLResponse:
+        return get_swagger_ui_html(
+            openapi_url="/openapi.json", title="narrative API",
+            swagger_js_url="/docs/assets/swagger-ui-bundle.js", swagger_css_url="/docs/assets/swagger-ui.css",
+            swagger_favicon_url="/docs/assets/favicon-32x32.png",
+        )
+
+    @app.get("/docs/assets/{name}", include_in_schema=False)
+    def docs_asset(name: str) -> Response:
+        data = assets.get(name)
+        if data is None:
+            return error_body(404, "not_found", f"no docs asset {name!r}")
+        return Response(data, media_type=DOCS_TYPES[name[name.rfind("."):]],
+                        headers={"Cache-Control": "public, max-age=86400"})
+
+
+def _add_health(app: FastAPI, memory: Memory) -> None:
+    @app.get("/health", tags=["health"], response_model=Health, responses={503: ERRORS[400] | {
+        "description": "The database does not answer."}}, summary="Liveness: the server and its database answer")
+    def health() -> JSONResponse:
+        try:
+            memory.user_for_api_key(KEY_PREFIX + "health-check")  # one indexed read
+        except Exception as error:
+            return error_body(503, "unavailable", f"the database does not answer: {type(error).__name__}")
+        return JSONResponse({"status": "ok", "version": __version__})
+
+
 # --- the application ------------------------------------------------------------------------------
 
 
@@ -173,10 +227,14 @@ def create_app(memory: Memory, *, max_body: int = MAX_BODY, web: bool = True) ->
             "(keys from `narrative keys create --user U`)."
         ),
         openapi_url="/openapi.json",
-        docs_url="/docs",
+        docs_url=None,
         redoc_url=None,
     )
     app.state.memory = memory
+    folder = swagger_ui_dir()
+    if folder is not None:
+        _add_docs(app, folder)
+    _add_health(app, memory)
     for kind, handler in HANDLERS.items():
         app.add_exception_handler(kind, handler)
     for module in (http_conversations, http_memories, http_read):
@@ -184,20 +242,7 @@ def create_app(memory: Memory, *, max_body: int = MAX_BODY, web: bool = True) ->
     if web:
         _add_page(app)
     app.add_middleware(BodyLimit, max_bytes=max_body)
-    _document_errors(app)
     return app
-
-
-def _document_errors(app: FastAPI) -> None:
-    """The OpenAPI document lists every error status with the error body the handlers send."""
-    generate = app.openapi
-
-    def openapi() -> dict[str, Any]:
-        if app.openapi_schema is None:
-            app.openapi_schema = document_errors(generate())
-        return app.openapi_schema
-
-    app.openapi = openapi  # type: ignore[method-assign]
 
 
 def is_loopback(host: str) -> bool:

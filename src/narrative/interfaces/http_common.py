@@ -54,6 +54,11 @@ def caller(
 ) -> Caller:
     """Authenticate the request: a Bearer token or an X-API-Key header naming a stored key."""
     key = credentials.credentials if credentials is not None else x_api_key
+    header = request.headers.get("authorization")
+    if not key and header:
+        scheme = header.split()[0] if header.split() else ""
+        said = f"it starts with {scheme!r}" if len(header.split()) > 1 else "it has no scheme"
+        raise Unauthorized(f"the Authorization header must read 'Bearer <key>'; {said}")
     if not key:
         raise Unauthorized("missing API key: send 'Authorization: Bearer <key>' or 'X-API-Key: <key>'")
     memory = the_memory(request)
@@ -149,9 +154,13 @@ def narrative_error(_request: Request, error: Exception) -> JSONResponse:
     return error_body(400, "bad_request", str(error))
 
 
-def request_error(_request: Request, error: Exception) -> JSONResponse:
-    """Pydantic/FastAPI input errors as 422 naming each offending field."""
+def request_error(request: Request, error: Exception) -> JSONResponse:
+    """Pydantic/FastAPI input errors as 422 naming each offending field (malformed JSON and the wrong
+    content type said as such)."""
     assert isinstance(error, RequestValidationError)
+    said = body_problem(request, error.errors())
+    if said is not None:
+        return said
     details = []
     for item in error.errors():
         location = [str(part) for part in item.get("loc", ())]
@@ -164,6 +173,27 @@ def request_error(_request: Request, error: Exception) -> JSONResponse:
                       detail=details)
 
 
+JSON_TYPES = ("application/json", "+json")
+
+
+def body_problem(request: Request, errors: Sequence[Any]) -> JSONResponse | None:
+    """A body that is not JSON at all: 'not valid JSON (where)', or 'send Content-Type: application/json'."""
+    for item in errors:
+        if item.get("type") == "json_invalid":
+            reason = str((item.get("ctx") or {}).get("error", "")).strip()
+            where = [part for part in item.get("loc", ())[1:] if isinstance(part, int)]
+            said = ": " + reason if reason else ""
+            said += f" at character {where[0]}" if where else ""
+            return error_body(422, "invalid_json", "the request body is not valid JSON" + said, field="body")
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    body_errors = [item for item in errors if tuple(item.get("loc", ()))[:1] == ("body",)]
+    if body_errors and not content_type.endswith(JSON_TYPES):
+        got = f"got {content_type!r}" if content_type else "it was missing"
+        return error_body(415, "unsupported_media_type",
+                          f"send the body as JSON with 'Content-Type: application/json' ({got})", field="body")
+    return None
+
+
 def http_error(_request: Request, error: Exception) -> JSONResponse:
     assert isinstance(error, StarletteHTTPException)
     kinds = {401: "unauthorized", 404: "not_found", 405: "method_not_allowed", 413: "too_large", 501: "not_implemented"}
@@ -172,42 +202,6 @@ def http_error(_request: Request, error: Exception) -> JSONResponse:
 
 def unauthorized(_request: Request, error: Exception) -> JSONResponse:
     return error_body(401, "unauthorized", str(error))
-
-
-ERROR_STATUSES = {
-    "400": "Bad request: the engine or the database refused it (`bad_request`).",
-    "401": "Missing or unknown API key (`unauthorized`).",
-    "404": "No such object for this user (`not_found`): another user's ids are not found either.",
-    "409": "The object's state does not allow it (`invalid_transition`, `conversation_already_active`).",
-    "413": "The request body is too large (`too_large`).",
-    "422": "Invalid input (`validation_error`): `field`/`fields` name the offending arguments.",
-}
-ERROR_SCHEMA: dict[str, Any] = {
-    "title": "Error",
-    "type": "object",
-    "required": ["error", "message"],
-    "properties": {
-        "error": {"type": "string", "description": "A stable kind: not_found, validation_error, …"},
-        "message": {"type": "string", "description": "What went wrong, for people."},
-        "field": {"anyOf": [{"type": "string"}, {"type": "null"}]},
-        "fields": {"type": "array", "items": {"type": "string"}},
-        "detail": {"type": "array", "items": {"type": "object"}},
-    },
-}
-
-
-def document_errors(schema: dict[str, Any]) -> dict[str, Any]:
-    """Every /api/ operation documents the error statuses it can answer, with the one error body."""
-    schema.setdefault("components", {}).setdefault("schemas", {})["Error"] = ERROR_SCHEMA
-    body = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
-    for path, operations in schema.get("paths", {}).items():
-        if not path.startswith("/api/"):
-            continue
-        for operation in operations.values():
-            responses = operation.setdefault("responses", {})
-            for status, text in ERROR_STATUSES.items():
-                responses[status] = {"description": text, "content": body}
-    return schema
 
 
 HANDLERS: dict[type[Exception], Callable[[Request, Exception], JSONResponse]] = {

@@ -70,6 +70,12 @@ class TurnIn(Body):
     meta: dict[str, Any] = Field(default_factory=dict)
 
 
+class TurnBatchIn(Body):
+    """Turns to remember in order; the turns before a failing one stay stored (see remember_many)."""
+
+    messages: Annotated[list[TurnIn], Field(min_length=1, max_length=500)]
+
+
 class MemoryIn(Body):
     content: Text
     stream: StreamName = "fact"

@@ -3,6 +3,9 @@
 Built on the official ``mcp`` SDK (2.x, ``MCPServer``).  The tools themselves live in
 :mod:`narrative.interfaces.mcp_tools`; this module wraps each one so that
 
+* each tool's input schema is closed (``additionalProperties: false``), accepts the seeds' names as
+  aliases, and a bad call is answered with one plain sentence (:mod:`narrative.interfaces.mcp_args`),
+* results go out as structure plus compact JSON text,
 * calls are serialised (one :class:`narrative.Memory`, one database connection, many worker threads),
 * a :class:`~narrative.errors.NarrativeError` comes back as a tool error result (``isError``) carrying the
   engine's message, and any other exception as a tool error too, logged with its traceback here —
@@ -26,9 +29,12 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Literal
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ToolAnnotations
+from mcp.server.mcpserver.tools import Tool
+from mcp.types import CallToolResult, ToolAnnotations
 
 from narrative.errors import NarrativeError, ValidationError
+from narrative.interfaces.mcp_args import Arguments, compact
+from narrative.interfaces.mcp_review import ReviewTools
 from narrative.interfaces.mcp_tools import NarrativeTools, ToolSpec, tool_specs
 
 if TYPE_CHECKING:
@@ -48,13 +54,36 @@ a narrative chain of one-sentence links that says where each line of reasoning s
 - Every turn: remember(text, role) stores it and builds memory from it.
 - Before answering: recall(query) or get_context(query) for relevant memories; every hit says why.
 - Reasoning milestones: narrative_update(summary, memory_ids, previous_narrative_id, topic).
-- When the user is done: close_conversation() → show the preview → confirm_memory() (or resume_conversation()).
+- When the user is done: close_conversation() → show the preview → edit_memory_preview() / redirect_memory() /
+  split_memory() as the user asks → confirm_memory() (or resume_conversation()).
+- Open threads: get_open_threads(); resolve_thread(entity_id) when one is done. forget_memory(memory_id) on request.
 - "Why did you think that?": explain_classification(use_id); get_memory_influence_chain(memory_id).
 Errors come back as tool errors with the reason; fix the arguments and call again."""
 
 
+TOOLSETS = (NarrativeTools, ReviewTools)
+
+
+def build_tools(memory: Memory) -> tuple[list[Tool], dict[str, Arguments]]:
+    """Every tool over ``memory`` (serialised by one lock), with its strict argument check."""
+    lock = threading.Lock()
+    tools: list[Tool] = []
+    checks: dict[str, Arguments] = {}
+    for toolset in TOOLSETS:
+        instance = toolset(memory)
+        for spec in tool_specs(toolset):
+            made = Tool.from_function(
+                _guarded(getattr(instance, spec.name), spec.name, lock), name=spec.name,
+                description=spec.description, annotations=_annotations(spec), structured_output=True,
+            )
+            checks[spec.name] = Arguments(made, spec.aliases)
+            tools.append(made.model_copy(update={"parameters": checks[spec.name].schema()}))
+    return tools, checks
+
+
 def build_server(memory: Memory, *, name: str = "narrative") -> MCPServer:
-    """An ``MCPServer`` exposing every tool of :class:`NarrativeTools` over ``memory``."""
+    """An ``MCPServer`` exposing every tool of :class:`NarrativeTools` and :class:`ReviewTools` over ``memory``."""
+    tools, checks = build_tools(memory)
     server: MCPServer = MCPServer(
         name,
         title="narrative memory",
@@ -62,17 +91,16 @@ def build_server(memory: Memory, *, name: str = "narrative") -> MCPServer:
         instructions=INSTRUCTIONS,
         version=_version(),
         log_level="WARNING",
+        tools=tools,
     )
-    tools = NarrativeTools(memory)
-    lock = threading.Lock()
-    for spec in tool_specs():
-        server.add_tool(
-            _guarded(getattr(tools, spec.name), spec.name, lock),
-            name=spec.name,
-            description=spec.description,
-            annotations=_annotations(spec),
-            structured_output=True,
-        )
+    call_tool = server.call_tool
+
+    async def checked_call(name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        """The SDK's call_tool after our own argument check (unknown tools are the SDK's to refuse)."""
+        check = checks.get(name)
+        return await call_tool(name, check.check(arguments) if check else arguments, context)
+
+    setattr(server, "call_tool", checked_call)  # noqa: B010 - the instance's entry point, wrapped
     return server
 
 
@@ -151,14 +179,14 @@ def _mark(value: Any) -> Any:
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _guarded(method: Callable[..., dict[str, Any]], name: str, lock: threading.Lock) -> Callable[..., dict[str, Any]]:
-    """One call at a time; engine errors become tool errors with the engine's message."""
+def _guarded(method: Callable[..., dict[str, Any]], name: str, lock: threading.Lock) -> Callable[..., Any]:
+    """One call at a time; a compact result; engine errors become tool errors with the engine's message."""
 
     @functools.wraps(method)
-    def call(*args: Any, **kwargs: Any) -> dict[str, Any]:
+    def call(*args: Any, **kwargs: Any) -> CallToolResult:
         with lock:
             try:
-                return method(*args, **kwargs)
+                return compact(method(*args, **kwargs))
             except NarrativeError as error:
                 raise ToolError(f"{type(error).__name__}: {error}") from error
             except ToolError:

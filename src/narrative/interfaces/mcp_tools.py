@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 from pydantic import Field
@@ -34,19 +34,22 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 @dataclass(frozen=True)
 class ToolSpec:
-    """How one tool is announced: its name, description and behaviour hints."""
+    """How one tool is announced: its name, description, behaviour hints and the seeds' names it accepts."""
 
     name: str
     description: str
     read_only: bool
     destructive: bool
+    aliases: dict[str, str] = field(default_factory=dict)  # {seed's argument name: our argument name}
 
 
-def tool(*, read_only: bool = False, destructive: bool = False) -> Callable[[F], F]:
-    """Mark a method of :class:`NarrativeTools` as an MCP tool (``read_only``: changes nothing stored)."""
+def tool(*, read_only: bool = False, destructive: bool = False, aliases: dict[str, str] | None = None
+         ) -> Callable[[F], F]:
+    """Mark a method as an MCP tool (``read_only``: changes nothing stored; ``aliases``: other names an
+    argument may be given under, e.g. the Talking Rock document's ``act_id`` for ``storyline_id``)."""
 
     def mark(fn: F) -> F:
-        fn.__dict__["narrative_tool"] = (read_only, destructive)
+        fn.__dict__["narrative_tool"] = (read_only, destructive, dict(aliases or {}))
         return fn
 
     return mark
@@ -66,14 +69,14 @@ EntityType = Literal[
 ]
 
 
-def _as_dict(value: Any) -> dict[str, Any]:
+def plain_dict(value: Any) -> dict[str, Any]:
     data = plain(value)
     return data if isinstance(data, dict) else {"value": data}
 
 
-def _with_text(value: Any) -> dict[str, Any]:
+def with_text(value: Any) -> dict[str, Any]:
     """The engine object as a dict, plus its human-readable ``text`` when it has one."""
-    data = _as_dict(value)
+    data = plain_dict(value)
     text = getattr(value, "text", None)
     if callable(text):
         text = text()
@@ -111,7 +114,7 @@ class NarrativeTools:
         Returns the stored link: id, summary, memory_ids, previous_narrative_id, topic, created_at.
         """
         link = self.memory.narrative_update(summary, tuple(memory_ids or ()), previous_narrative_id, topic)
-        return _as_dict(link)
+        return plain_dict(link)
 
     @tool(read_only=True)
     def narrative_search(
@@ -169,9 +172,9 @@ class NarrativeTools:
         summary}.
         """
         result = self.memory.remember(text, role, speaker=speaker)
-        return {**_as_dict(result), "summary": result.describe()}
+        return {**plain_dict(result), "summary": result.describe()}
 
-    @tool(destructive=False)
+    @tool(read_only=True)
     def recall(
         self,
         query: Query,
@@ -182,10 +185,10 @@ class NarrativeTools:
         the narrative it belongs to, sibling memories of the same arc and earlier links.
 
         Call it when you need facts, decisions or history about something. Every hit says why it was returned
-        (keyword rank, vector rank, recency). The retrieval is recorded as a use.
+        (keyword rank, vector rank, recency). Reading only: nothing is recorded (get_context records a use).
         Returns {query, hits: [{memory_id, content, stream, score, why, chain, ...}]}.
         """
-        pairs = self.memory.recall(query, k, depth=depth)
+        pairs = self.memory.recall(query, k, depth=depth, record=False)
         return {"query": query, "hits": [{**hit_dict(hit), "chain": plain(chain)} for hit, chain in pairs]}
 
     @tool(destructive=False)
@@ -203,7 +206,7 @@ class NarrativeTools:
         Returns {text, use_id, ...structure}.
         """
         block = self.memory.context(query, budget)
-        data = _with_text(block)
+        data = with_text(block)
         data.setdefault("use_id", getattr(block, "use_id", None))
         return data
 
@@ -213,7 +216,7 @@ class NarrativeTools:
 
         Call it once when a new session starts. Returns {text, ...structure}.
         """
-        return _with_text(self.memory.greet())
+        return with_text(self.memory.greet())
 
     @tool(read_only=True)
     def list_storylines(
@@ -254,7 +257,7 @@ class NarrativeTools:
         resume_conversation to cancel). Returns the preview: {conversation_id, narrative, entities, deltas,
         destination, suggestion, ..., text}.
         """
-        return _with_text(self.memory.close_conversation(conversation_id))
+        return with_text(self.memory.close_conversation(conversation_id))
 
     @tool(read_only=True)
     def get_memory_preview(self, conversation_id: ConversationId = None) -> dict[str, Any]:
@@ -262,12 +265,16 @@ class NarrativeTools:
 
         Returns the preview: {conversation_id, narrative, entities, deltas, destination, suggestion, ..., text}.
         """
-        return _with_text(self.memory.get_memory_preview(conversation_id))
+        return with_text(self.memory.get_memory_preview(conversation_id))
 
-    @tool(destructive=False)
+    @tool(aliases={"memory_id": "conversation_id", "destination_act_id": "destination_storyline_id"})
     def confirm_memory(
         self,
-        conversation_id: ConversationId = None,
+        conversation_id: Annotated[
+            int | None,
+            Field(description="The conversation whose preview to confirm (the memory awaiting confirmation is "
+                              "named by its conversation; memory_id is accepted for it); omit for the current one."),
+        ] = None,
         destination_storyline_id: Annotated[
             int | None, Field(description="Storyline to file the memory under; omit for the suggested one.")
         ] = None,
@@ -284,7 +291,7 @@ class NarrativeTools:
         result = self.memory.confirm_memory(
             conversation_id, destination_storyline_id=destination_storyline_id, edited_narrative=edited_narrative
         )
-        return _with_text(result)
+        return with_text(result)
 
     @tool(destructive=False)
     def resume_conversation(self, conversation_id: ConversationId = None) -> dict[str, Any]:
@@ -303,11 +310,11 @@ class NarrativeTools:
         Call it when a summary is not enough and you need the exact words. Returns {conversation, messages,
         memories (the confirmed narrative memories), derived, entities, deltas}.
         """
-        return _as_dict(self.memory.get_conversation_archive(conversation_id))
+        return plain_dict(self.memory.get_conversation_archive(conversation_id))
 
     # --- memories -------------------------------------------------------------------------------------
 
-    @tool(destructive=False)
+    @tool(read_only=True, aliases={"act_id": "storyline_id"})
     def search_memories(
         self,
         query: Query,
@@ -318,13 +325,16 @@ class NarrativeTools:
         """Search all memories by meaning and keywords, optionally within one storyline or only Your Story.
 
         Each hit says why it was returned. Use recall instead when you also want each hit's narrative thread.
+        An unknown storyline_id is an error.
         Returns {query, hits: [{memory_id, content, stream, importance, storyline_id, score, why, ...}]}.
         """
         if your_story_only:
             if storyline_id is not None:
                 raise ValidationError("give storyline_id or your_story_only, not both", field="your_story_only")
             storyline_id = self.memory.your_story().id
-        hits = self.memory.search(query, limit, storyline_id=storyline_id)
+        elif storyline_id is not None:
+            self.memory.get_storyline(storyline_id)  # NotFound, not an empty result
+        hits = self.memory.search(query, limit, storyline_id=storyline_id, record=False)
         return {"query": query, "hits": [hit_dict(h) for h in hits]}
 
     @tool(read_only=True)
@@ -342,7 +352,7 @@ class NarrativeTools:
         about = {"id": story.id, "name": story.name, "summary": story.summary}
         return {"storyline": about, "memories": plain(found), "limit": limit, "offset": offset}
 
-    @tool(read_only=True)
+    @tool(read_only=True, aliases={"act_id": "storyline_id"})
     def get_open_threads(
         self,
         entity_type: Annotated[
@@ -355,6 +365,8 @@ class NarrativeTools:
         Call it to see what is still pending before planning. Returns {threads: [{id, entity_type, name, data,
         memory_id, storyline_id, created_at, ...}]}.
         """
+        if storyline_id is not None:
+            self.memory.get_storyline(storyline_id)  # NotFound, not an empty result
         return {"threads": plain(self.memory.open_threads(entity_type, storyline_id))}
 
     @tool(destructive=True)
@@ -410,7 +422,7 @@ class NarrativeTools:
         found = self.memory.reasoning_context(
             query, kind=context_type, top_k=top_k, include_active_entities=include_active_entities
         )
-        data = _as_dict(found)
+        data = plain_dict(found)
         data.setdefault("use_id", getattr(found, "use_id", None))
         return data
 
@@ -423,7 +435,7 @@ class NarrativeTools:
 
         Returns {use, memories: [{memory_id, content, influence_type, score, reasoning, ...}], outcomes, ...}.
         """
-        return _as_dict(self.memory.explain(classification_id))
+        return plain_dict(self.memory.explain(classification_id))
 
     @tool(read_only=True)
     def get_memory_influence_chain(
@@ -438,14 +450,14 @@ class NarrativeTools:
         return {"memory_id": memory_id, "uses": plain(self.memory.influence_chain(memory_id, limit))}
 
 
-def tool_specs() -> list[ToolSpec]:
-    """Every tool, in definition order."""
+def tool_specs(owner: type = NarrativeTools) -> list[ToolSpec]:
+    """Every tool of the class ``owner``, in definition order."""
     specs = []
-    for name, member in vars(NarrativeTools).items():
+    for name, member in vars(owner).items():
         marked = getattr(member, "__dict__", {}).get("narrative_tool")
         if marked is not None:
-            read_only, destructive = marked
-            specs.append(ToolSpec(name, _description(member.__doc__ or ""), read_only, destructive))
+            read_only, destructive, aliases = marked
+            specs.append(ToolSpec(name, _description(member.__doc__ or ""), read_only, destructive, aliases))
     return specs
 
 
@@ -455,4 +467,4 @@ def _description(doc: str) -> str:
     return "\n\n".join(" ".join(line.strip() for line in p.splitlines()) for p in paragraphs)
 
 
-__all__ = ["NarrativeTools", "ToolSpec", "tool", "tool_specs"]
+__all__ = ["ConversationId", "NarrativeTools", "ToolSpec", "plain_dict", "tool", "tool_specs", "with_text"]

@@ -269,6 +269,10 @@ class MiniLMEmbedder:
     setting; ``None`` leaves torch's own choice).
     """
 
+    # Cosine below which a match by meaning alone is not evidence (read/search.py's floor): about nine in ten
+    # pairs of turns taken from two different conversations of the same genre score lower (docs/search.md).
+    similarity_floor = 0.35
+
     base_name = "all-MiniLM-L6-v2"
 
     def __init__(

@@ -40,18 +40,25 @@ def walk_back(store: Store, user_id: str, narrative_id: int, depth: int | None =
 
 
 def walk_forward(store: Store, user_id: str, narrative_id: int, depth: int | None = None) -> list[Narrative]:
-    """Links that came after this one, following the newest successor at each step, oldest first."""
+    """Every link that continues this one, on every branch, up to ``depth`` steps away (all when None).
+
+    Depth first, the continuations of a link oldest first: an unbranched thread comes out oldest first, and a
+    later branch follows the whole of the earlier one; each link's ``previous_narrative_id`` says where it hangs.
+    """
+    if depth is not None:
+        require_positive(depth, "depth")
     store.get_narrative(user_id, narrative_id)
     chain: list[Narrative] = []
-    current = narrative_id
     seen = {narrative_id}
-    while depth is None or len(chain) < depth:
-        successors = store.narratives_after(user_id, current)
-        if not successors or successors[0].id in seen:
-            break
-        chain.append(successors[0])
-        seen.add(successors[0].id)
-        current = successors[0].id
+    stack = [(n, 1) for n in store.narratives_after(user_id, narrative_id)]  # newest first: the oldest pops first
+    while stack:
+        link, steps = stack.pop()
+        if link.id in seen:  # a cycle cannot be written through the API, but never loop
+            continue
+        seen.add(link.id)
+        chain.append(link)
+        if depth is None or steps < depth:
+            stack += [(n, steps + 1) for n in store.narratives_after(user_id, link.id) if n.id not in seen]
     return chain
 
 

@@ -136,8 +136,9 @@ class Preview:
             removed=list(d.get("removed", [])),
         )
 
-    def text(self) -> str:
-        """The review step as the seed draws it."""
+    def text(self, actions: Sequence[str] | None = None) -> str:
+        """The review step as the seed draws it; ``actions`` replaces the closing "[confirm] [edit] …" line
+        (an interface lists its own commands there)."""
         title = f' "{self.title}"' if self.title else ""
         lines = [f"Memory from conversation #{self.conversation_id}{title}:", "", f"  {self.narrative}", ""]
         edited = " (edited by you)" if self.user_edited else ""
@@ -152,7 +153,7 @@ class Preview:
         dest, how = self.destination, "suggested" if self.destination == self.suggestion else "chosen by you"
         lines += ["", f"Destination: {dest.name} (#{dest.storyline_id}, {how}; confidence {dest.confidence:.2f}:"
                       f" {dest.reason})", "",
-                  "[confirm] [edit] [redirect] [split] [resume]"]
+                  *(actions if actions is not None else ["[confirm] [edit] [redirect] [split] [resume]"])]
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -244,6 +245,32 @@ def load_preview(store: Store, user_id: str, conversation: Conversation) -> Prev
     return Preview.from_dict(data)
 
 
+def recompose(store: Store, user_id: str, conversation: Conversation, preview: Preview, tools: CloseTools) -> Preview:
+    """After extracted items were removed: the changes and (unless you wrote it) the narrative, without them.
+
+    The resolutions are found again from the kept items, a resolution of a removed item is dropped, and the
+    narrative is composed again the way :func:`build_preview` composes it (the LLM's wording when one helps).
+    """
+    messages = store.list_messages(user_id, conversation_id=conversation.id)
+    kept = preview.kept
+    gone = {i for e in preview.entities if e.key in preview.removed for i in e.entity_ids}
+    resolutions = [r for r in _resolutions(store, user_id, conversation.id, messages, kept, tools)
+                   if r.entity.id not in gone]
+    preview.deltas = compute_deltas(store, user_id, conversation.id, kept, resolutions)
+    if preview.user_edited:
+        return preview
+    exchanges = store.list_memories(
+        user_id, MemoryFilter(conversation_ids=[conversation.id], streams=[Stream.CONVERSATION])
+    )
+    text = None
+    if tools.assist is not None and messages:
+        when = f"{conversation.started_at:%Y-%m-%d}"
+        text = tools.assist.narrative(extracted_summary(kept), preview.destination.name, when,
+                                      duration_text(messages))
+    preview.narrative = text or compose_narrative(messages, kept, resolutions, exchanges)
+    return preview
+
+
 def edit(preview: Preview, narrative: str | None, remove: Sequence[str] = ()) -> Preview:
     """Change the narrative (the original is kept) and/or drop over-extracted entities by key."""
     keys = {e.key for e in preview.entities}
@@ -258,6 +285,18 @@ def edit(preview: Preview, narrative: str | None, remove: Sequence[str] = ()) ->
             preview.narrative, preview.user_edited = text, True
     preview.removed = list(dict.fromkeys([*preview.removed, *remove]))
     return preview
+
+
+def edits_of(preview: Preview) -> list[str]:
+    """Your changes to a preview, one line each (what resuming the conversation discards)."""
+    edits = []
+    if preview.user_edited:
+        edits.append("the memory's wording")
+    if preview.removed:
+        edits.append("removed extracted items: " + ", ".join(preview.removed))
+    if preview.destination != preview.suggestion:
+        edits.append(f"storyline: {preview.destination.name} (#{preview.destination.storyline_id})")
+    return edits
 
 
 # --- confirm -----------------------------------------------------------------------------------
@@ -323,8 +362,12 @@ def commit(
         messages = store.list_messages(user_id, conversation_id=cid)
         memories: list[Memory] = []
         if messages and parts:
-            memories = store_memories([_memory(user_id, preview, p, messages, now, stamp(p.storyline_id))
-                                       for p in parts])
+            owners = [_owner(e, parts) for e in preview.kept]
+            memories = store_memories([
+                _memory(user_id, preview, p, [e for e, o in zip(preview.kept, owners, strict=True) if o == i],
+                        messages, now, stamp(p.storyline_id))
+                for i, p in enumerate(parts)
+            ])
         entities, key_ids = attach_entities(store, user_id, preview, parts, memories, now)
         deltas, resolved = apply_deltas(store, user_id, preview, memories, key_ids, now)
         end = finish()
@@ -335,12 +378,13 @@ def commit(
     return ConfirmResult(conversation, memories, entities, deltas, resolved, end)
 
 
-def _memory(user_id: str, preview: Preview, part: Part, messages: Sequence[Message], now: datetime,
-            narrative_id: int | None) -> Memory:
+def _memory(user_id: str, preview: Preview, part: Part, carried: Sequence[PreviewEntity],
+            messages: Sequence[Message], now: datetime, narrative_id: int | None) -> Memory:
+    """One part's memory; its key points are the extracted items it carries (see :func:`_owner`)."""
     text = require_text(part.narrative, "narrative", 5000).strip()
     edited = text != preview.narrative or preview.user_edited
     original = preview.original_narrative or preview.narrative
-    points = "; ".join(f"{LABELS[e.entity_type]}: {e.label}" for e in preview.kept
+    points = "; ".join(f"{LABELS[e.entity_type]}: {e.label}" for e in carried
                        if e.entity_type is not EntityType.PERSON)
     return Memory(
         id=0, user_id=user_id, stream=Stream.NARRATIVE, source=Source.NARRATIVE, content=text,
@@ -351,14 +395,16 @@ def _memory(user_id: str, preview: Preview, part: Part, messages: Sequence[Messa
     )
 
 
-def _owner(e: PreviewEntity, parts: Sequence[Part], memories: Sequence[Memory]) -> Memory:
-    for part, memory in zip(parts, memories, strict=True):
+def _owner(e: PreviewEntity, parts: Sequence[Part]) -> int:
+    """The index of the part that carries an extracted item: the part it was assigned to, else the first
+    part filed under the item's storyline, else the first part."""
+    for index, part in enumerate(parts):
         if e.key in part.entity_keys:
-            return memory
-    for memory in memories:
-        if e.storyline_id is not None and memory.storyline_id == e.storyline_id:
-            return memory
-    return memories[0]
+            return index
+    for index, part in enumerate(parts):
+        if e.storyline_id is not None and part.storyline_id == e.storyline_id:
+            return index
+    return 0
 
 
 def attach_entities(
@@ -373,7 +419,7 @@ def attach_entities(
     if not memories:
         return attached, key_ids
     for e in preview.kept:
-        memory = _owner(e, parts, memories)
+        memory = memories[_owner(e, parts)]
         rows = [store.update_entity(user_id, eid, memory_id=memory.id, storyline_id=memory.storyline_id)
                 for eid in e.entity_ids if eid in existing]
         if not e.entity_ids:

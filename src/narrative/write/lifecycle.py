@@ -47,8 +47,24 @@ def start(store: Store, user_id: str, now: datetime, title: str = "") -> Convers
 
 
 def current_or_start(store: Store, user_id: str, now: datetime) -> Conversation:
-    """The active conversation, starting one when there is none (Talking Rock's startup rule)."""
-    return store.active_conversation(user_id) or start(store, user_id, now)
+    """The active conversation, starting one when there is none (Talking Rock's startup rule).
+
+    Refused while a conversation waits for review (ready_to_close) and none is active: a new one started
+    silently would stand in the way of resuming the first.  Starting one explicitly is allowed.
+    """
+    active = store.active_conversation(user_id)
+    if active is not None:
+        return active
+    waiting = store.list_conversations(user_id, status=READY, limit=1)
+    if waiting:
+        cid = waiting[0].id
+        raise InvalidTransition(
+            f"conversation {cid} is waiting for review (ready_to_close), so nothing was stored: confirm it"
+            f" (confirm_memory / `narrative confirm`) and talk on in a new conversation, resume it to keep"
+            f" talking in it (`narrative resume`), or start a new conversation explicitly"
+            f" (`narrative conversation start`) and review {cid} later"
+        )
+    return start(store, user_id, now)
 
 
 def add_message(
@@ -121,6 +137,12 @@ def resume(store: Store, user_id: str, conversation_id: int | None) -> Conversat
     """ready_to_close → active (cancel the closure); refused if another is active meanwhile."""
     conversation = _resolve(store, user_id, conversation_id, status=READY)
     _require_status(conversation, {READY}, "resume")
+    active = store.active_conversation(user_id)
+    if active is not None:
+        raise ConversationAlreadyActive(
+            f"cannot resume conversation {conversation.id}: conversation {active.id} is active now; close"
+            f" {active.id} first (it then waits for review too), or confirm {conversation.id} instead"
+        )
     with store.transaction():
         store.set_preview(user_id, conversation.id, None)
         return store.update_conversation(user_id, conversation.id, status=ACTIVE, closed_at=None)

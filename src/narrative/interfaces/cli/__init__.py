@@ -11,13 +11,14 @@ from typing import Any
 import click
 
 from narrative.errors import NarrativeError
-from narrative.interfaces.cli.common import cli
+from narrative.interfaces.cli.common import CURRENT, cli, error_kind
+from narrative.interfaces.serialize import to_json
 
 
 def _register() -> None:
     from narrative.interfaces.cli import conversations, demo, memories  # noqa: F401
 
-    for optional in ("closing", "context", "bench", "serving", "admin", "maintenance", "model"):
+    for optional in ("closing", "storylines", "context", "bench", "serving", "admin", "maintenance", "model"):
         try:
             __import__(f"narrative.interfaces.cli.{optional}")
         except ModuleNotFoundError as error:
@@ -28,17 +29,29 @@ def _register() -> None:
 def main(argv: list[str] | None = None) -> Any:
     """Entry point: run the CLI, turning NarrativeError into a clean message and exit code 1."""
     _register()
+    CURRENT.clear()
     try:
         return cli.main(args=argv, standalone_mode=False)
     except click.exceptions.Abort:
-        click.echo("aborted", err=True)
+        if not _json_error("aborted", "aborted"):
+            click.echo("aborted", err=True)
         sys.exit(1)
     except click.ClickException as error:
-        error.show()
+        if not _json_error("usage_error", error.format_message()):
+            error.show()
         sys.exit(error.exit_code)
     except NarrativeError as error:
-        click.echo(f"error: {error}", err=True)
+        if not _json_error(error_kind(error), str(error), field=getattr(error, "field", None)):
+            click.echo(f"error: {error}", err=True)
         sys.exit(1)
+
+
+def _json_error(kind: str, message: str, **extra: Any) -> bool:
+    """With --json, print the error as the HTTP API's error body ({"error", "message"}) on stdout."""
+    if not (CURRENT and CURRENT[0].as_json):
+        return False
+    click.echo(to_json({"error": kind, "message": message, **{k: v for k, v in extra.items() if v is not None}}))
+    return True
 
 
 def command_names() -> list[str]:

@@ -18,7 +18,7 @@ from narrative.interfaces.cli.common import Context, cli, json_option, pass_ctx
 @json_option
 @pass_ctx
 def export(ctx: Context, fmt: str, output: Path | None) -> None:
-    text = ctx.memory.export(fmt)
+    text = ctx.reading.export(fmt)
     if output is None:
         click.echo(text, nl=False)
         return
@@ -59,7 +59,7 @@ _YES = click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @pass_ctx
 def delete_memory(ctx: Context, memory_id: int, yes: bool) -> None:
     _confirmed(yes, f"memory #{memory_id}")
-    result = ctx.memory.delete_memory(memory_id)
+    result = ctx.reading.delete_memory(memory_id)
     ctx.emit(result, f"deleted memory #{memory_id}: {result}")
 
 
@@ -70,7 +70,7 @@ def delete_memory(ctx: Context, memory_id: int, yes: bool) -> None:
 @pass_ctx
 def delete_conversation(ctx: Context, conversation_id: int, yes: bool) -> None:
     _confirmed(yes, f"conversation #{conversation_id} and what came only from it")
-    result = ctx.memory.delete_conversation(conversation_id)
+    result = ctx.reading.delete_conversation(conversation_id)
     ctx.emit(result, f"deleted conversation #{conversation_id}: {result}")
 
 
@@ -82,7 +82,7 @@ def delete_conversation(ctx: Context, conversation_id: int, yes: bool) -> None:
 @pass_ctx
 def delete_storyline(ctx: Context, storyline_id: int, with_memories: bool, yes: bool) -> None:
     _confirmed(yes, f"storyline #{storyline_id}" + (" with its memories" if with_memories else ""))
-    result = ctx.memory.delete_storyline(storyline_id, move_to_your_story=not with_memories)
+    result = ctx.reading.delete_storyline(storyline_id, move_to_your_story=not with_memories)
     ctx.emit(result, f"deleted storyline #{storyline_id}: {result}")
 
 
@@ -93,5 +93,5 @@ def delete_storyline(ctx: Context, storyline_id: int, with_memories: bool, yes: 
 @pass_ctx
 def delete_user(ctx: Context, user_id: str, yes: bool) -> None:
     _confirmed(yes, f"user {user_id!r} and all their memory")
-    result = ctx.memory.delete_user(user_id)
+    result = ctx.existing(user=False).delete_user(user_id)
     ctx.emit(result, f"deleted user {user_id}: {result['deleted']}")

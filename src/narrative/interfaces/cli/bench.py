@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from narrative.interfaces.cli.common import Context, cli, json_option, pass_ctx
+from narrative.interfaces.cli.progress import progress
 
 
 @cli.group(help="Run the benchmarks (LoCoMo retrieval, latency).")
@@ -21,7 +22,8 @@ def bench() -> None:
 def bench_locomo(ctx: Context, path: str, limit: int | None, keep: str | None) -> None:
     from narrative.bench import locomo
 
-    report = locomo.run(path, embedder=ctx.embedder or "minilm", limit=limit, keep=keep)
+    with progress("locomo", enabled=not ctx.as_json) as report_progress:
+        report = locomo.run(path, embedder=ctx.embedder or "minilm", limit=limit, keep=keep, progress=report_progress)
     ctx.emit(report, lambda: locomo.format_report(report))
 
 
@@ -35,5 +37,6 @@ def bench_latency(ctx: Context, memories: str, queries: int, no_chroma: bool) ->
     from narrative.bench import latency
 
     sizes = [int(x) for x in memories.split(",") if x.strip()]
-    report = latency.run(sizes, queries=queries, chroma=not no_chroma)
+    with progress("latency", enabled=not ctx.as_json) as report_progress:
+        report = latency.run(sizes, queries=queries, chroma=not no_chroma, progress=report_progress)
     ctx.emit(report, lambda: latency.format_report(report))

@@ -3,16 +3,46 @@ and what is open: ``greet``, ``threads``, ``resolve``, ``idle``, ``archive``."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import click
 
 from narrative.errors import ValidationError
 from narrative.interfaces.cli.common import Context, cli, json_option, pass_ctx
+from narrative.interfaces.cli.conversations import message_line
+from narrative.interfaces.cli.text import indented
 from narrative.model import Entity
+from narrative.write.close import Preview
 
 _ID = click.option("--id", "conversation_id", type=int, default=None,
-                   help="Conversation id (default: the active one to close, else the one waiting for review).")
+                   help="Conversation id (default: the newest one waiting for review).")
+_ACTIVE_ID = click.option("--id", "conversation_id", type=int, default=None,
+                          help="Conversation id (default: the active one).")
+_YES = click.option("--yes", is_flag=True, help="Discard your edits of the preview without asking.")
+
+#: what to run next, in place of the seed's "[confirm] [edit] [redirect] [split] [resume]"
+ACTIONS = [
+    "Next (add --id N for another conversation waiting for review):",
+    "  narrative confirm                                store it as shown",
+    "  narrative edit --narrative TEXT --remove KEY     reword it, or drop an extracted item by its key (e1 …)",
+    "  narrative redirect STORYLINE_ID                  file it under another storyline (`narrative storylines`)",
+    '  narrative split --part "ID:text" --part "ID:text"   several memories, one per storyline',
+    "  narrative resume                                 back to the conversation; nothing is stored",
+]
+
+
+def _shown(preview: Preview) -> Callable[[], str]:
+    return lambda: preview.text(ACTIONS)
+
+
+def confirm_discard(ctx: Context, conversation_id: int | None, yes: bool) -> None:
+    """Before a resume: list the preview edits it would discard, and ask (``--yes`` skips the question)."""
+    edits = ctx.memory.preview_edits(conversation_id)
+    if not edits or yes:
+        return
+    click.echo("Resuming discards your edits of the preview: " + "; ".join(edits) + ".", err=True)
+    click.confirm("Discard them and resume?", abort=True, err=True)
 
 
 def _entity_line(e: Entity) -> str:
@@ -22,12 +52,12 @@ def _entity_line(e: Entity) -> str:
 
 
 @cli.command("close", help="Close the active conversation and show what would be remembered (nothing final yet).")
-@_ID
+@_ACTIVE_ID
 @json_option
 @pass_ctx
 def close_(ctx: Context, conversation_id: int | None) -> None:
     preview = ctx.memory.close_conversation(conversation_id)
-    ctx.emit(preview, preview.text)
+    ctx.emit(preview, _shown(preview))
 
 
 @cli.command(help="Show the preview of the conversation waiting for review.")
@@ -35,8 +65,8 @@ def close_(ctx: Context, conversation_id: int | None) -> None:
 @json_option
 @pass_ctx
 def preview(ctx: Context, conversation_id: int | None) -> None:
-    shown = ctx.memory.get_memory_preview(conversation_id)
-    ctx.emit(shown, shown.text)
+    shown = ctx.reading.get_memory_preview(conversation_id)
+    ctx.emit(shown, _shown(shown))
 
 
 @cli.command(help="Confirm the preview: store the memory, apply the changes, archive the conversation.")
@@ -51,7 +81,8 @@ def confirm(ctx: Context, conversation_id: int | None, storyline_id: int | None,
     ctx.emit(result, result.text)
 
 
-@cli.command(help="Edit the preview: reword the memory and/or remove over-extracted entities by key (e3).")
+@cli.command(help="Edit the preview: reword the memory and/or remove over-extracted items by key (e3); removing "
+                  "an item rewrites the proposed memory and its changes (your own wording is kept).")
 @_ID
 @click.option("--narrative", default=None, help="The new wording.")
 @click.option("--remove", "remove", multiple=True, help="Key of an entity to drop (repeatable).")
@@ -59,7 +90,7 @@ def confirm(ctx: Context, conversation_id: int | None, storyline_id: int | None,
 @pass_ctx
 def edit(ctx: Context, conversation_id: int | None, narrative: str | None, remove: tuple[str, ...]) -> None:
     shown = ctx.memory.edit_preview(conversation_id, narrative, remove_entities=remove)
-    ctx.emit(shown, shown.text)
+    ctx.emit(shown, _shown(shown))
 
 
 @cli.command(help="File the memory under another storyline, by id (the preview shows the suggested one's).")
@@ -69,7 +100,7 @@ def edit(ctx: Context, conversation_id: int | None, narrative: str | None, remov
 @pass_ctx
 def redirect(ctx: Context, storyline_id: int, conversation_id: int | None) -> None:
     shown = ctx.memory.redirect_preview(conversation_id, storyline_id)
-    ctx.emit(shown, shown.text)
+    ctx.emit(shown, _shown(shown))
 
 
 def _parse_part(raw: str) -> dict[str, Any]:
@@ -88,15 +119,20 @@ def _parse_part(raw: str) -> dict[str, Any]:
 @json_option
 @pass_ctx
 def split(ctx: Context, conversation_id: int | None, parts: tuple[str, ...]) -> None:
+    if len(parts) < 2:
+        raise ValidationError("a split needs at least two --part (use `narrative confirm` for one)", field="part")
     result = ctx.memory.split_memory(conversation_id, [_parse_part(p) for p in parts])
     ctx.emit(result, result.text)
 
 
-@cli.command(help="Cancel the closure: back to the conversation, nothing stored.")
-@click.option("--id", "conversation_id", type=int, default=None, help="Conversation id (default: the latest closed).")
+@cli.command(help="Cancel the closure: back to the conversation, nothing stored (asks first when you edited "
+                  "the preview).")
+@_ID
+@_YES
 @json_option
 @pass_ctx
-def resume(ctx: Context, conversation_id: int | None) -> None:
+def resume(ctx: Context, conversation_id: int | None, yes: bool) -> None:
+    confirm_discard(ctx, conversation_id, yes)
     c = ctx.memory.resume_conversation(conversation_id)
     ctx.emit(c, lambda: f"resumed conversation #{c.id}: {c.status.value}")
 
@@ -105,7 +141,7 @@ def resume(ctx: Context, conversation_id: int | None) -> None:
 @json_option
 @pass_ctx
 def greet(ctx: Context) -> None:
-    hello = ctx.memory.greet()
+    hello = ctx.reading.greet()
     ctx.emit(hello, hello.text)
 
 
@@ -117,7 +153,7 @@ def greet(ctx: Context) -> None:
 @json_option
 @pass_ctx
 def threads(ctx: Context, entity_type: str | None, storyline_id: int | None, stale: bool, days: int | None) -> None:
-    mem = ctx.memory
+    mem = ctx.reading
     items = mem.stale_threads(days) if stale else mem.open_threads(entity_type, storyline_id)
     ctx.emit(items, lambda: "\n".join(_entity_line(e) for e in items) or "nothing open")
 
@@ -136,7 +172,7 @@ def resolve_(ctx: Context, entity_id: int, memory_id: int | None) -> None:
 @json_option
 @pass_ctx
 def idle(ctx: Context) -> None:
-    said = ctx.memory.idle_check()
+    said = ctx.reading.idle_check()
     ctx.emit({"invitation": said}, said or "nothing to say")
 
 
@@ -145,13 +181,14 @@ def idle(ctx: Context) -> None:
 @json_option
 @pass_ctx
 def archive(ctx: Context, conversation_id: int) -> None:
-    found = ctx.memory.get_conversation_archive(conversation_id)
+    found = ctx.reading.get_conversation_archive(conversation_id)
 
     def text() -> str:
         c = found["conversation"]
         lines = [f"conversation #{c.id} {c.title!r}: {c.status.value}, {c.message_count} messages"]
-        lines += [f"  [{m.position}] {m.speaker or m.role.value}: {m.content}" for m in found["messages"]]
-        lines += [f"memory #{m.id} (storyline {m.storyline_id}): {m.content}" for m in found["memories"]]
+        lines += [message_line(m) for m in found["messages"]]
+        lines += [f"memory #{m.id} (storyline {m.storyline_id}): {indented(m.content, '  ')}"
+                  for m in found["memories"]]
         lines += [f"  {_entity_line(e)}" for e in found["entities"]]
         return "\n".join(lines)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from narrative.interfaces.cli.common import Context, cli, json_option, pass_ctx
+from narrative.interfaces.cli.text import clip
 from narrative.model import Use
 
 
@@ -22,7 +23,7 @@ def _use_line(use: Use) -> str:
 @json_option
 @pass_ctx
 def context(ctx: Context, question: str, budget: int, no_record: bool) -> None:
-    block = ctx.memory.context(question, budget, record=not no_record)
+    block = ctx.reading.context(question, budget, record=not no_record)
 
     def text() -> str:
         used = f"{block.tokens}/{block.budget} tokens ({block.counter})"
@@ -41,12 +42,12 @@ def context(ctx: Context, question: str, budget: int, no_record: bool) -> None:
 @json_option
 @pass_ctx
 def reason(ctx: Context, request: str, kind: str, top_k: int, no_entities: bool) -> None:
-    found = ctx.memory.reasoning_context(request, kind, top_k, include_active_entities=not no_entities)
+    found = ctx.reading.reasoning_context(request, kind, top_k, include_active_entities=not no_entities)
 
     def text() -> str:
         lines = [f"{found.kind.value} context for {found.request!r} (use #{found.use_id})", ""]
         for m in found.memories:
-            lines.append(f"#{m.memory.id} [{m.influence.value}, {m.score:.3f}] {m.memory.content[:100]}")
+            lines.append(f"#{m.memory.id} [{m.influence.value}, {m.score:.3f}] {clip(m.memory.content, 100)}")
             lines.append(f"    {m.reasoning}")
         return "\n".join([*lines, "", found.prompt])
 
@@ -60,7 +61,7 @@ def reason(ctx: Context, request: str, kind: str, top_k: int, no_entities: bool)
 def explain(ctx: Context, use_id: int) -> None:
     from narrative.read.explain import format_explanation
 
-    found = ctx.memory.explain(use_id)
+    found = ctx.reading.explain(use_id)
     ctx.emit(found, lambda: format_explanation(found))
 
 
@@ -70,7 +71,7 @@ def explain(ctx: Context, use_id: int) -> None:
 @json_option
 @pass_ctx
 def influence(ctx: Context, memory_id: int, limit: int) -> None:
-    found = ctx.memory.influence_chain(memory_id, limit)
+    found = ctx.reading.influence_chain(memory_id, limit)
 
     def text() -> str:
         lines = []
@@ -100,5 +101,5 @@ def outcome(ctx: Context, use_id: int, verdict: str, correction: str | None) -> 
 @json_option
 @pass_ctx
 def uses(ctx: Context, limit: int) -> None:
-    found = ctx.memory.list_uses(limit)
+    found = ctx.reading.list_uses(limit)
     ctx.emit(found, lambda: "\n".join(_use_line(u) for u in found) or "no uses yet")

@@ -5,10 +5,17 @@ from __future__ import annotations
 import click
 
 from narrative.interfaces.cli.common import Context, cli, json_option, pass_ctx
-from narrative.model import Conversation
+from narrative.interfaces.cli.text import indented
+from narrative.model import Conversation, Message
 
 
-def _line(c: Conversation) -> str:
+def message_line(m: Message) -> str:
+    """One message of a transcript; its further lines stay indented under it."""
+    head = f"  [{m.position}] {m.speaker or m.role.value}: "
+    return head + indented(m.content, " " * len(head))
+
+
+def conversation_line(c: Conversation) -> str:
     paused = " (paused)" if c.is_paused else ""
     title = f" {c.title!r}" if c.title else ""
     started = f"{c.started_at:%Y-%m-%d %H:%M}"
@@ -34,7 +41,7 @@ def conversation() -> None:
 @pass_ctx
 def conversation_start(ctx: Context, title: str) -> None:
     c = ctx.memory.start_conversation(title)
-    ctx.emit(c, lambda: f"started {_line(c)}")
+    ctx.emit(c, lambda: f"started {conversation_line(c)}")
 
 
 @conversation.command("status", help="Show the active conversation and recent ones.")
@@ -42,33 +49,42 @@ def conversation_start(ctx: Context, title: str) -> None:
 @json_option
 @pass_ctx
 def conversation_status(ctx: Context, limit: int) -> None:
-    mem = ctx.memory
+    mem = ctx.reading
     active = mem.active_conversation()
     recent = mem.list_conversations(limit=limit)
 
     def text() -> str:
-        head = f"active: {_line(active)}" if active else "no active conversation"
-        return "\n".join([head, *("  " + _line(c) for c in recent)])
+        head = f"active: {conversation_line(active)}" if active else "no active conversation"
+        return "\n".join([head, *("  " + conversation_line(c) for c in recent)])
 
     ctx.emit({"active": active, "recent": recent}, text)
 
 
-@conversation.command("close", help="Close the active conversation: active → ready_to_close.")
+@conversation.command("close", help="Close the active conversation: active → ready_to_close, with a preview "
+                                     "(same as `narrative close`).")
 @click.option("--id", "conversation_id", type=int, default=None, help="Conversation id (default: active).")
 @json_option
 @pass_ctx
 def conversation_close(ctx: Context, conversation_id: int | None) -> None:
+    from narrative.interfaces.cli.closing import ACTIONS
+
     result = ctx.memory.close_conversation(conversation_id)
-    ctx.emit(result, lambda: f"ready to close: {result}")
+    ctx.emit(result, lambda: result.text(ACTIONS))
 
 
-@conversation.command("resume", help="Cancel a closure: ready_to_close → active.")
-@click.option("--id", "conversation_id", type=int, default=None, help="Conversation id (default: latest).")
+@conversation.command("resume", help="Cancel a closure: ready_to_close → active (asks first when you edited the "
+                                      "preview).")
+@click.option("--id", "conversation_id", type=int, default=None,
+              help="Conversation id (default: the newest one waiting for review).")
+@click.option("--yes", is_flag=True, help="Discard your edits of the preview without asking.")
 @json_option
 @pass_ctx
-def conversation_resume(ctx: Context, conversation_id: int | None) -> None:
+def conversation_resume(ctx: Context, conversation_id: int | None, yes: bool) -> None:
+    from narrative.interfaces.cli.closing import confirm_discard
+
+    confirm_discard(ctx, conversation_id, yes)
     c = ctx.memory.resume_conversation(conversation_id)
-    ctx.emit(c, lambda: f"resumed {_line(c)}")
+    ctx.emit(c, lambda: f"resumed {conversation_line(c)}")
 
 
 @conversation.command("pause", help="Pause the active conversation (silences idle invitations).")
@@ -76,7 +92,7 @@ def conversation_resume(ctx: Context, conversation_id: int | None) -> None:
 @pass_ctx
 def conversation_pause(ctx: Context) -> None:
     c = ctx.memory.pause_conversation()
-    ctx.emit(c, lambda: f"paused {_line(c)}")
+    ctx.emit(c, lambda: f"paused {conversation_line(c)}")
 
 
 @conversation.command("unpause", help="Unpause the active conversation.")
@@ -84,7 +100,7 @@ def conversation_pause(ctx: Context) -> None:
 @pass_ctx
 def conversation_unpause(ctx: Context) -> None:
     c = ctx.memory.unpause_conversation()
-    ctx.emit(c, lambda: f"unpaused {_line(c)}")
+    ctx.emit(c, lambda: f"unpaused {conversation_line(c)}")
 
 
 @conversation.command("show", help="Print a conversation's transcript.")
@@ -92,13 +108,13 @@ def conversation_unpause(ctx: Context) -> None:
 @json_option
 @pass_ctx
 def conversation_show(ctx: Context, conversation_id: int) -> None:
-    mem = ctx.memory
+    mem = ctx.reading
     c = mem.get_conversation(conversation_id)
     messages = mem.messages(conversation_id)
 
     def text() -> str:
-        lines = [_line(c)]
-        lines += [f"  [{m.position}] {m.speaker or m.role.value}: {m.content}" for m in messages]
+        lines = [conversation_line(c)]
+        lines += [message_line(m) for m in messages]
         return "\n".join(lines)
 
     ctx.emit({"conversation": c, "messages": messages}, text)

@@ -10,6 +10,7 @@ import click
 from narrative import demo as sample_data
 from narrative.engine import Memory
 from narrative.interfaces.cli.common import Context, cli, json_option, pass_ctx
+from narrative.interfaces.cli.text import clip
 
 
 @cli.command(help="Load a bundled sample conversation into a fresh database and print what the engine knows.")
@@ -53,8 +54,7 @@ def _text(report: dict[str, Any]) -> str:
             lines.append(f"  #{s.id} {s.name} ({s.kind.value}; {s.interaction_count} turns){about}")
     lines += ["", "Latest memories:"]
     for m in report["memories"]:
-        text = m.content.replace("\n", " / ")
-        lines.append(f"  #{m.id} [{m.stream.value}] [{'★' * m.importance}] {text[:110]}")
+        lines.append(f"  #{m.id} [{m.stream.value}] [{'★' * m.importance}] {clip(m.content, 110)}")
     lines += ["", "The narrative chain (newest first):"]
     for n in report["narratives"]:
         back = f" ← #{n.previous_narrative_id}" if n.previous_narrative_id else ""
@@ -63,7 +63,6 @@ def _text(report: dict[str, Any]) -> str:
     lines += ["", f"Search: {search['query']!r}"]
     for hit in search["hits"]:
         h = hit_dict(hit)
-        text = h["content"].replace("\n", " / ")
-        lines.append(f"  #{h['memory_id']} {text[:110]}\n      why: {h['why']['summary']}")
+        lines.append(f"  #{h['memory_id']} {clip(h['content'], 110)}\n      why: {h['why']['summary']}")
     lines += ["", "The greeting a new session would start with:", report["greeting"]]
     return "\n".join(lines)

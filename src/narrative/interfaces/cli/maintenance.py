@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from narrative.interfaces.cli.common import Context, cli, json_option, pass_ctx
+from narrative.interfaces.cli.progress import progress
 
 
 def _counts(models: dict[str, int]) -> str:
@@ -44,7 +45,7 @@ def _reindex_text(report: dict[str, Any]) -> str:
 @json_option
 @pass_ctx
 def status(ctx: Context) -> None:
-    report = ctx.memory.embedding_status(user=ctx.user)
+    report = ctx.existing(user=ctx.user is not None).embedding_status(user=ctx.user)
     ctx.emit(report, lambda: _status_text(report))
 
 
@@ -58,7 +59,9 @@ def status(ctx: Context) -> None:
 @json_option
 @pass_ctx
 def reindex(ctx: Context, batch_size: int | None, force: bool) -> None:
-    report = ctx.memory.reindex(user=ctx.user, batch_size=batch_size, force=force)
+    with progress("reindex", enabled=not ctx.as_json) as report_progress:
+        report = ctx.existing(user=False).reindex(user=ctx.user, batch_size=batch_size, force=force,
+                                                  progress=report_progress)
     ctx.emit(report, lambda: _reindex_text(report))
 
 

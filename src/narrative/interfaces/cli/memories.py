@@ -2,16 +2,46 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from narrative.interfaces.cli.common import Context, cli, json_option, pass_ctx
+from narrative.interfaces.cli.text import clip, indented
 from narrative.interfaces.serialize import hit_dict
 from narrative.model import Memory, Narrative
 
+if TYPE_CHECKING:
+    from narrative.write.turn import TurnResult
 
-def _memory_line(m: Memory) -> str:
-    stars = "★" * m.importance
-    return f"#{m.id} [{m.stream.value}] [{stars}] {m.content}"
+
+def _memory_line(m: Memory, indent: str = "") -> str:
+    """A memory in full; the lines of a multi-line exchange stay indented under its header."""
+    head = f"{indent}#{m.id} [{m.stream.value}] [{'★' * m.importance}] "
+    return head + indented(m.content, " " * len(head))
+
+
+def _turn_text(result: TurnResult) -> str:
+    m = result.message
+    lines = [f"message #{m.id} (position {m.position}, conversation #{m.conversation_id}) → storyline"
+             f" #{result.storyline.id} {result.storyline.name} [{result.decision}]"]
+    lines += [f"  memory #{x.id} [{x.stream.value}] {clip(x.content, 100)}" for x in result.memories]
+    lines += [f"  entity {e.entity_type.value}: {clip(e.name, 100)}" for e in result.entities]
+    if result.narrative is not None:
+        lines.append(f"  narrative #{result.narrative.id}: {clip(result.narrative.summary, 100)}")
+    lines += [f"  sealed narrative #{n.id}: {clip(n.summary, 100)}" for n in result.sealed]
+    lines += [f"  reflection #{x.id}: {clip(x.content, 100)}" for x in result.reflections]
+    return "\n".join(lines)
+
+
+def _tree(start: int, links: list[Narrative]) -> str:
+    """Links after ``start`` as a tree: each one indented under the link it continues."""
+    level = {start: 0}
+    lines = []
+    for n in links:
+        level[n.id] = level.get(n.previous_narrative_id or start, 0) + 1
+        lines.append("  " * (level[n.id] - 1) + _narrative_line(n))
+    return "\n".join(lines)
 
 
 def _narrative_line(n: Narrative) -> str:
@@ -41,7 +71,7 @@ def add_message(ctx: Context, text: str, role: str, speaker: str, raw: bool) -> 
         ctx.emit(message, lambda: f"message #{message.id} at position {message.position}")
         return
     result = remember(text, role, speaker=speaker)
-    ctx.emit(result, lambda: result.describe())
+    ctx.emit(result, lambda: _turn_text(result))
 
 
 @add.command("memory", help="Add one memory directly (an agent's note).")
@@ -74,9 +104,9 @@ def add_memory(ctx: Context, text: str, stream: str, source: str, importance: in
 @pass_ctx
 def search(ctx: Context, query: str, k: int, mode: str, streams: tuple[str, ...], storyline_id: int | None,
            conversation_id: int | None) -> None:
-    hits = ctx.memory.search(query, k, mode=mode, streams=streams or None, storyline_id=storyline_id,
+    hits = ctx.reading.search(query, k, mode=mode, streams=streams or None, storyline_id=storyline_id,
                              conversation_id=conversation_id)
-    rows = [hit_dict(h) for h in hits]
+    rows = [{"id": row.pop("memory_id"), **row} for row in map(hit_dict, hits)]  # one id key: "id"
 
     def text() -> str:
         if not hits:
@@ -93,7 +123,7 @@ def search(ctx: Context, query: str, k: int, mode: str, streams: tuple[str, ...]
 @json_option
 @pass_ctx
 def memories(ctx: Context, stream: str | None, storyline_id: int | None, limit: int) -> None:
-    found = ctx.memory.list_memories(stream=stream, storyline_id=storyline_id, limit=limit)
+    found = ctx.reading.list_memories(stream=stream, storyline_id=storyline_id, limit=limit)
     ctx.emit(found, lambda: "\n".join(_memory_line(m) for m in found) or "no memories yet")
 
 
@@ -101,18 +131,22 @@ def memories(ctx: Context, stream: str | None, storyline_id: int | None, limit: 
 @click.option("--id", "narrative_id", type=int, default=None, help="One link by id.")
 @click.option("--search", "query", default=None, help="Keyword search over summaries and topics.")
 @click.option("--walk", "walk_id", type=int, default=None, help="Walk backward from this link.")
-@click.option("--forward", "forward_id", type=int, default=None, help="Walk forward from this link.")
-@click.option("--depth", type=int, default=None, help="How many links to walk (default: all).")
+@click.option("--forward", "forward_id", type=int, default=None,
+              help="Every link that continues this one, on every branch (a tree).")
+@click.option("--depth", type=int, default=None,
+              help="How far to walk: links back, steps forward, or links listed with --all (default: all).")
 @click.option("--all", "show_all", is_flag=True, help="List every link, newest first.")
 @json_option
 @pass_ctx
 def narratives(ctx: Context, narrative_id: int | None, query: str | None, walk_id: int | None,
                forward_id: int | None, depth: int | None, show_all: bool) -> None:
-    mem = ctx.memory
+    mem = ctx.reading
+    if forward_id is not None:
+        after = mem.walk_forward(forward_id, depth)
+        ctx.emit(after, lambda: _tree(forward_id, after) or f"nothing continues #{forward_id} yet")
+        return
     if walk_id is not None:
         found = mem.walk_back(walk_id, depth)
-    elif forward_id is not None:
-        found = mem.walk_forward(forward_id, depth)
     elif show_all:
         found = mem.list_narratives(limit=depth or 100)
     else:
@@ -126,14 +160,14 @@ def narratives(ctx: Context, narrative_id: int | None, query: str | None, walk_i
 @json_option
 @pass_ctx
 def chain(ctx: Context, memory_id: int, depth: int) -> None:
-    found = ctx.memory.recall_chain(memory_id, depth)
+    found = ctx.reading.recall_chain(memory_id, depth)
 
     def text() -> str:
         lines = [_memory_line(found.memory)]
         if found.narrative is None:
             return lines[0] + "\n  (stored before any narrative)"
         lines.append(f"  narrative {_narrative_line(found.narrative)}")
-        lines += [f"    sibling {_memory_line(m)}" for m in found.siblings]
+        lines += [_memory_line(m, "    sibling ") for m in found.siblings]
         lines += [f"  earlier {_narrative_line(n)}" for n in found.earlier]
         return "\n".join(lines)
 

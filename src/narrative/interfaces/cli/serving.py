@@ -1,6 +1,6 @@
 """``narrative mcp`` (and the other long-running servers): serve one memory to clients.
 
-Server commands also accept ``--db`` and ``--user`` after the command name, so an MCP
+Like every command, they accept ``--db`` and ``--user`` after the command name, so an MCP
 client's config can say ``narrative mcp --db PATH --user NAME``.
 """
 
@@ -17,20 +17,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def target_options(f: F) -> F:
-    """``--db``/``--user`` accepted after the command name too (they override the global ones)."""
-
-    def set_db(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
-        if value is not None:
-            ctx.find_object(Context).db = value  # type: ignore[union-attr]
-
-    def set_user(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
-        if value is not None:
-            ctx.find_object(Context).user = value  # type: ignore[union-attr]
-
-    f = click.option("--user", "user_local", default=None, expose_value=False, callback=set_user,
-                     help="Whose memory (same as the global --user).")(f)
-    return click.option("--db", "db_local", default=None, expose_value=False, callback=set_db,
-                        help="SQLite file (same as the global --db).")(f)
+    """Kept for the commands that use it: every command now takes ``--db``/``--user`` after its name
+    (``json_option`` adds them), so this adds nothing."""
+    return f
 
 
 # --- MCP ---------------------------------------------------------------------------------------
@@ -118,9 +107,10 @@ def keys_create(ctx: Context, label: str) -> None:
 @json_option
 @pass_ctx
 def keys_list(ctx: Context) -> None:
-    found = ctx.memory.list_api_keys()
+    memory = ctx.reading  # listing creates nothing
+    found = memory.list_api_keys()
     ctx.emit(
-        {"user": ctx.memory.user, "keys": found},
+        {"user": memory.user, "keys": found},
         lambda: "\n".join(f"{k['id']}  {k['created_at']:%Y-%m-%d %H:%M}  {k['fingerprint']}  {k['label']}"
                           for k in found) or "no keys",
     )
@@ -132,5 +122,5 @@ def keys_list(ctx: Context) -> None:
 @json_option
 @pass_ctx
 def keys_revoke(ctx: Context, key_id: int) -> None:
-    result = ctx.memory.revoke_api_key(key_id)
+    result = ctx.reading.revoke_api_key(key_id)
     ctx.emit(result, f"revoked key {key_id} of {result['user']}")

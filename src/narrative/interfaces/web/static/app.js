@@ -61,6 +61,7 @@ const N = (() => {
   const get = (path) => api("GET", path);
   const post = (path, body) => api("POST", path, body === undefined ? {} : body);
   const patch = (path, body) => api("PATCH", path, body);
+  const del = (path) => api("DELETE", path);
 
   /* el("li", {class: "x", href: "#/a"}, "text", childNode, ...) */
   function el(tag, attrs, ...children) {
@@ -139,23 +140,44 @@ const N = (() => {
     }
   }
 
+  /* The tab's title names what is shown: the view's heading (set by the view), then the product. */
+  function entitle(text) {
+    document.title = text ? `${text} — narrative` : "narrative — memory review";
+  }
+
+  let dispatching = 0; // the latest navigation; an older one that finishes later changes nothing
+
+  function notFound(what) {
+    show("notfound");
+    fill("notfound-what", what);
+    return "notfound";
+  }
+
   async function dispatch() {
     if (!key()) return showLogin();
     const { view, args, query } = parseHash();
-    const handler = routes[view] || routes.review;
-    const target = routes[view] ? view : "review";
-    show(target);
+    let target = routes[view] ? view : notFound(`There is no page at “#/${[view, ...args].join("/")}”.`);
     const moved = lastView !== location.hash;
     lastView = location.hash;
     say(...(flash || [""]));
     flash = null;
-    try {
-      await handler(args, query);
-    } catch (error) {
-      failed(error);
+    const token = ++dispatching;
+    let viewName = null; // a view may return what it shows, when more precise than its heading
+    if (routes[view]) {
+      show(target);
+      try {
+        const named = await routes[view](args, query);
+        if (typeof named === "string") viewName = named;
+      } catch (error) {
+        if (token !== dispatching) return;
+        if (error && error.status === 404) target = notFound(error.message);
+        else failed(error);
+      }
     }
+    if (token !== dispatching) return;
+    const heading = document.querySelector(`#view-${target} h1`);
+    entitle(target === "notfound" ? "Not found" : viewName || (heading && heading.textContent));
     if (moved) {
-      const heading = document.querySelector(`#view-${target} h1`);
       if (heading && !document.activeElement.closest(`#view-${target} form`)) heading.focus();
     }
   }
@@ -163,6 +185,7 @@ const N = (() => {
   /* ----- signing in and out ----- */
 
   function showLogin(message) {
+    entitle("Open your memory");
     $("login").hidden = false;
     $("nav").hidden = true;
     $("who").hidden = true;
@@ -213,5 +236,6 @@ const N = (() => {
     await dispatch();
   }
 
-  return { api, get, post, patch, el, $, fill, say, sayNext, failed, when, stars, route, dispatch, start, ApiError };
+  return { api, get, post, patch, del, el, $, fill, say, sayNext, failed, when, stars, route, dispatch, start,
+    entitle, ApiError };
 })();

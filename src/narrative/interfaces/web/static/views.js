@@ -1,228 +1,17 @@
-/* narrative review page: the views (review, storylines, archive, chain, search, influence). */
+/* narrative review page: the other views (storylines, conversations, open threads, archive, chain, search,
+ * influence). The review step is in review.js; shared pieces in memory.js. */
 "use strict";
 
 (() => {
-  const { el, $, fill, get, post, patch, say, sayNext, failed, when, stars, route } = N;
-  let storylines = [];
-
-  async function loadStorylines() {
-    const page = await get("/storylines?limit=200");
-    storylines = page.items.slice().sort((a, b) => (b.kind === "your_story") - (a.kind === "your_story"));
-    return storylines;
-  }
-
-  function storylineName(id) {
-    const found = storylines.find((s) => s.id === id);
-    return found ? found.name : id === null || id === undefined ? "Your Story" : `storyline #${id}`;
-  }
-
-  function storylineOptions(select, selected) {
-    select.replaceChildren(...storylines.filter((s) => s.status !== "archived").map((s) =>
-      el("option", { value: s.id, selected: s.id === selected }, s.name)));
-  }
-
-  function memoryItem(m, ...extra) {
-    const links = [];
-    if (m.conversation_id) links.push(el("a", { href: `#/archive/${m.conversation_id}` }, "transcript"));
-    if (m.narrative_id) links.push(el("a", { href: `#/chain/${m.narrative_id}` }, "narrative link"));
-    links.push(el("a", { href: `#/influence/memory/${m.id ?? m.memory_id}` }, "influence"));
-    return el("li", { class: "memory" },
-      el("p", { class: "content" }, m.content),
-      el("p", { class: "meta" },
-        el("span", { class: "badge" }, m.stream), " ", stars(m.importance), " ",
-        el("time", { datetime: m.event_at || m.created_at }, when(m.event_at || m.created_at)), " · #",
-        String(m.id ?? m.memory_id), m.user_edited ? " · edited by you" : "", " · ",
-        links.flatMap((link, i) => (i ? [" · ", link] : [link]))),
-      ...extra);
-  }
-
-  /* ================= review (Talking Rock) ================= */
-
-  let reviewing = null; // conversation id under review
-  let preview = null;
-
-  function previewFields(p) {
-    const destination = p.destination || {};
-    const suggestion = p.suggestion || {};
-    return {
-      narrative: p.narrative || "",
-      entities: p.entities || [],
-      removed: new Set(p.removed || []),
-      deltas: p.deltas || [],
-      destination: destination.storyline_id ?? null,
-      destinationName: destination.name,
-      reason: destination.reason || "",
-      suggestion,
-    };
-  }
-
-  function entityText(e) {
-    const type = (e.type || e.entity_type || "").replace(/_/g, " ");
-    return `${type}: ${e.name}`;
-  }
-
-  function deltaText(d) {
-    const type = (d.type || d.delta_type || "").replace(/_/g, " ");
-    const data = d.data || {};
-    const what = data.thread || data.name || data.what || data.description || "";
-    return what ? `${type}: ${what}` : type;
-  }
-
-  function renderPreview(p) {
-    preview = p;
-    const f = previewFields(p);
-    $("preview").hidden = false;
-    fill("preview-title", p.title ? `Memory from “${p.title}”` : `Memory from conversation #${p.conversation_id}`);
-    fill("preview-narrative", f.narrative);
-    if (p.user_edited) $("preview-narrative").append(el("span", { class: "muted" }, " (edited by you)"));
-    const kept = f.entities.filter((e) => !f.removed.has(e.key));
-    fill("preview-entities", kept.length ? kept.map((e) => el("li", {}, entityText(e)))
-      : [el("li", { class: "muted" }, "nothing extracted")]);
-    fill("preview-deltas", f.deltas.length ? f.deltas.map((d) => el("li", {}, deltaText(d)))
-      : [el("li", { class: "muted" }, "no new or resolved threads")]);
-    const suggested = f.suggestion.storyline_id === f.destination;
-    fill("preview-destination", el("strong", {}, f.destinationName || storylineName(f.destination)),
-      suggested ? " (suggested)" : "", f.reason ? el("span", { class: "muted" }, ` — ${f.reason}`) : null,
-      !suggested && f.suggestion.name ? el("span", { class: "muted" }, ` · suggested: ${f.suggestion.name}`) : null);
-    for (const form of ["edit-form", "redirect-form", "split-form"]) $(form).hidden = true;
-  }
-
-  async function reviewView(args) {
-    await loadStorylines();
-    const [waiting, active] = await Promise.all([
-      get("/conversations?status=ready_to_close&limit=50"), get("/conversations/active"),
-    ]);
-    reviewing = args[0] ? Number(args[0]) : waiting.items.length ? waiting.items[0].id : null;
-    fill("review-list", waiting.items.length ? waiting.items.map((c) => el("li", {},
-      el("a", { href: `#/review/${c.id}`, "aria-current": c.id === reviewing ? "true" : null },
-        c.title || `Conversation #${c.id}`),
-      el("span", { class: "muted" }, ` · ${c.message_count} messages · ${when(c.last_message_at || c.started_at)}`)))
-      : [el("li", { class: "muted" }, "Nothing is waiting for review.")]);
-    const a = active.conversation;
-    fill("active-box", a ? [
-      el("p", {}, `${a.title || "Conversation #" + a.id} · ${a.message_count} messages${a.is_paused ? " · paused" : ""}`),
-      el("button", { type: "button", id: "close-active", onclick: () => closeActive(a.id) }, "Close and review"),
-    ] : [el("p", { class: "muted" }, "No active conversation.")]);
-    if (reviewing === null) {
-      $("preview").hidden = true;
-      return;
-    }
-    renderPreview(await get(`/conversations/${reviewing}/preview`));
-  }
-
-  async function closeActive(id) {
-    try {
-      await post(`/conversations/${id}/close`);
-      sayNext("Closed. Review the memory below.", "ok");
-      location.hash = `#/review/${id}`;
-    } catch (error) { failed(error); }
-  }
-
-  async function act(step, action) {
-    const before = location.hash;
-    try {
-      await action();
-      if (location.hash === before) say(step, "ok");
-      else sayNext(step, "ok");
-    } catch (error) { failed(error); }
-  }
-
-  function wireReview() {
-    $("act-confirm").addEventListener("click", () => act("Remembered. The conversation is archived.", async () => {
-      const result = await post(`/conversations/${reviewing}/confirm`);
-      const made = (result.memories || [])[0] || {};
-      const memoryId = made.id;
-      const storylineId = made.storyline_id ?? previewFields(preview).destination;
-      $("preview").hidden = true;
-      location.hash = storylineId ? `#/story/${storylineId}${memoryId ? "?memory=" + memoryId : ""}` : "#/review";
-    }));
-    $("act-edit").addEventListener("click", () => {
-      const f = previewFields(preview);
-      $("edit-form").hidden = false;
-      $("edit-text").value = f.narrative;
-      fill("edit-entities", f.entities.filter((e) => !f.removed.has(e.key)).map((e) => {
-        const id = `remove-${e.key}`;
-        return el("li", {}, el("input", { type: "checkbox", id, value: e.key }), " ",
-          el("label", { for: id }, `Remove ${entityText(e)}`));
-      }));
-      $("edit-text").focus();
-    });
-    $("edit-cancel").addEventListener("click", () => { $("edit-form").hidden = true; $("act-edit").focus(); });
-    $("edit-form").addEventListener("submit", (event) => {
-      event.preventDefault();
-      act("Edit saved.", async () => {
-        const remove = [...$("edit-entities").querySelectorAll("input:checked")].map((box) => box.value);
-        const body = { narrative: $("edit-text").value };
-        if (remove.length) body.remove_entities = remove;
-        renderPreview(await patch(`/conversations/${reviewing}/preview`, body));
-        $("preview-title").focus();
-      });
-    });
-    $("act-redirect").addEventListener("click", () => {
-      storylineOptions($("redirect-select"), previewFields(preview).destination);
-      $("redirect-form").hidden = false;
-      $("redirect-select").focus();
-    });
-    $("redirect-cancel").addEventListener("click", () => { $("redirect-form").hidden = true; $("act-redirect").focus(); });
-    $("redirect-form").addEventListener("submit", (event) => {
-      event.preventDefault();
-      const id = Number($("redirect-select").value);
-      act(`Redirected to ${storylineName(id)}.`, async () => {
-        renderPreview(await patch(`/conversations/${reviewing}/preview`, { storyline_id: id }));
-        $("preview-title").focus();
-      });
-    });
-    $("act-split").addEventListener("click", () => {
-      $("split-form").hidden = false;
-      $("split-parts").replaceChildren();
-      addPart(previewFields(preview).narrative);
-      addPart("");
-      $("split-parts").querySelector("textarea").focus();
-    });
-    $("split-add").addEventListener("click", () => addPart("").querySelector("textarea").focus());
-    $("split-cancel").addEventListener("click", () => { $("split-form").hidden = true; $("act-split").focus(); });
-    $("split-form").addEventListener("submit", (event) => {
-      event.preventDefault();
-      const parts = [...$("split-parts").children].map((li) => ({
-        narrative: li.querySelector("textarea").value,
-        storyline_id: Number(li.querySelector("select").value),
-      })).filter((p) => p.narrative.trim());
-      act(`Split into ${parts.length} memories; the conversation is archived.`, async () => {
-        await post(`/conversations/${reviewing}/split`, { parts });
-        $("preview").hidden = true;
-        location.hash = "#/story";
-      });
-    });
-    $("act-resume").addEventListener("click", () => act("Resumed: the conversation is active again.", async () => {
-      await post(`/conversations/${reviewing}/resume`);
-      $("preview").hidden = true;
-      location.hash = "#/review";
-    }));
-  }
-
-  let partCount = 0;
-  function addPart(text) {
-    partCount += 1;
-    const textId = `split-text-${partCount}`;
-    const selectId = `split-storyline-${partCount}`;
-    const select = el("select", { id: selectId });
-    storylineOptions(select, previewFields(preview).destination);
-    const item = el("li", { class: "part" },
-      el("label", { for: textId }, `Part ${$("split-parts").children.length + 1}`),
-      el("textarea", { id: textId, rows: 3 }),
-      el("label", { for: selectId }, "Storyline"), select,
-      el("button", { type: "button", onclick: () => { item.remove(); $("split-add").focus(); } }, "Remove part"));
-    item.querySelector("textarea").value = text;
-    $("split-parts").append(item);
-    return item;
-  }
+  const { el, $, fill, get, post, patch, say, failed, when, route } = N;
+  const { memoryItem } = M;
 
   /* ================= storylines ================= */
 
   const story = { id: null, offset: 0, items: [] };
 
   async function storyView(args, query) {
-    await loadStorylines();
+    const storylines = await M.loadStorylines();
     const current = args[0] ? Number(args[0]) : (storylines[0] || {}).id;
     fill("storyline-list", storylines.map((s) => el("li", {},
       el("a", { href: `#/story/${s.id}`, "aria-current": s.id === current ? "page" : null }, s.name),
@@ -230,15 +19,18 @@
     if (current === undefined) return;
     const s = await get(`/storylines/${current}`);
     $("storyline").hidden = false;
+    $("rename-form").hidden = true;
+    $("storyline-rename").hidden = s.kind === "your_story";
     fill("storyline-name", s.name);
     fill("storyline-about", [s.description, s.keywords && s.keywords.length ? "keywords: " + s.keywords.join(", ") : ""]
       .filter(Boolean).join(" · "));
-    fill("storyline-summary", s.summary || "");
+    fill("storyline-summary", M.summaryNodes(s.summary));
     Object.assign(story, { id: current, offset: 0, items: [] });
     await loadStoryPage();
     const wanted = query.get("memory");
     const target = wanted && document.getElementById(`story-memory-${wanted}`);
     if (target) target.classList.add("highlight");
+    return s.name;
   }
 
   async function loadStoryPage() {
@@ -247,10 +39,91 @@
     story.offset = page.next_offset ?? story.offset + page.items.length;
     $("storyline-earlier").hidden = page.next_offset === null;
     fill("storyline-memories", story.items.length ? story.items.map((m) => {
-      const item = memoryItem(m);
+      const item = memoryItem(m, { editable: true });
       item.id = `story-memory-${m.id}`;
       return item;
     }) : [el("li", { class: "muted" }, "No memories here yet.")]);
+  }
+
+  function wireRename() {
+    $("storyline-rename").addEventListener("click", () => {
+      $("rename-form").hidden = false;
+      $("rename-input").value = $("storyline-name").textContent;
+      $("rename-input").select();
+      $("rename-input").focus();
+    });
+    $("rename-cancel").addEventListener("click", () => { $("rename-form").hidden = true; $("storyline-rename").focus(); });
+    $("rename-form").addEventListener("submit", async (event) => {
+      event.preventDefault();
+      const name = $("rename-input").value.trim();
+      if (!name) { say("A storyline needs a name.", "error"); $("rename-input").focus(); return; }
+      try {
+        const renamed = await patch(`/storylines/${story.id}`, { name });
+        await N.dispatch();
+        say(`Renamed to ${renamed.name}.`, "ok");
+        $("storyline-name").focus();
+      } catch (error) { failed(error); }
+    });
+  }
+
+  /* ================= conversations ================= */
+
+  const STATUS = { active: "active", ready_to_close: "waiting for review", compressing: "being stored",
+    archived: "archived" };
+  let conversationsShown = 50;
+
+  async function conversationsView(_args, query) {
+    const status = query.get("status") || "";
+    $("conversations-status").value = status;
+    const page = await get(`/conversations?limit=${conversationsShown}${status ? "&status=" + status : ""}`);
+    fill("conversation-list", page.items.length ? page.items.map(conversationRow)
+      : [el("li", { class: "muted" }, status ? "No conversations with that status." : "No conversations yet.")]);
+    $("conversations-more").hidden = page.next_offset === null;
+  }
+
+  function conversationRow(c) {
+    const title = c.title || `Conversation #${c.id}`;
+    const href = c.status === "ready_to_close" ? `#/review/${c.id}` : `#/archive/${c.id}`;
+    return el("li", {}, el("a", { href }, title),
+      el("span", { class: "muted" }, ` · ${STATUS[c.status] || c.status}${c.is_paused ? " (paused)" : ""} · ` +
+        `${c.message_count} messages · ${when(c.last_message_at || c.started_at)}`));
+  }
+
+  function wireConversations() {
+    $("conversations-status").addEventListener("change", () => {
+      const status = $("conversations-status").value;
+      location.hash = status ? `#/conversations?status=${status}` : "#/conversations";
+    });
+    $("conversations-more").addEventListener("click", () => { conversationsShown += 50; N.dispatch(); });
+  }
+
+  /* ================= open threads ================= */
+
+  async function threadsView() {
+    await M.loadStorylines();
+    const page = await get("/entities/open?limit=200");
+    fill("thread-list", page.items.length ? page.items.map(threadRow)
+      : [el("li", { class: "muted" }, "No open threads: nothing is waiting.")]);
+  }
+
+  function threadRow(t) {
+    const type = t.entity_type.replace(/_/g, " ");
+    const button = el("button", { type: "button", "aria-label": `Resolve ${type}: ${t.name}` }, "Resolve");
+    const row = el("li", { class: "thread" }, el("span", { class: "badge" }, type), " ", t.name,
+      el("span", { class: "muted" }, ` · ${M.storylineName(t.storyline_id)} · since ${when(t.created_at)}`),
+      t.memory_id ? [" · ", el("a", { href: `#/influence/memory/${t.memory_id}` }, "its memory")] : null, " ", button);
+    button.addEventListener("click", async () => {
+      try {
+        await post(`/entities/${t.id}/resolve`);
+        const next = row.nextElementSibling || row.previousElementSibling;
+        row.remove();
+        say(`Resolved: ${t.name}.`, "ok");
+        const focus = next && next.querySelector("button");
+        if (focus) focus.focus(); else $("threads-title").focus();
+        if (!$("thread-list").children.length) fill("thread-list", el("li", { class: "muted" }, "No open threads: nothing is waiting."));
+      } catch (error) { failed(error); }
+    });
+    return row;
   }
 
   /* ================= archive ================= */
@@ -262,15 +135,13 @@
     fill("archive-about", `${c.status} · started ${when(c.started_at)}` +
       (c.archived_at ? ` · archived ${when(c.archived_at)}` : "") + ` · ${c.message_count} messages`);
     const memories = data.memories || [];
-    fill("archive-memories", memories.length ? memories.map((m) => memoryItem(m))
+    fill("archive-memories", memories.length ? memories.map((m) => memoryItem(m, { editable: true }))
       : [el("li", { class: "muted" }, "No memories were made from it.")]);
     const derived = data.derived || [];
     $("archive-derived-box").hidden = !derived.length;
     fill("archive-derived-title", `${derived.length} facts, decisions and notes taken along the way`);
-    fill("archive-derived", derived.map((m) => memoryItem(m)));
-    fill("archive-messages", (data.messages || []).map((m) => el("li", { class: `turn ${m.role}` },
-      el("p", { class: "meta" }, `${m.speaker || m.role} · #${m.position} · ${when(m.created_at)}`),
-      el("p", {}, m.content))));
+    fill("archive-derived", derived.map((m) => memoryItem(m, { editable: true })));
+    fill("archive-messages", (data.messages || []).map(M.transcriptItem));
   }
 
   /* ================= the narrative chain ================= */
@@ -299,7 +170,7 @@
     $("chain-link").hidden = false;
     fill("chain-summary", link.summary);
     fill("chain-about", `link #${link.id} · ${link.topic || "no topic"} · ${link.sealed ? "sealed" : "running"} · ` +
-      `${when(link.created_at)}${link.storyline_id ? " · " + storylineName(link.storyline_id) : ""}`);
+      `${when(link.created_at)}${link.storyline_id ? " · " + M.storylineName(link.storyline_id) : ""}`);
     const memories = await Promise.all(link.memory_ids.slice(0, 20).map((id) => get(`/memories/${id}`)
       .catch(() => ({ id, content: `memory #${id} (deleted)` }))));
     fill("chain-memories", memories.length ? memories.map((m) => el("li", {}, m.content, " ",
@@ -362,7 +233,8 @@
     $("search-query").value = q;
     const found = await get(`/search?q=${encodeURIComponent(q)}&mode=${encodeURIComponent(mode)}&k=20`);
     fill("search-count", `${found.items.length} memories for “${q}”`);
-    fill("search-results", found.items.map((hit) => memoryItem({ ...hit, id: hit.memory_id }, whyList(hit.why))));
+    fill("search-results", found.items.map((hit) => memoryItem({ ...hit, id: hit.memory_id }, { editable: true },
+      whyList(hit.why))));
   }
 
   function wireSearch() {
@@ -398,6 +270,7 @@
     fill("use-refs-title", "Memories that shaped it");
     const refs = data.memories || data.references || use.references || [];
     fill("use-refs", refs.length ? refs.map(referenceItem) : [el("li", { class: "muted" }, "No memories were used.")]);
+    return `Why: ${use.query}`;
   }
 
   function referenceItem(r) {
@@ -408,7 +281,7 @@
     const reasoning = r.reasoning ?? r.why;
     const sources = (r.messages || []).map((msg) => el("li", {},
       `${msg.speaker || msg.role} (message #${msg.message_id}, position ${msg.position}): ${msg.text}`));
-    return memoryItem(m,
+    return memoryItem(m, {},
       el("p", { class: "influence" }, el("strong", {}, kind), ` · score ${Number(r.score ?? 0).toFixed(3)}`,
         r.rank ? ` · rank ${r.rank}` : "", r.storyline ? ` · ${r.storyline.name}` : "",
         reasoning ? el("span", {}, ` — ${reasoning}`) : null),
@@ -431,13 +304,15 @@
   $("use-more").addEventListener("click", () => { usesShown += 20; N.dispatch(); });
   $("storyline-earlier").addEventListener("click", () => loadStoryPage().catch(failed));
 
-  route("review", reviewView);
   route("story", storyView);
+  route("conversations", conversationsView);
+  route("threads", threadsView);
   route("archive", archiveView);
   route("chain", chainView);
   route("search", searchView);
   route("influence", influenceView);
-  wireReview();
+  wireRename();
+  wireConversations();
   wireChain();
   wireSearch();
   N.start();

@@ -1,0 +1,246 @@
+"""Response bodies of the HTTP API, for ``/openapi.json``: what a generated client is typed against.
+
+The routes answer with the engine's own values (``out()`` of dataclasses and ``to_dict()``); these models
+describe those shapes.  The store's records (memory, conversation, storyline, link, entity, use, message)
+are the model's dataclasses themselves, so the description cannot drift from them.  The review step's and
+the read path's composite results name their top-level fields and allow more (``additionalProperties``):
+the engine may add a field without breaking a client.  ``tests/test_http_openapi.py`` validates live
+responses against this description.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from narrative import model
+
+T = TypeVar("T")
+
+Conversation = model.Conversation
+Memory = model.Memory
+Storyline = model.Storyline
+Narrative = model.Narrative
+Entity = model.Entity
+Use = model.Use
+Message = model.Message
+
+
+class Closed(BaseModel):
+    """A body whose fields are all listed."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class Open(BaseModel):
+    """A body whose listed fields are typed; the engine may add more."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+# --- errors -------------------------------------------------------------------------------------
+
+
+class FieldProblem(Closed):
+    field: str = Field(description="The offending field, dotted (e.g. `parts.0.narrative`).")
+    in_: str = Field(alias="in", description="Where it was: body, query, path or header.")
+    message: str
+
+
+class ErrorBody(Closed):
+    """Every 4xx/5xx answer: a machine-readable kind and one plain sentence."""
+
+    error: str = Field(description="not_found, validation_error, invalid_json, unauthorized, too_large, ...")
+    message: str
+    field: str | None = None
+    fields: list[str] | None = None
+    detail: list[FieldProblem] | None = None
+
+
+ERRORS: dict[int | str, dict[str, Any]] = {
+    400: {"model": ErrorBody, "description": "A request the engine refuses (bad_request)."},
+    401: {"model": ErrorBody, "description": "No key, a key nobody owns, or an Authorization header without Bearer."},
+    404: {"model": ErrorBody, "description": "Not found (another user's ids answer the same)."},
+    409: {"model": ErrorBody, "description": "A lifecycle conflict (invalid_transition, conversation_already_active)."},
+    413: {"model": ErrorBody, "description": "The request body is over the size limit."},
+    415: {"model": ErrorBody, "description": "A body sent without `Content-Type: application/json`."},
+    422: {"model": ErrorBody, "description": "Invalid input: malformed JSON, a wrong content type, a bad field."},
+}
+
+
+# --- pages and small envelopes ------------------------------------------------------------------
+
+
+class Page(Closed, Generic[T]):
+    items: list[T]
+    limit: int
+    offset: int
+    next_offset: int | None = Field(description="Offset of the next page; null on the last one.")
+
+
+class Items(Closed, Generic[T]):
+    items: list[T]
+
+
+class Health(Closed):
+    status: str = Field(description="`ok` when the database answers.")
+    version: str
+
+
+class Me(Closed):
+    user: str
+    counts: dict[str, int]
+
+
+class Deleted(Closed):
+    deleted: int | str
+    result: dict[str, Any]
+
+
+class ApiKey(Closed):
+    """One API key as listed: never the key itself."""
+
+    id: int
+    label: str
+    created_at: datetime
+    fingerprint: str = Field(description="The first 12 hex digits of the stored SHA-256 digest.")
+
+
+class Revoked(Closed):
+    user: str
+    revoked: int = Field(description="The id of the revoked key.")
+
+
+class ActiveConversation(Closed):
+    conversation: Conversation | None
+
+
+class LatestNarrative(Closed):
+    narrative: Narrative | None
+
+
+class Influence(Closed):
+    memory_id: int
+    uses: list[Use]
+
+
+class RecallChain(Closed):
+    memory: Memory
+    narrative: Narrative | None
+    siblings: list[Memory]
+    earlier: list[Narrative]
+
+
+class Version(Closed):
+    version: int = Field(description="1 is the text as first stored.")
+    kind: str = Field(description="`original` or `current`.")
+    content: str
+
+
+class MemoryHistory(Closed):
+    """The memory's text as first stored and as it reads now (the store keeps these two)."""
+
+    memory_id: int
+    user_edited: bool
+    versions: list[Version]
+    memory: Memory
+
+
+# --- search ---------------------------------------------------------------------------------------
+
+
+class SearchHit(Closed):
+    memory_id: int
+    content: str
+    stream: str
+    source: str
+    importance: int
+    storyline_id: int | None
+    conversation_id: int | None
+    narrative_id: int | None
+    message_ids: list[int]
+    created_at: str
+    score: float
+    why: dict[str, Any] = Field(description="Keyword rank, vector rank, similarity, recency and weights.")
+
+
+class SearchResult(Closed):
+    query: str
+    items: list[SearchHit]
+
+
+# --- the write path and the review step ----------------------------------------------------------------
+
+
+class StorylineRef(Open):
+    id: int
+    name: str
+
+
+class TurnResult(Open):
+    message_id: int
+    position: int
+    storyline: StorylineRef
+    decision: str
+    memory_ids: list[int]
+    entities: list[dict[str, Any]]
+    narrative_id: int | None
+
+
+class TurnBatch(Closed):
+    items: list[TurnResult]
+
+
+class Preview(Open):
+    conversation_id: int
+    title: str
+    narrative: str
+    entities: list[dict[str, Any]]
+    deltas: list[dict[str, Any]]
+    destination: dict[str, Any]
+    suggestion: dict[str, Any]
+    message_ids: list[int]
+    user_edited: bool
+
+
+class ConfirmResult(Open):
+    conversation_id: int
+    status: str
+    memories: list[dict[str, Any]]
+    entity_ids: list[int]
+
+
+class Archive(Open):
+    conversation: dict[str, Any]
+    messages: list[dict[str, Any]]
+    memories: list[dict[str, Any]]
+
+
+# --- the read path ------------------------------------------------------------------------------------
+
+
+class ContextBlock(Open):
+    text: str
+
+
+class ReasoningContext(Open):
+    use_id: int | None = None
+
+
+class Explanation(Open):
+    use: dict[str, Any]
+
+
+class Greeting(Open):
+    kind: str
+    text: str
+
+
+class ImportSummary(Open):
+    pass
+
+
+class OutcomeResult(Open):
+    pass

@@ -1,0 +1,261 @@
+"""The command line as a user meets it (issue 16): options after the command, reads that create nothing and
+name the file's users, storylines and conversations, JSON errors, progress only on a terminal, help that
+matches behaviour, whole-word previews, indented multi-line text, and the LLM flags.  Real SQLite files;
+``main`` is the console script's own entry point."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from llm_server import ScriptedLLMServer, scripted_llm_server
+from narrative.config import Settings
+from narrative.engine import Memory
+from narrative.interfaces.cli import main
+from narrative.interfaces.cli.progress import progress
+from narrative.interfaces.cli.text import clip
+
+llm_server = pytest.fixture(scripted_llm_server)
+
+Run = Callable[..., tuple[int, str, str]]
+
+
+@pytest.fixture
+def run(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Run:
+    """``run(*args, input=None)`` → (exit code, stdout, stderr) of ``narrative ARGS`` (keyword-only search)."""
+    monkeypatch.chdir(tmp_path)
+    for name in ("NARRATIVE_DB", "NARRATIVE_USER", "NARRATIVE_LLM_PROVIDER"):
+        monkeypatch.delenv(name, raising=False)
+
+    def invoke(*args: str, stdin: str | None = None) -> tuple[int, str, str]:
+        capsys.readouterr()
+        if stdin is not None:
+            monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
+        code = 0
+        try:
+            main(["--embedder", "none", *args])
+        except SystemExit as stop:
+            code = int(stop.code or 0)
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return invoke
+
+
+def ok(run: Run, *args: str) -> str:
+    code, out, err = run(*args)
+    assert code == 0, out + err
+    return out
+
+
+# --- options after the command --------------------------------------------------------------------
+
+
+def test_db_user_and_json_work_after_the_command(run: Run, tmp_path: Path) -> None:
+    ok(run, "add", "message", "Sam will send the bed measurements on Friday.", "--db", "notes.db", "--user", "maya")
+    hits = json.loads(ok(run, "search", "measurements", "--db", "notes.db", "--user", "maya", "--json"))
+    assert hits[0]["content"] == "Sam will send the bed measurements on Friday."
+    assert "id" in hits[0] and "memory_id" not in hits[0]  # one id key name: "id"
+    before = json.loads(ok(run, "--db", "notes.db", "--user", "maya", "--json", "search", "measurements"))
+    assert [h["id"] for h in before] == [h["id"] for h in hits]
+    assert (tmp_path / "notes.db").is_file() and not (tmp_path / "narrative.db").exists()
+
+
+# --- reads create nothing, and say whose data the file holds -----------------------------------------
+
+
+def test_a_read_of_a_missing_file_creates_no_file_or_folder(run: Run, tmp_path: Path) -> None:
+    for args in (["search", "foo"], ["memories"], ["narratives"], ["storylines"], ["conversations"],
+                 ["threads"], ["greet"], ["export"], ["status"], ["conversation", "status"]):
+        code, _, err = run("--db", "nodir/x.db", *args)
+        assert code == 1 and "no database at nodir/x.db" in err, args
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_read_for_an_unknown_user_names_the_users_and_creates_none(run: Run, tmp_path: Path) -> None:
+    ok(run, "--db", "notes.db", "--user", "maya", "add", "message", "Sam will send the bed measurements.")
+    code, _, err = run("--db", "notes.db", "search", "measurements")
+    assert code == 1
+    assert "user 'default' has no data in notes.db; it holds data of maya" in err and "--user NAME" in err
+    code, out, _ = run("--db", "notes.db", "search", "measurements", "--json")
+    assert code == 1 and json.loads(out)["error"] == "not_found" and "maya" in json.loads(out)["message"]
+    with Memory(tmp_path / "notes.db", embedder="none", env={}) as mem:
+        assert list(mem.users()) == ["maya"]  # no 'default' was made by reading
+
+
+def test_a_write_for_a_new_user_notes_the_others(run: Run) -> None:
+    ok(run, "--db", "notes.db", "--user", "maya", "add", "message", "Sam will send the bed measurements.")
+    code, _, err = run("--db", "notes.db", "--user", "sam", "add", "message", "I measured the bed.")
+    assert code == 0 and "note: user 'sam' has nothing stored in notes.db yet; it holds data of maya" in err
+    code, _, err = run("--db", "notes.db", "--user", "sam", "add", "message", "It is 160 wide.")
+    assert code == 0 and "note:" not in err
+
+
+# --- storylines and conversations ----------------------------------------------------------------------
+
+
+def test_storylines_list_show_create_rename_archive(run: Run) -> None:
+    base = ("--db", "notes.db", "--user", "maya")
+    ok(run, *base, "add", "message", "Hello there!")
+    listed = ok(run, *base, "storylines")
+    assert "#1 Your Story (your_story; 0 messages)" in listed and "Small talk" in listed
+    assert ok(run, *base, "storylines", "list") == listed
+    made = json.loads(ok(run, *base, "storylines", "create", "Kitchen", "--keyword", "oven", "--json"))
+    sid = made["id"]
+    assert made["name"] == "Kitchen" and made["keywords"] == ["oven"]
+    assert f"renamed #{sid} Kitchen plans" in ok(run, *base, "storylines", "rename", str(sid), "Kitchen plans")
+    assert f"#{sid} Kitchen plans" in ok(run, *base, "storylines", "show", str(sid))
+    assert "archived" in ok(run, *base, "storylines", "archive", str(sid))
+    assert "Kitchen plans" not in ok(run, *base, "storylines")
+    assert "Kitchen plans (user, archived" in ok(run, *base, "storylines", "list", "--all")
+    code, out, _ = run(*base, "storylines", "rename", "1", "Mine", "--json")
+    assert code == 1 and json.loads(out)["error"] == "invalid_transition"
+
+
+def test_conversations_list(run: Run) -> None:
+    base = ("--db", "notes.db", "--user", "maya")
+    ok(run, *base, "add", "message", "We decided to paint the hall green.")
+    ok(run, *base, "close")
+    ok(run, *base, "conversation", "start")
+    listed = ok(run, *base, "conversations").splitlines()
+    assert listed[0].startswith("#2 active") and listed[1].startswith("#1 ready_to_close")
+    waiting = json.loads(ok(run, *base, "conversations", "list", "--status", "ready_to_close", "--json"))
+    assert [c["id"] for c in waiting] == [1]
+
+
+# --- --json errors ---------------------------------------------------------------------------------------
+
+
+def test_json_errors_are_json_with_the_http_envelope(run: Run) -> None:
+    base = ("--db", "notes.db", "--user", "maya")
+    ok(run, *base, "add", "message", "Hello there!")
+    code, out, err = run(*base, "chain", "999", "--json")
+    assert code == 1 and err == ""
+    assert json.loads(out) == {"error": "not_found", "message": json.loads(out)["message"]}
+    code, out, _ = run(*base, "add", "memory", "x", "--importance", "9", "--json")
+    body = json.loads(out)
+    assert code == 1 and body["error"] == "validation_error" and body["field"] == "importance"
+    code, out, _ = run(*base, "--json", "search")  # a usage error
+    assert code == 2 and json.loads(out)["error"] == "usage_error"
+    code, out, err = run(*base, "chain", "999")  # without --json: a plain message on stderr
+    assert code == 1 and out == "" and err.startswith("error: ")
+
+
+# --- the review step from the shell ---------------------------------------------------------------------
+
+
+def test_preview_shows_the_commands_and_resume_warns_before_discarding_edits(run: Run) -> None:
+    base = ("--db", "notes.db", "--user", "maya")
+    ok(run, *base, "add", "message", "We decided to paint the hall green because it is calm.")
+    ok(run, *base, "add", "message", "I'm waiting on Dana to send the paint samples.")
+    shown = ok(run, *base, "close")
+    assert "narrative confirm" in shown and "narrative redirect STORYLINE_ID" in shown and "[confirm]" not in shown
+    code, _, err = run(*base, "add", "message", "One more thing.")
+    assert code == 1 and "waiting for review" in err and "narrative resume" in err
+    assert "resumed" in ok(run, *base, "resume")  # nothing edited: no question
+    ok(run, *base, "close")
+    ok(run, *base, "edit", "--narrative", "The hall goes green.")
+    code, _, err = run(*base, "resume", stdin="n\n")
+    assert code == 1 and "discards your edits of the preview: the memory's wording" in err
+    assert "The hall goes green." in ok(run, *base, "preview")  # still there
+    code, out, _ = run(*base, "conversation", "resume", stdin="y\n")
+    assert code == 0 and "resumed" in out
+    code, _, err = run(*base, "split", "--part", ":only one")
+    assert code == 1 and "use `narrative confirm` for one" in err
+
+
+def test_narratives_forward_prints_every_branch_as_a_tree(run: Run, tmp_path: Path) -> None:
+    with Memory(tmp_path / "notes.db", user="maya", embedder="none", env={}) as mem:
+        n1 = mem.narrative_update("Chose SQLite", [], None, "storage")
+        n2 = mem.narrative_update("Tuned SQLite", [], n1.id, "storage")
+        b1 = mem.narrative_update("A side branch", [], n1.id, "storage")
+    lines = ok(run, "--db", "notes.db", "--user", "maya", "narratives", "--forward", str(n1.id)).splitlines()
+    assert lines[0].startswith(f"#{n2.id} ") and lines[1].startswith(f"#{b1.id} ")
+    assert f"← #{n1.id}" in lines[0] and f"← #{n1.id}" in lines[1]
+
+
+# --- how text is shown --------------------------------------------------------------------------------------
+
+
+def test_previews_are_clipped_at_a_word_and_multi_line_text_is_indented(run: Run) -> None:
+    base = ("--db", "notes.db", "--user", "maya")
+    assert clip("We decided to go with SQLite instead of Firebase", 30) == "We decided to go with SQLite…"
+    assert clip("Maya: hello\nRook: hi", 40) == "Maya: hello / Rook: hi"
+    ok(run, *base, "add", "memory", "Maya: the kitchen\nRook: noted, the kitchen")
+    shown = ok(run, *base, "memories")
+    head = "#1 [fact] [★★] "
+    assert shown.splitlines()[:2] == [head + "Maya: the kitchen", " " * len(head) + "Rook: noted, the kitchen"]
+    long = "We decided that the new kitchen cabinets will be made of solid oak because it lasts for decades " * 2
+    written = ok(run, *base, "add", "message", long.strip())
+    memory_line = next(line for line in written.splitlines() if line.startswith("  memory #"))
+    assert memory_line.endswith("…") and memory_line.removesuffix("…").split()[-1] in long.split()
+
+
+def test_help_matches_behaviour(run: Run) -> None:
+    def helped_for(*args: str) -> str:
+        return " ".join(ok(run, *args, "--help").split())  # as one line: help wraps
+
+    assert "(default: the newest one waiting for review)" in helped_for("confirm")
+    assert "(default: the active one)" in helped_for("close")
+    helped = helped_for()
+    for flag in ("--llm", "--llm-url", "--llm-model", "--llm-key", "--llm-timeout", "NARRATIVE_USER"):
+        assert flag in helped
+    for command in ("storylines", "conversations"):
+        assert command in helped
+
+
+# --- progress -------------------------------------------------------------------------------------------------
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_draws_on_a_terminal_and_is_silent_when_piped() -> None:
+    screen = Terminal()
+    with progress("reindex", stream=screen) as report:
+        report(1, 4)
+        report(4, 4)
+    assert screen.getvalue().endswith("\rreindex [" + "#" * 30 + "] 4/4\n")
+    assert "] 1/4" in screen.getvalue()
+    piped = io.StringIO()
+    with progress("reindex", stream=piped) as report:
+        report(1, 4)
+    with progress("reindex", stream=Terminal(), enabled=False) as report:  # --json
+        report(1, 4)
+    assert piped.getvalue() == ""
+
+
+def test_reindex_reports_progress_per_batch(tmp_path: Path) -> None:
+    with Memory(tmp_path / "x.db", user="maya", embedder="hashing", env={}) as mem:
+        for i in range(5):
+            mem.add_memory(f"fact number {i}")
+        seen: list[tuple[int, int]] = []
+        mem.reindex(batch_size=2, force=True, progress=lambda done, total: seen.append((done, total)))
+    assert seen == [(2, 5), (4, 5), (5, 5)]
+
+
+# --- the LLM flags --------------------------------------------------------------------------------------------
+
+
+def test_llm_flags_reach_the_model(run: Run, llm_server: ScriptedLLMServer) -> None:
+    base = ("--db", "notes.db", "--user", "maya")
+    ok(run, *base, "add", "message", "We decided to paint the hall green because it is calm.")
+    llm = ("--llm", "openai", "--llm-url", llm_server.url, "--llm-model", "qwen2.5:1.5b", "--llm-key", "sk-test",
+           "--llm-timeout", "5")
+    ok(run, *llm, *base, "close")  # the scripted server has no replies: every pass falls back to the rules
+    assert llm_server.requests, "the close path asked the model"
+    first = llm_server.requests[0]
+    assert first.path == "/v1/chat/completions" and first.headers["authorization"] == "Bearer sk-test"
+    assert first.body is not None and first.body["model"] == "qwen2.5:1.5b"
+
+
+def test_every_setting_is_documented_in_one_place() -> None:
+    documented = (Path(__file__).parent.parent / "docs" / "cli.md").read_text("utf-8")
+    for name in Settings.__dataclass_fields__:
+        assert f"`NARRATIVE_{name.upper()}`" in documented, name
