@@ -84,10 +84,12 @@ def foreign_memory_source(doc: dict[str, Any], alice: dict[str, Any]) -> None:
 
 
 def foreign_use_reference(doc: dict[str, Any], _alice: dict[str, Any]) -> None:
-    doc["tables"]["memories"] = doc["tables"]["memories"][1:]
-    doc["tables"]["memory_vectors"] = [v for v in doc["tables"]["memory_vectors"]
-                                       if v["memory_id"] != _alice["tables"]["memories"][0]["id"]]
-    for table in ("memory_sources", "entities", "state_deltas"):
+    """Drop the memory a use points at (and what hangs on it): the use reference then points outside."""
+    gone = doc["tables"]["use_references"][0]["memory_id"]
+    doc["tables"]["memories"] = [m for m in doc["tables"]["memories"] if m["id"] != gone]
+    doc["tables"]["memory_vectors"] = [v for v in doc["tables"]["memory_vectors"] if v["memory_id"] != gone]
+    doc["tables"]["memory_sources"] = [r for r in doc["tables"]["memory_sources"] if r["memory_id"] != gone]
+    for table in ("entities", "state_deltas"):
         doc["tables"][table] = []
 
 

@@ -66,6 +66,7 @@ def strategy(annotation: str) -> st.SearchStrategy[Any]:
     base = annotation.replace(" | None", "")
     table: dict[str, st.SearchStrategy[Any]] = {
         "int": ints, "str": texts, "bool": st.booleans(), "datetime": times,
+        "float": st.one_of(st.floats(), ints),
         "Sequence[int]": st.lists(ints, max_size=3), "Iterable[int]": st.lists(ints, max_size=3),
         "Sequence[str]": st.lists(texts, max_size=3), "tuple[str, ...]": st.lists(texts, max_size=3).map(tuple),
         "dict[str, Any]": dicts, "Sequence[Mapping[str, Any]]": st.lists(dicts, max_size=2),
@@ -208,7 +209,8 @@ def _annotation_names() -> set[str]:
 def test_every_annotation_has_a_strategy() -> None:
     known = {"int", "str", "bool", "datetime", "Sequence[int]", "Iterable[int]", "Sequence[str]", "tuple[str, ...]",
              "dict[str, Any]", "Sequence[Mapping[str, Any]]", "Sequence[dict[str, Any]]", "Iterable[dict[str, Any]]",
-             "Iterable[Turn]", "Iterable[object]", "np.ndarray", "model.Details", "object"}
+             "Iterable[Turn]", "Iterable[object]", "np.ndarray", "model.Details", "object", "float",
+             "Callable[[int, int], None]"}
     missing = {a for a in _annotation_names() if a.replace(" | None", "") not in known}
     assert not missing, missing
 
