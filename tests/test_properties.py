@@ -34,7 +34,11 @@ SKIPPED = {"close"}
 WORDS = ["hybrid", "keyword", "vector", "json", "markdown", "user", "assistant", "fact", "decision", "research",
          "recall", "context", "active", "archived", "task", "person", "helpful", "alice", "garden", "bicycle"]
 
-surrogate_text = st.text(alphabet=st.characters(categories=["L", "N", "Zs", "Cs", "P"]), max_size=12)
+surrogate_text = st.one_of(
+    st.text(alphabet=st.characters(categories=["L", "N", "Zs", "Cs", "P"]), max_size=12),
+    st.builds(lambda a, b: f"{a}\ud800{b}", st.sampled_from(["", "garden ", "bicycle "]), st.text(max_size=5)),
+    st.text(alphabet=st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF), min_size=1, max_size=3),
+)
 texts = st.one_of(
     st.sampled_from(WORDS),
     st.text(max_size=20),

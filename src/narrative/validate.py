@@ -9,7 +9,8 @@ each argument (and everything inside it: lists, dicts, dataclasses such as ``Tur
 * text: valid Unicode (no lone surrogates) and at most :data:`MAX_TEXT` characters, names and
   labels (``user``, ``speaker``, ``label``, …) at most :data:`MAX_NAME`;
 * a float: finite;
-* a datetime: from year :data:`MIN_YEAR` up to (not including) :data:`MAX_YEAR`.
+* a datetime: from year :data:`MIN_YEAR` up to (not including) :data:`MAX_YEAR`;
+* a number of days (``days``, ``…_days``): from 0 to :data:`MAX_DAYS`.
 
 A refusal is a :class:`~narrative.errors.ValidationError` naming the argument; its message never
 repeats the offending text (it may not even be encodable).  The method-specific checks
@@ -40,6 +41,8 @@ MAX_YEAR = 9000
 NAME_FIELDS = frozenset({"user", "speaker", "label", "role", "format", "mode", "name", "stream", "source", "kind"})
 #: Parameters holding a whole document (an export).
 DOCUMENT_FIELDS = frozenset({"text"})
+#: Parameters counting days: a span of time must stay within the calendar (time ± days).
+MAX_DAYS = 365_000
 
 C = TypeVar("C", bound=type)
 
@@ -120,6 +123,9 @@ def check_argument(name: str, value: Any, depth: int = 0) -> None:
         return
     if is_id_field(name):
         require_id(value, name)
+    elif name == "days" or name.endswith("_days"):
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_DAYS:
+            raise ValidationError(f"{name} must be a whole number of days from 0 to {MAX_DAYS}", field=name)
     elif name.endswith("_ids") and not isinstance(value, str | bytes | Mapping):
         try:
             items = list(value)
