@@ -32,6 +32,7 @@ class Rule:
     layer: str
     allowed: tuple[str, ...] | None = None
     forbidden: tuple[str, ...] = ()
+    excepted: tuple[str, ...] = ()  # named modules a forbidden package may still lend, each for a stated reason
 
 
 BASE = ("narrative.model", "narrative.errors")
@@ -50,8 +51,10 @@ RULES: tuple[Rule, ...] = (
     Rule("narrative.write", forbidden=(ROOT, "narrative.engine", "narrative.interfaces", *DATABASE_DRIVERS)),
     Rule("narrative.engine", forbidden=(ROOT, "narrative.interfaces")),
     Rule("narrative.interfaces", forbidden=("narrative.store", *DATABASE_DRIVERS)),
-    # the benchmarks drive the engine like any user would
-    Rule("narrative.bench", forbidden=("narrative.store", "narrative.interfaces", *DATABASE_DRIVERS)),
+    # the benchmarks drive the engine like any user would; the single-turn BM25 baseline borrows the store's
+    # tokenizer and scoring, so that both sides of the comparison cut words alike
+    Rule("narrative.bench", forbidden=("narrative.store", "narrative.interfaces", *DATABASE_DRIVERS),
+         excepted=("narrative.store.keyword_index",)),
 )
 
 #: Only the store talks to SQLite (bench/ and tests/ live outside src/ and are not scanned).
@@ -114,7 +117,7 @@ def violations(rule: Rule) -> list[str]:
             ours = imported == ROOT or imported.startswith(ROOT + ".")
             if rule.allowed is not None and ours and not any(within(imported, a) for a in rule.allowed):
                 broken.append(f"{module} imports {imported}")
-            if any(within(imported, f) for f in rule.forbidden):
+            if any(within(imported, f) for f in rule.forbidden) and imported not in rule.excepted:
                 broken.append(f"{module} imports {imported} (forbidden)")
     return broken
 

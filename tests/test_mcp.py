@@ -372,8 +372,8 @@ def test_every_input_schema_refuses_unknown_arguments(server: Driver) -> None:
     for t in server.tools():
         assert t.input_schema.get("additionalProperties") is False, t.name
     wrong = server.error("search_memories", query="garden", act="Garden")
-    assert wrong == ("search_memories: there is no argument act (it takes act_id, limit, query, storyline_id, "
-                     "your_story_only).")
+    assert wrong == ("search_memories: there is no argument act (it takes act_id, limit, min_score, query, "
+                     "storyline_id, your_story_only).")
 
 
 def test_argument_errors_are_one_plain_sentence(server: Driver) -> None:

@@ -414,7 +414,7 @@ def test_overlapping_exchanges_show_each_message_once(hmem: narrative.Memory) ->
     shower = next(h for h in everything if ids[1] in h.shown)
     assert shower.memory.id in {exchange_a.id, exchange_b.id}
     assert echo.id in shower.also  # the echo's only message is shown by a better hit: folded into it
-    assert f"#{echo.id}" in str(shower.why()["summary"])
+    assert f"folds in #{echo.id}" in str(shower.why()["summary"])
     shown = [m for h in everything for m in h.shown]
     assert sorted(shown) == sorted(set(shown)) and set(ids) <= set(shown)  # every message once
     trimmed = next(h for h in everything if h.memory.id in {exchange_a.id, exchange_b.id} and h is not shower)

@@ -35,12 +35,14 @@ class _Searcher:
         self.engine = engine
         self.user_id = user_id
 
-    def __call__(self, query: str, k: int, where: MemoryFilter | None = None) -> list[SearchHit]:
+    def __call__(self, query: str, k: int, where: MemoryFilter | None = None, listing: bool = False) -> list[SearchHit]:
         engine = self.engine
         embed = engine._embed_query if engine.embedder is not None else None  # the embedder caches queries
         # A smaller candidate pool than search()'s: every candidate is hydrated before fusion, and a
         # context wants its top k fast (each list's best 2k still feed the fusion).
         params = replace(engine._search_params(k, "hybrid"), pool=max(2 * k, POOL_MIN))
+        if listing:  # a category asked for by name (decisions, tasks): the category is the relevance
+            params = replace(params, similarity_floor=0.0)
         return hybrid_search(engine.store, self.user_id, query, engine.clock(), params, where, embed)
 
 

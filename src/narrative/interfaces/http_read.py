@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import json
 from datetime import datetime
 from typing import Annotated, Any, Literal
@@ -45,7 +44,7 @@ def search(
                            Query(description="Only memories carrying an entity of these types (repeatable).")] = None,
     since: Annotated[datetime | None, Query(description="Only memories of this time or later (ISO 8601).")] = None,
     until: Annotated[datetime | None, Query(description="Only memories before this time (ISO 8601).")] = None,
-    min_score: Annotated[float | None, Query(ge=0, description="Drop hits scoring below this.")] = None,
+    min_score: Annotated[float | None, Query(ge=0, le=1, description="Drop hits scoring below this (0-1).")] = None,
     record: Annotated[bool, Query(description="Record this search as a use of memory (default: no).")] = False,
 ) -> JSONResponse:
     filters: dict[str, Any] = {"streams": stream, "sources": source, "entity_types": entity_type, "since": since,
@@ -56,12 +55,8 @@ def search(
 
 
 def search_with_floor(memory: Any, query: str, k: int, min_score: float | None, **options: Any) -> list[Any]:
-    """``memory.search`` with ``min_score`` passed on when the engine takes it, else applied to the hits here."""
-    if min_score is None:
-        return list(memory.search(query, k, **options))
-    if "min_score" in inspect.signature(memory.search).parameters:
-        return list(memory.search(query, k, min_score=min_score, **options))
-    return [hit for hit in memory.search(query, k, **options) if hit.score >= min_score]
+    """``memory.search`` with ``min_score`` when one is given."""
+    return list(memory.search(query, k, min_score=min_score or 0.0, **options))
 
 
 @router.post("/context", tags=["context"], summary="The context block for a query, within a token budget",

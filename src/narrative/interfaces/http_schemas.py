@@ -154,6 +154,9 @@ class MemoryHistory(Closed):
 class SearchHit(Closed):
     memory_id: int
     content: str
+    text: str = Field(description="What to show a reader: the memory's text, or the turns of it no better hit shows.")
+    shown_message_ids: list[int] = Field(description="The source messages this hit shows (none for a summary).")
+    also: list[int] = Field(description="Memories folded into this hit: they show the same messages.")
     stream: str
     source: str
     importance: int

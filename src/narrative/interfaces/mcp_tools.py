@@ -321,6 +321,7 @@ class NarrativeTools:
         storyline_id: StorylineId = None,
         your_story_only: Annotated[bool, Field(description="Only memories filed under Your Story.")] = False,
         limit: Annotated[int, Field(ge=1, le=100, description="How many results.")] = 10,
+        min_score: Annotated[float, Field(ge=0, le=1, description="Drop hits scoring below this.")] = 0.0,
     ) -> dict[str, Any]:
         """Search all memories by meaning and keywords, optionally within one storyline or only Your Story.
 
@@ -334,7 +335,7 @@ class NarrativeTools:
             storyline_id = self.memory.your_story().id
         elif storyline_id is not None:
             self.memory.get_storyline(storyline_id)  # NotFound, not an empty result
-        hits = self.memory.search(query, limit, storyline_id=storyline_id, record=False)
+        hits = self.memory.search(query, limit, storyline_id=storyline_id, record=False, min_score=min_score)
         return {"query": query, "hits": [hit_dict(h) for h in hits]}
 
     @tool(read_only=True)

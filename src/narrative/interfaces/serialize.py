@@ -40,6 +40,9 @@ def hit_dict(hit: Any) -> dict[str, Any]:
     return {
         "memory_id": memory.id,
         "content": memory.content,
+        "text": hit.text or memory.content,
+        "shown_message_ids": list(hit.shown),
+        "also": list(hit.also),
         "stream": memory.stream.value,
         "source": memory.source.value,
         "importance": memory.importance,

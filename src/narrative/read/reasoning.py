@@ -29,9 +29,9 @@ the memories that informed it carry that note into the prompt section.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from narrative.checks import require_choice, require_positive, require_text
 from narrative.errors import ValidationError
@@ -66,7 +66,12 @@ EXTRA_SEARCH = 3  # decision / task memories added to a decomposition
 CORRECTION_SCAN = 50  # how many recent uses are read for corrections
 LINE_WORDS = 50
 
-Search = Callable[[str, int, MemoryFilter | None], list[SearchHit]]
+class Search(Protocol):
+    """Hybrid search for the reasoning context; ``listing`` drops the similarity floor for a named category."""
+
+    def __call__(
+        self, query: str, k: int, where: MemoryFilter | None = None, listing: bool = False
+    ) -> list[SearchHit]: ...
 
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'\-]*")
 _HEADINGS: dict[UseKind, tuple[tuple[str, str], ...]] = {
@@ -246,8 +251,8 @@ def _picks(
 
     add(search(request, top_k, None), "search")
     if kind is UseKind.DECOMPOSITION:
-        add(search(request, EXTRA_SEARCH, MemoryFilter(streams=[Stream.DECISION])), "decisions")
-        add(search(request, EXTRA_SEARCH, MemoryFilter(entity_types=[EntityType.TASK])), "tasks")
+        add(search(request, EXTRA_SEARCH, MemoryFilter(streams=[Stream.DECISION]), listing=True), "decisions")
+        add(search(request, EXTRA_SEARCH, MemoryFilter(entity_types=[EntityType.TASK]), listing=True), "tasks")
     matches = match_entities(store.list_entities(user_id, limit=ENTITY_SCAN), request)
     by_memory: dict[int, list[tuple[Entity, float, tuple[str, ...]]]] = {}
     for match in matches:

@@ -87,7 +87,7 @@ class SearchHit:
         if self.vector_rank is not None:
             parts.append(f"vector rank {self.vector_rank} (cosine {self.similarity:.3f}, {self.closeness()})")
         if self.also:
-            parts.append("also in " + ", ".join(f"#{i}" for i in self.also))
+            parts.append("folds in " + ", ".join(f"#{i}" for i in self.also) + " (same messages)")
         return {
             "bm25_rank": self.bm25_rank,
             "bm25_score": None if self.bm25_score is None else round(self.bm25_score, 4),

@@ -63,6 +63,6 @@ def _text(report: dict[str, Any]) -> str:
     lines += ["", f"Search: {search['query']!r}"]
     for hit in search["hits"]:
         h = hit_dict(hit)
-        lines.append(f"  #{h['memory_id']} {clip(h['content'], 110)}\n      why: {h['why']['summary']}")
+        lines.append(f"  #{h['memory_id']} {clip(h['text'], 110)}\n      why: {h['why']['summary']}")
     lines += ["", "The greeting a new session would start with:", report["greeting"]]
     return "\n".join(lines)

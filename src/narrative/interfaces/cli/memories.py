@@ -12,6 +12,7 @@ from narrative.interfaces.serialize import hit_dict
 from narrative.model import Memory, Narrative
 
 if TYPE_CHECKING:
+    from narrative.read.search import SearchHit
     from narrative.write.turn import TurnResult
 
 
@@ -19,6 +20,13 @@ def _memory_line(m: Memory, indent: str = "") -> str:
     """A memory in full; the lines of a multi-line exchange stay indented under its header."""
     head = f"{indent}#{m.id} [{m.stream.value}] [{'★' * m.importance}] "
     return head + indented(m.content, " " * len(head))
+
+
+def _hit_line(hit: SearchHit) -> str:
+    """A search hit as it shows: its memory's header, then only what no better hit showed."""
+    m = hit.memory
+    head = f"#{m.id} [{m.stream.value}] [{'★' * m.importance}] "
+    return head + indented(hit.text or m.content, " " * len(head))
 
 
 def _turn_text(result: TurnResult) -> str:
@@ -100,18 +108,20 @@ def add_memory(ctx: Context, text: str, stream: str, source: str, importance: in
 @click.option("--stream", "streams", multiple=True, help="Only these streams (repeatable).")
 @click.option("--storyline", "storyline_id", type=int, default=None, help="Only this storyline.")
 @click.option("--conversation", "conversation_id", type=int, default=None, help="Only this conversation.")
+@click.option("--min-score", "min_score", type=click.FloatRange(0, 1), default=0.0, show_default=True,
+              help="Drop hits scoring below this.")
 @json_option
 @pass_ctx
 def search(ctx: Context, query: str, k: int, mode: str, streams: tuple[str, ...], storyline_id: int | None,
-           conversation_id: int | None) -> None:
+           conversation_id: int | None, min_score: float) -> None:
     hits = ctx.reading.search(query, k, mode=mode, streams=streams or None, storyline_id=storyline_id,
-                             conversation_id=conversation_id)
+                             conversation_id=conversation_id, min_score=min_score)
     rows = [{"id": row.pop("memory_id"), **row} for row in map(hit_dict, hits)]  # one id key: "id"
 
     def text() -> str:
         if not hits:
             return "no memories match"
-        return "\n".join(f"{_memory_line(h.memory)}\n    why: {h.why()['summary']} → {h.score:.3f}" for h in hits)
+        return "\n".join(f"{_hit_line(h)}\n    why: {h.why()['summary']} → {h.score:.3f}" for h in hits)
 
     ctx.emit(rows, text)
 
