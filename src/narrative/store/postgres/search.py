@@ -1,0 +1,210 @@
+"""Memory search on PostgreSQL: vectors in pgvector (HNSW), keywords in an in-process BM25 index.
+
+The keyword index is the SQLite store's :class:`KeywordIndex`, fed from the
+database and kept current from the ``memory_changes`` log before every search,
+so a process answers with every write any process has committed.  Sequence
+numbers are handed out when a row is written but become visible when its
+transaction commits, possibly after a higher one; so each catch-up also re-reads
+the entries of transactions that were still running at the previous catch-up
+(``xid >= `` that snapshot's xmin).  Reading an entry twice is harmless.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from narrative.errors import EmbeddingMismatch
+from narrative.store.filters import MemoryFilter
+from narrative.store.keyword_index import KeywordIndex, query_terms
+from narrative.store.postgres.base import PostgresBase
+from narrative.store.postgres.rows import vector_value
+from narrative.store.sqlite.base import placeholders
+
+#: Dimensions covered by the HNSW index (the default embedder's); other sizes are searched exactly.
+HNSW_DIMS = 384
+#: Candidates the HNSW scan keeps (pgvector's ef_search); iterative scans go on until ``k`` rows pass the filter.
+EF_SEARCH = 200
+
+
+class PostgresSearch(PostgresBase):
+    def _init_search(self) -> None:
+        self._keywords: KeywordIndex | None = None
+        self._keywords_seq = 0
+        self._keywords_xmin = 0
+        self._keywords_dirty = False  # the index holds rows read inside a transaction not yet committed
+
+    # --- keyword index -------------------------------------------------------------
+
+    def keyword_search_memories(
+        self, user_id: str, query: str, where: MemoryFilter | None = None, limit: int = 50
+    ) -> list[tuple[int, float]]:
+        """(memory id, BM25 score; higher is better) best first, only this user's, only within ``where``."""
+        terms = query_terms(query)
+        if not terms or limit <= 0:
+            return []
+        allowed = None if where is None or where.is_open else self._ids_matching(user_id, where)
+        if allowed is not None and not allowed:
+            return []
+        return self._keyword_index().search(user_id, terms, limit, allowed=allowed)
+
+    def _ids_matching(self, user_id: str, where: MemoryFilter) -> set[int]:
+        found: set[int] = self.memory_ids_matching(user_id, where)  # type: ignore[attr-defined]
+        return found
+
+    def _keyword_index(self) -> KeywordIndex:
+        """The keyword index, caught up with the change log (built from the database the first time).
+
+        The catch-up runs in a transaction taken before the lock, so no thread waits
+        for a pooled connection while holding the lock.
+        """
+        outermost = not self.in_transaction
+        with self.transaction():
+            if outermost:  # one snapshot: the texts and the log position agree
+                self._exec("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            with self._lock:
+                if outermost:
+                    self._keywords_dirty = False  # whatever was taken inside earlier transactions is settled
+                index = self._keywords
+                if index is None:
+                    index = KeywordIndex()
+                    seq, xmin = self._log_position()
+                    index.upsert(self._all_texts())
+                    self._keywords, self._keywords_seq, self._keywords_xmin = index, seq, xmin
+                    self._keywords_dirty = not outermost
+                    return index
+                rows = self._all(
+                    "SELECT seq, memory_id, pg_snapshot_xmin(pg_current_snapshot())::text::bigint"
+                    " FROM memory_changes WHERE seq > ? OR xid >= ?::text::xid8 ORDER BY seq",
+                    (self._keywords_seq, str(self._keywords_xmin)),
+                )
+                if rows:
+                    self._keywords_seq = max(self._keywords_seq, int(rows[-1][0]))
+                    self._keywords_xmin = int(rows[0][2])
+                    self._refresh_keywords(index, {int(r[1]) for r in rows})
+                    self._keywords_dirty = self._keywords_dirty or not outermost
+                else:
+                    _, self._keywords_xmin = self._log_position()
+                return index
+
+    def _log_position(self) -> tuple[int, int]:
+        row = self._one(
+            "SELECT COALESCE((SELECT MAX(seq) FROM memory_changes), 0),"
+            " pg_snapshot_xmin(pg_current_snapshot())::text::bigint"
+        )
+        return (int(row[0]), int(row[1])) if row else (0, 0)
+
+    def _all_texts(self) -> list[tuple[int, str, str]]:
+        rows = self._all("SELECT id, user_id, content, key_points FROM memories")
+        return [(int(r[0]), str(r[1]), f"{r[2]} {r[3]}" if r[3] else str(r[2])) for r in rows]
+
+    def _refresh_keywords(self, index: KeywordIndex, memory_ids: set[int]) -> None:
+        ids = sorted(memory_ids)
+        rows: list[tuple[int, str, str]] = []
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            rows += [
+                (int(r[0]), str(r[1]), f"{r[2]} {r[3]}" if r[3] else str(r[2]))
+                for r in self._all(
+                    f"SELECT id, user_id, content, key_points FROM memories WHERE id IN ({placeholders(chunk)})", chunk
+                )
+            ]
+        index.remove(memory_ids - {row[0] for row in rows})
+        index.upsert(rows)
+
+    def _rolled_back(self) -> None:
+        """Work was undone: if the index took rows from inside the transaction, rebuild it on the next search."""
+        with self._lock:
+            if self._keywords_dirty:
+                self._keywords, self._keywords_dirty = None, False
+
+    # --- vectors in pgvector ---------------------------------------------------------
+
+    def put_memory_vectors(self, user_id: str, model: str, vectors: dict[int, np.ndarray]) -> None:
+        with self.transaction():
+            for memory_id, vector in vectors.items():
+                self._exec(
+                    "INSERT INTO memory_vectors(memory_id, user_id, model, vector)"
+                    " SELECT id, user_id, ?, ? FROM memories WHERE id = ? AND user_id = ?"
+                    " ON CONFLICT (user_id, memory_id) DO UPDATE SET model = EXCLUDED.model, vector = EXCLUDED.vector",
+                    (model, vector_value(vector), memory_id, user_id),
+                )
+
+    def memory_vectors(self, user_id: str | None = None) -> tuple[list[int], list[str], list[str], np.ndarray]:
+        """(memory ids, user ids, models, matrix) of stored vectors."""
+        sql = "SELECT memory_id, user_id, model, vector FROM memory_vectors"
+        params: list[Any] = []
+        if user_id is not None:
+            sql += " WHERE user_id = ?"
+            params.append(user_id)
+        rows = self._all(sql + " ORDER BY memory_id", params)
+        if not rows:
+            return [], [], [], np.zeros((0, 0), dtype=np.float32)
+        vectors = [vector_value(r[3]) for r in rows]
+        if len({len(v) for v in vectors}) > 1:
+            models = ", ".join(sorted({r[2] for r in rows}))
+            raise EmbeddingMismatch(f"stored vectors were made by several embedders ({models}): run `narrative reindex`")
+        return [int(r[0]) for r in rows], [str(r[1]) for r in rows], [str(r[2]) for r in rows], np.vstack(vectors)
+
+    def vector_search(
+        self,
+        user_id: str,
+        query: np.ndarray,
+        model: str,
+        k: int = 50,
+        where: MemoryFilter | None = None,
+    ) -> list[tuple[int, float]]:
+        """(memory id, cosine similarity) best first, only this user's, only within ``where``.
+
+        HNSW with pgvector's iterative scan (strict order): the scan goes on past
+        ``ef_search`` until ``k`` rows of this user (and filter) are found.
+        """
+        foreign = self._one(  # two index ranges: cheap at any size
+            "SELECT model FROM memory_vectors WHERE model < ? OR model > ? LIMIT 1", (model, model)
+        )
+        if foreign is not None:
+            raise EmbeddingMismatch(
+                f"stored vectors were made by {foreign[0]} but the embedder is {model}: run `narrative reindex`"
+            )
+        allowed = None if where is None or where.is_open else self._ids_matching(user_id, where)
+        if (allowed is not None and not allowed) or k <= 0:
+            return []
+        vector = vector_value(query)
+        norm = float(np.linalg.norm(vector))
+        if norm == 0.0:
+            return []
+        return self._nearest(user_id, vector, model, k, allowed)
+
+    def _nearest(
+        self, user_id: str, vector: np.ndarray, model: str, k: int, allowed: Iterable[int] | None
+    ) -> list[tuple[int, float]]:
+        column = f"vector::vector({HNSW_DIMS})" if len(vector) == HNSW_DIMS else "vector"
+        dims = f" AND vector_dims(vector) = {HNSW_DIMS}" if len(vector) == HNSW_DIMS else ""
+        ids = sorted(allowed) if allowed is not None else None
+        among = f" AND memory_id IN ({placeholders(ids)})" if ids is not None else ""
+        sql = (
+            f"SELECT memory_id, 1 - ({column} <=> ?) AS score FROM memory_vectors"
+            f" WHERE user_id = ? AND model = ?{dims}{among} ORDER BY {column} <=> ? LIMIT ?"
+        )
+        params = [vector, user_id, model, *(ids or []), vector, k]
+        with self.transaction():
+            self._exec(f"SET LOCAL hnsw.ef_search = {max(EF_SEARCH, k)}")
+            self._exec("SET LOCAL hnsw.iterative_scan = strict_order")
+            rows = self._all(sql, params)
+        return [(int(r[0]), float(r[1])) for r in rows]
+
+    def clear_vectors(self, user_id: str | None = None) -> None:
+        with self.transaction():
+            if user_id is None:
+                self._exec("DELETE FROM memory_vectors")
+                self._exec("DELETE FROM storyline_vectors")
+            else:
+                self._exec("DELETE FROM memory_vectors WHERE user_id = ?", (user_id,))
+                self._exec("DELETE FROM storyline_vectors WHERE user_id = ?", (user_id,))
+
+    def drop_index(self) -> None:
+        """Forget the in-process keyword index; the next search rebuilds it (vectors live in the database)."""
+        with self._lock:
+            self._keywords = None
