@@ -226,7 +226,8 @@ class PostgresBase:
             "SELECT conrelid::regclass::text || ' ' || conname || ' ' || pg_get_constraintdef(oid)"
             " FROM pg_constraint WHERE connamespace = current_schema()::regnamespace",
             "SELECT indexdef FROM pg_indexes WHERE schemaname = current_schema()",
-            "SELECT pg_get_triggerdef(oid) FROM pg_trigger WHERE NOT tgisinternal",
+            "SELECT pg_get_triggerdef(t.oid) FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid"
+            " WHERE NOT t.tgisinternal AND c.relnamespace = current_schema()::regnamespace",
             "SELECT pg_get_functiondef(p.oid) FROM pg_proc p WHERE p.pronamespace = current_schema()::regnamespace"
             " AND p.prokind = 'f' AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.objid = p.oid"
             " AND d.deptype = 'e')",
