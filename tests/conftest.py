@@ -182,7 +182,7 @@ _RAN: Counter[str] = Counter()
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if report.when == "call" or (report.when == "setup" and report.skipped):
-        backend_name = "postgres" if "[postgres" in report.nodeid or "-postgres" in report.nodeid else "sqlite"
+        backend_name = "postgres" if "postgres" in report.keywords else "sqlite"
         outcome = "skipped" if report.skipped else "ran"
         _RAN[f"{backend_name} {outcome}"] += 1
 

@@ -232,8 +232,9 @@ class PostgresBase:
             " AND p.prokind = 'f' AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.objid = p.oid"
             " AND d.deptype = 'e')",
         ]
+        schema = self._run("SELECT current_schema()", ()).rows[0][0]
         for query in queries:
-            parts += sorted(str(r[0]) for r in self._run(query, ()).rows)
+            parts += sorted(str(r[0]).replace(f"{schema}.", "") for r in self._run(query, ()).rows)
         return parts
 
     # --- transactions --------------------------------------------------------
