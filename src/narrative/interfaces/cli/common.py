@@ -40,7 +40,8 @@ class Context:
 
 
 @click.group(help="narrative: offline-first narrative memory for LLM agents.")
-@click.option("--db", envvar="NARRATIVE_DB", default=None, help="SQLite file (default: narrative.db).")
+@click.option("--db", envvar="NARRATIVE_DB", default=None,
+              help="SQLite file or postgresql:// URL (default: narrative.db).")
 @click.option("--user", envvar="NARRATIVE_USER", default=None, help="Whose memory (default: 'default').")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON output.")
 @click.option(

@@ -60,3 +60,16 @@ def status(ctx: Context) -> None:
 def reindex(ctx: Context, batch_size: int | None, force: bool) -> None:
     report = ctx.memory.reindex(user=ctx.user, batch_size=batch_size, force=force)
     ctx.emit(report, lambda: _reindex_text(report))
+
+
+@cli.command(help="Apply the store's schema migrations (SQLite file or postgresql:// URL) and list what the "
+                  "database records.  Opening a database migrates it too; this does only that, e.g. before "
+                  "starting several `narrative serve` workers.")
+@json_option
+@pass_ctx
+def migrate(ctx: Context) -> None:
+    store = ctx.memory.store
+    newly = store.migrate()
+    report = {"db": ctx.memory.settings.db, "backend": store.backend, "applied": store.applied_migrations(),
+              "new": newly}
+    ctx.emit(report, lambda: f"{report['backend']} schema up to date: {', '.join(report['applied'])}")

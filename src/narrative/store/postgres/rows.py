@@ -23,7 +23,10 @@ _OWNER_ONLY = {"memory_sources": "user_id", "use_references": "user_id"}
 _VECTOR_TABLES = frozenset({"memory_vectors", "storyline_vectors"})
 
 
-def vector_value(vector: np.ndarray) -> np.ndarray:
+def vector_value(vector: Any) -> np.ndarray:
+    """A flat float32 array from a numpy array or a pgvector ``Vector``."""
+    if hasattr(vector, "to_numpy"):
+        vector = vector.to_numpy()
     return np.asarray(vector, dtype=np.float32).reshape(-1)
 
 
@@ -174,7 +177,8 @@ class PostgresRows(PostgresBase):
                 raise ValidationError(f"a row of {table} is not an object", field=table)
             extra = set(raw) - columns
             if extra:
-                raise ValidationError(f"{table} has unknown columns {sorted(extra)}: made by a newer schema?", field=table)
+                message = f"{table} has unknown columns {sorted(extra)}: made by a newer schema?"
+                raise ValidationError(message, field=table)
             row = _decode(table, raw)
             row["user_id"] = user_id
             row["vector"] = np.frombuffer(bytes(row["vector"]), dtype=np.float32)

@@ -68,8 +68,10 @@ class PostgresSearch(PostgresBase):
                 if outermost:
                     self._keywords_dirty = False  # whatever was taken inside earlier transactions is settled
                 index = self._keywords
-                if index is None:
-                    index = KeywordIndex()
+                lowest = self._one("SELECT MIN(seq) FROM memory_changes")
+                pruned = lowest is not None and lowest[0] is not None and int(lowest[0]) > self._keywords_seq + 1
+                if index is None or pruned or (lowest is not None and lowest[0] is None and self._keywords_seq):
+                    index = KeywordIndex()  # first use, or the log was pruned past what this index has read
                     seq, xmin = self._log_position()
                     index.upsert(self._all_texts())
                     self._keywords, self._keywords_seq, self._keywords_xmin = index, seq, xmin
@@ -145,7 +147,9 @@ class PostgresSearch(PostgresBase):
         vectors = [vector_value(r[3]) for r in rows]
         if len({len(v) for v in vectors}) > 1:
             models = ", ".join(sorted({r[2] for r in rows}))
-            raise EmbeddingMismatch(f"stored vectors were made by several embedders ({models}): run `narrative reindex`")
+            raise EmbeddingMismatch(
+                f"stored vectors were made by several embedders ({models}): run `narrative reindex`"
+            )
         return [int(r[0]) for r in rows], [str(r[1]) for r in rows], [str(r[2]) for r in rows], np.vstack(vectors)
 
     def vector_search(

@@ -323,22 +323,22 @@ CREATE INDEX api_keys_hash ON api_keys(key_hash);
 -- A log of changes to memory texts, so every process's in-process keyword index
 -- catches up with writes made by any process.  xid is the writing transaction: a
 -- reader re-reads the entries of transactions that were still running at its last
--- read, so a commit that lands out of sequence order is never missed.
+-- read, so a commit that lands out of sequence order is never missed.  An entry says
+-- only "memory N changed; read it again": no text and no user, so deleting a user
+-- leaves nothing of theirs here.  It is the one table not keyed by user_id: a
+-- cache-invalidation stream, not user data (see docs/scaling.md).
 CREATE TABLE memory_changes (
-    seq        BIGINT GENERATED ALWAYS AS IDENTITY,
-    user_id    TEXT NOT NULL,
+    seq        BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     memory_id  BIGINT NOT NULL,
-    xid        xid8 NOT NULL DEFAULT pg_current_xact_id(),
-    PRIMARY KEY (user_id, seq)
+    xid        xid8 NOT NULL DEFAULT pg_current_xact_id()
 );
-CREATE INDEX memory_changes_seq ON memory_changes(seq);
 CREATE INDEX memory_changes_xid ON memory_changes(xid);
 CREATE FUNCTION memory_changed() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF TG_OP = 'DELETE' THEN
-        INSERT INTO memory_changes(user_id, memory_id) VALUES (OLD.user_id, OLD.id);
+        INSERT INTO memory_changes(memory_id) VALUES (OLD.id);
     ELSE
-        INSERT INTO memory_changes(user_id, memory_id) VALUES (NEW.user_id, NEW.id);
+        INSERT INTO memory_changes(memory_id) VALUES (NEW.id);
     END IF;
     RETURN NULL;
 END;
