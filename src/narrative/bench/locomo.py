@@ -161,9 +161,18 @@ def summarise(rows: Sequence[dict[str, Any]], modes: Sequence[str] = MODES) -> d
 
 
 def run(
-    path: str | Path, *, embedder: str = "minilm", limit: int | None = None, keep: str | None = None
+    path: str | Path,
+    *,
+    embedder: str = "minilm",
+    limit: int | None = None,
+    keep: str | None = None,
+    db: str | None = None,
 ) -> dict[str, Any]:
-    """The whole benchmark over every conversation of ``path``; returns the report."""
+    """The whole benchmark over every conversation of ``path``; returns the report.
+
+    Each conversation gets its own SQLite file, or, with ``db`` (a ``postgresql://`` URL),
+    its own user in that database (emptied first).
+    """
     data = json.loads(Path(path).read_text("utf-8"))
     samples = data if isinstance(data, list) else [data]
     if limit is not None:
@@ -175,10 +184,15 @@ def run(
     workdir.mkdir(parents=True, exist_ok=True)
     for index, sample in enumerate(samples):
         name = str(sample.get("sample_id", f"sample-{index}"))
-        db = workdir / f"{name}.db"
-        for suffix in ("", "-wal", "-shm"):
-            Path(f"{db}{suffix}").unlink(missing_ok=True)
-        with Memory(db, user=name, embedder=embedder) as mem:
+        target: str | Path = workdir / f"{name}.db"
+        if db is None:
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{target}{suffix}").unlink(missing_ok=True)
+        else:
+            target = db
+            with Memory(db, user=name, embedder=embedder) as old:
+                old.store.delete_user(name)
+        with Memory(target, user=name, embedder=embedder) as mem:
             ingests.append((name, ingest(mem, sample)))
             rows += evaluate(mem, sample)
     if scratch is not None:
@@ -188,6 +202,7 @@ def run(
     latencies = sorted(row["latency_ms"]["hybrid"] for row in rows)
     return {
         "file": str(path),
+        "store": "postgres" if db else "sqlite",
         "conversations": len(samples),
         "questions": len(rows),
         "ingest": {
@@ -244,4 +259,24 @@ def format_report(report: dict[str, Any]) -> str:
             for k in KS
         )
         lines.append(f"hybrid vs {base}-only: {ratios}")
+    return "\n".join(lines)
+
+
+def compare(sqlite: dict[str, Any], postgres: dict[str, Any]) -> dict[str, Any]:
+    """Both stores' overall recall side by side, and the largest gap in points (100 × recall)."""
+    rows = {}
+    gap = 0.0
+    for mode in sqlite["recall"]:
+        mine, theirs = sqlite["recall"][mode]["overall"], postgres["recall"][mode]["overall"]
+        rows[mode] = {f"R@{k}": (mine[f"R@{k}"], theirs[f"R@{k}"]) for k in KS}
+        gap = max([gap, *(abs(a - b) * 100 for a, b in rows[mode].values())])
+    return {"sqlite": sqlite, "postgres": postgres, "overall": rows, "max_gap_points": round(gap, 2)}
+
+
+def format_comparison(report: dict[str, Any]) -> str:
+    lines = [format_report(report["sqlite"]), "", "— the same run on PostgreSQL —", format_report(report["postgres"]),
+             "", "overall recall, sqlite / postgres:"]
+    for mode, row in report["overall"].items():
+        lines.append(f"{mode:<8} " + "  ".join(f"{k} {a:.3f}/{b:.3f}" for k, (a, b) in row.items()))
+    lines.append(f"largest gap: {report['max_gap_points']} points")
     return "\n".join(lines)

@@ -201,7 +201,7 @@ def worker_app() -> FastAPI:
     import os
 
     embedder = os.environ.get("NARRATIVE_SERVE_EMBEDDER")
-    overrides = {"embedder": embedder} if embedder else {}
+    overrides: dict[str, Any] = {"embedder": embedder} if embedder else {}
     memory = Memory(os.environ["NARRATIVE_DB"], **overrides)
     return create_app(memory, max_body=int(os.environ.get("NARRATIVE_SERVE_MAX_BODY", MAX_BODY)))
 
