@@ -178,11 +178,19 @@ def mem(db: str, clock: FakeClock) -> Iterator[narrative.Memory]:
 # --- reporting --------------------------------------------------------------------------
 
 _RAN: Counter[str] = Counter()
+_ON_POSTGRES: set[str] = set()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if params.get("backend") == "postgres" or item.get_closest_marker("postgres") is not None:
+            _ON_POSTGRES.add(item.nodeid)
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if report.when == "call" or (report.when == "setup" and report.skipped):
-        backend_name = "postgres" if "postgres" in report.keywords else "sqlite"
+        backend_name = "postgres" if report.nodeid in _ON_POSTGRES else "sqlite"
         outcome = "skipped" if report.skipped else "ran"
         _RAN[f"{backend_name} {outcome}"] += 1
 
