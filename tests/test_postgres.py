@@ -247,3 +247,97 @@ def test_hnsw_recall_under_the_user_filter(pg: PostgresStore) -> None:
         found = {hit[0] for hit in pg.vector_search("u3", query, "m:384", k=10)}
         recalls.append(len(found & exact) / 10)
     assert float(np.mean(recalls)) >= 0.95, recalls
+
+
+# --- opening by URL, the CLI ---------------------------------------------------------------
+
+
+def test_every_role_protocol_is_met_by_both_stores(pg: PostgresStore, tmp_path: Any) -> None:
+    from narrative.store import protocol
+    from narrative.store.sqlite import SqliteStore
+
+    roles = [getattr(protocol, name) for name in protocol.__all__ if name != "Store"]
+    role_methods = set().union(*(set(vars(role)) for role in roles))
+    assert {m for m in vars(protocol.Store) if not m.startswith("_")} <= role_methods | {"backend"}
+    sqlite = SqliteStore(tmp_path / "x.db")
+    try:
+        for role in [*roles, protocol.Store]:
+            assert isinstance(pg, role) and isinstance(sqlite, role), role.__name__
+    finally:
+        sqlite.close()
+
+
+def test_memory_and_the_cli_open_a_url(url: str) -> None:
+    from click.testing import CliRunner
+
+    import narrative
+    from narrative.interfaces.cli import _register, cli
+
+    with narrative.Memory(url, user="maya", embedder="none", env={}) as mem:
+        assert mem.store.backend == "postgres"
+        mem.remember("The lighthouse keeper waved at dawn.")
+    _register()
+    runner = CliRunner()
+    migrated = runner.invoke(cli, ["--db", url, "--embedder", "none", "--json", "migrate"])
+    assert migrated.exit_code == 0, migrated.output
+    assert '"backend": "postgres"' in migrated.output and "0001_initial.sql" in migrated.output
+    found = runner.invoke(cli, ["--db", url, "--user", "maya", "--embedder", "none", "search", "lighthouse"])
+    assert found.exit_code == 0 and "lighthouse keeper" in found.output
+
+
+def test_serve_workers_needs_a_shared_database(tmp_path: Any) -> None:
+    from click.testing import CliRunner
+
+    from narrative.interfaces.cli import _register, cli
+
+    _register()
+    done = CliRunner().invoke(cli, ["--db", str(tmp_path / "one.db"), "--embedder", "none", "serve", "--workers", "2"])
+    assert done.exit_code != 0 and "postgresql://" in done.output
+
+
+def test_serve_workers_answer_over_one_database(url: str) -> None:
+    """Two worker processes: a message sent through one is found through the API (whichever worker answers)."""
+    import http.client
+    import json
+    import os
+    import socket
+    import time
+
+    import narrative
+
+    with narrative.Memory(url, user="maya", embedder="none", env={}) as mem:
+        key = mem.create_api_key(label="test")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NARRATIVE_")}
+    server = subprocess.Popen(
+        [sys.executable, "-m", "narrative.interfaces.cli", "--db", url, "--embedder", "none", "serve",
+         "--port", str(port), "--workers", "2"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
+    )
+    try:
+        headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+                conn.request("GET", "/api/v1/me", headers=headers)
+                if conn.getresponse().status == 200:
+                    break
+            except OSError:
+                assert server.poll() is None, server.stderr.read() if server.stderr else ""
+                assert time.monotonic() < deadline, "server did not start"
+                time.sleep(0.3)
+        for text in ("The harbour crane broke down.", "We fixed the harbour crane on Monday."):
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            conn.request("POST", "/api/v1/messages", body=json.dumps({"content": text}), headers=headers)
+            assert conn.getresponse().status == 201
+        for _ in range(4):  # both workers, most likely: each must see both messages' memories
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            conn.request("GET", "/api/v1/search?q=harbour%20crane&record=false", headers=headers)
+            response = conn.getresponse()
+            assert response.status == 200
+            assert "on Monday" in response.read().decode()  # the latest write, whichever worker made it
+    finally:
+        server.terminate()
+        server.wait(30)
