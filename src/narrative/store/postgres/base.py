@@ -348,7 +348,7 @@ class PostgresBase:
 
 
 def _execute(conn: psycopg.Connection[Any], sql: str, params: Sequence[Any], returning: bool) -> Result:
-    cursor = conn.execute(sql, tuple(params) if params else None)
+    cursor = conn.execute(sql, tuple(params))  # always parsed, so '%%' (escaped by translate_sql) is '%'
     rows: list[Row] = cursor.fetchall() if cursor.description is not None else []
     lastrowid = int(rows[-1][0]) if returning and rows else None
     if returning:

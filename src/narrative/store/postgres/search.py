@@ -187,12 +187,12 @@ class PostgresSearch(PostgresBase):
         column = f"vector::vector({HNSW_DIMS})" if len(vector) == HNSW_DIMS else "vector"
         dims = f" AND vector_dims(vector) = {HNSW_DIMS}" if len(vector) == HNSW_DIMS else ""
         ids = sorted(allowed) if allowed is not None else None
-        among = f" AND memory_id IN ({placeholders(ids)})" if ids is not None else ""
+        among = " AND memory_id = ANY(?)" if ids is not None else ""  # one array parameter, however many ids
         sql = (
             f"SELECT memory_id, 1 - ({column} <=> ?) AS score FROM memory_vectors"
             f" WHERE user_id = ? AND model = ?{dims}{among} ORDER BY {column} <=> ? LIMIT ?"
         )
-        params = [vector, user_id, model, *(ids or []), vector, k]
+        params = [vector, user_id, model, *([ids] if ids is not None else []), vector, k]
         with self.transaction():
             self._exec(f"SET LOCAL hnsw.ef_search = {max(EF_SEARCH, k)}")
             self._exec("SET LOCAL hnsw.iterative_scan = strict_order")
