@@ -21,8 +21,6 @@ from conftest import FakeClock
 from narrative.errors import InvalidTransition, NotFound
 from narrative.model import EntityType, StorylineKind
 from narrative.store.opening import open_store
-from narrative.store.postgres import PostgresStore
-from narrative.store.sqlite import SqliteStore
 
 Snap = Callable[[Any], dict[str, list[tuple[Any, ...]]]]
 FTS = {"memories_fts": "memories", "messages_fts": "messages", "narratives_fts": "narratives",
@@ -113,7 +111,7 @@ def vector_ids(mem: narrative.Memory, text: str, user: str = "alice") -> set[int
 
 def test_delete_user_leaves_no_row_no_index_entry_no_vector(mem: narrative.Memory) -> None:
     store = mem.store
-    assert isinstance(store, (SqliteStore, PostgresStore))
+    assert store.backend in ("sqlite", "postgres")
     session(mem, GARDEN, "zinnias")
     session(mem, SEEDS, "seeds")
     mem.search("zinnias", k=3)  # a recorded use
@@ -143,7 +141,7 @@ def test_delete_user_leaves_no_row_no_index_entry_no_vector(mem: narrative.Memor
 
 def test_delete_memory_takes_its_entities_vector_and_index_entry(mem: narrative.Memory) -> None:
     store = mem.store
-    assert isinstance(store, (SqliteStore, PostgresStore))
+    assert store.backend in ("sqlite", "postgres")
     first = session(mem, GARDEN, "zinnias")
     second = session(mem, SEEDS, "seeds")
     waiting = next(e for e in store.list_entities("alice", entity_types=[EntityType.WAITING_ON]))
@@ -186,7 +184,7 @@ def test_deleting_the_only_memory_of_a_running_link_splices_the_link_out(mem: na
 
 def test_delete_conversation_takes_what_came_only_from_it(mem: narrative.Memory) -> None:
     store = mem.store
-    assert isinstance(store, (SqliteStore, PostgresStore))
+    assert store.backend in ("sqlite", "postgres")
     first = session(mem, GARDEN, "zinnias")
     mem.search("catalogue")  # recorded while nothing is active
     second = session(mem, SEEDS, "seeds")
@@ -267,7 +265,7 @@ def test_delete_storyline_moves_its_memories_to_your_story(mem: narrative.Memory
 
 def test_delete_storyline_with_its_memories(mem: narrative.Memory) -> None:
     store = mem.store
-    assert isinstance(store, (SqliteStore, PostgresStore))
+    assert store.backend in ("sqlite", "postgres")
     cid = session(mem, GARDEN, "zinnias")
     storyline_id = topic_of(mem, cid)
     ids = [m.id for m in mem.list_memories(storyline_id=storyline_id, limit=500)]

@@ -53,7 +53,7 @@ def pg(url: str) -> Any:
     store.close()
 
 
-def raw(url: str) -> psycopg.Connection[Any]:
+def raw(url: str) -> Any:
     return psycopg.connect(url, autocommit=True)
 
 
