@@ -26,7 +26,11 @@ from narrative.store.sqlite.base import placeholders
 #: Dimensions covered by the HNSW index (the default embedder's); other sizes are searched exactly.
 HNSW_DIMS = 384
 #: Candidates the HNSW scan keeps (pgvector's ef_search); iterative scans go on until ``k`` rows pass the filter.
-EF_SEARCH = 200
+EF_SEARCH = 400
+#: Up to this many candidate vectors (a user's, or those a filter allows) the search is exact, as in the SQLite
+#: store's index: a scan of the user's rows by key is fast there, and an HNSW graph shared by many users
+#: loses recall on a small user's share of it.
+EXACT_LIMIT = 5000
 
 
 class PostgresSearch(PostgresBase):
@@ -162,8 +166,9 @@ class PostgresSearch(PostgresBase):
     ) -> list[tuple[int, float]]:
         """(memory id, cosine similarity) best first, only this user's, only within ``where``.
 
-        HNSW with pgvector's iterative scan (strict order): the scan goes on past
-        ``ef_search`` until ``k`` rows of this user (and filter) are found.
+        Exact over at most EXACT_LIMIT candidates; beyond, HNSW with pgvector's iterative
+        scan (strict order): the scan goes on past ``ef_search`` until ``k`` rows of this
+        user (and filter) are found.
         """
         foreign = self._one(  # two index ranges: cheap at any size
             "SELECT model FROM memory_vectors WHERE model < ? OR model > ? LIMIT 1", (model, model)
@@ -184,9 +189,11 @@ class PostgresSearch(PostgresBase):
     def _nearest(
         self, user_id: str, vector: np.ndarray, model: str, k: int, allowed: Iterable[int] | None
     ) -> list[tuple[int, float]]:
-        column = f"vector::vector({HNSW_DIMS})" if len(vector) == HNSW_DIMS else "vector"
-        dims = f" AND vector_dims(vector) = {HNSW_DIMS}" if len(vector) == HNSW_DIMS else ""
         ids = sorted(allowed) if allowed is not None else None
+        hnsw = len(vector) == HNSW_DIMS and (len(ids) if ids is not None else self._vector_count(user_id)) > EXACT_LIMIT
+        # the HNSW index is on the cast expression: ordering by the plain column is an exact scan
+        column = f"vector::vector({HNSW_DIMS})" if hnsw else "vector"
+        dims = f" AND vector_dims(vector) = {HNSW_DIMS}" if hnsw else ""
         among = " AND memory_id = ANY(?)" if ids is not None else ""  # one array parameter, however many ids
         sql = (
             f"SELECT memory_id, 1 - ({column} <=> ?) AS score FROM memory_vectors"
@@ -198,6 +205,14 @@ class PostgresSearch(PostgresBase):
             self._exec("SET LOCAL hnsw.iterative_scan = strict_order")
             rows = self._all(sql, params)
         return [(int(r[0]), float(r[1])) for r in rows]
+
+    def _vector_count(self, user_id: str) -> int:
+        """The user's vectors, counted up to just past EXACT_LIMIT (a bounded index-only scan)."""
+        row = self._one(
+            "SELECT COUNT(*) FROM (SELECT 1 FROM memory_vectors WHERE user_id = ? LIMIT ?) AS mine",
+            (user_id, EXACT_LIMIT + 1),
+        )
+        return int(row[0]) if row else 0
 
     def clear_vectors(self, user_id: str | None = None) -> None:
         with self.transaction():
