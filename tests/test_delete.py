@@ -79,7 +79,9 @@ def census(store: Any, user: str) -> dict[str, int]:
 def assert_fts_clean(store: Any) -> None:
     """Every FTS index holds exactly its content table's rows (FTS5 integrity check, rank 1)."""
     if store.backend == "postgres":  # the in-process keyword index holds exactly the memories
-        assert len(store._keyword_index()) == store.count_rows("memories")
+        for user in store.list_users():
+            store.keyword_search_memories(user.id, "anything")  # loads every user's memories into it
+        assert (len(store._keywords) if store._keywords is not None else 0) == store.count_rows("memories")
         return
     for fts, content in FTS.items():
         store.conn.execute(f"INSERT INTO {fts}({fts}, rank) VALUES ('integrity-check', 1)")

@@ -21,7 +21,6 @@ from narrative.store.filters import MemoryFilter
 from narrative.store.keyword_index import KeywordIndex, query_terms
 from narrative.store.postgres.base import PostgresBase
 from narrative.store.postgres.rows import vector_value
-from narrative.store.sqlite.base import placeholders
 
 #: Dimensions covered by the HNSW index (the default embedder's); other sizes are searched exactly.
 HNSW_DIMS = 384
@@ -39,6 +38,7 @@ class PostgresSearch(PostgresBase):
         self._keywords_seq = 0
         self._keywords_xmin = 0
         self._keywords_dirty = False  # the index holds rows read inside a transaction not yet committed
+        self._keyword_users: set[str] = set()  # users whose memories the index holds (loaded on their first search)
 
     # --- keyword index -------------------------------------------------------------
 
@@ -52,17 +52,19 @@ class PostgresSearch(PostgresBase):
         allowed = None if where is None or where.is_open else self._ids_matching(user_id, where)
         if allowed is not None and not allowed:
             return []
-        return self._keyword_index().search(user_id, terms, limit, allowed=allowed)
+        return self._keyword_index(user_id).search(user_id, terms, limit, allowed=allowed)
 
     def _ids_matching(self, user_id: str, where: MemoryFilter) -> set[int]:
         found: set[int] = self.memory_ids_matching(user_id, where)  # type: ignore[attr-defined]
         return found
 
-    def _keyword_index(self) -> KeywordIndex:
-        """The keyword index, caught up with the change log (built from the database the first time).
+    def _keyword_index(self, user_id: str) -> KeywordIndex:
+        """The keyword index holding ``user_id``'s memories, caught up with the change log.
 
-        The catch-up runs in a transaction taken before the lock, so no thread waits
-        for a pooled connection while holding the lock.
+        A user's memories are read on their first search in this process (a worker
+        holds the users it serves, not the whole database).  The catch-up runs in a
+        transaction taken before the lock, so no thread waits for a pooled connection
+        while holding the lock.
         """
         outermost = not self.in_transaction
         with self.transaction():
@@ -77,10 +79,10 @@ class PostgresSearch(PostgresBase):
                 if index is None or pruned or (lowest is not None and lowest[0] is None and self._keywords_seq):
                     index = KeywordIndex()  # first use, or the log was pruned past what this index has read
                     seq, xmin = self._log_position()
-                    index.upsert(self._all_texts())
                     self._keywords, self._keywords_seq, self._keywords_xmin = index, seq, xmin
+                    self._keyword_users = set()
                     self._keywords_dirty = not outermost
-                    return index
+                    return self._with_user(index, user_id, outermost)
                 rows = self._all(
                     "SELECT seq, memory_id, pg_snapshot_xmin(pg_current_snapshot())::text::bigint"
                     " FROM memory_changes WHERE seq > ? OR xid >= ?::text::xid8 ORDER BY seq",
@@ -93,7 +95,14 @@ class PostgresSearch(PostgresBase):
                     self._keywords_dirty = self._keywords_dirty or not outermost
                 else:
                     _, self._keywords_xmin = self._log_position()
-                return index
+                return self._with_user(index, user_id, outermost)
+
+    def _with_user(self, index: KeywordIndex, user_id: str, outermost: bool) -> KeywordIndex:
+        if user_id not in self._keyword_users:
+            index.upsert(self._memory_rows("user_id = ?", [user_id]))
+            self._keyword_users.add(user_id)
+            self._keywords_dirty = self._keywords_dirty or not outermost
+        return index
 
     def _log_position(self) -> tuple[int, int]:
         row = self._one(
@@ -102,29 +111,25 @@ class PostgresSearch(PostgresBase):
         )
         return (int(row[0]), int(row[1])) if row else (0, 0)
 
-    def _all_texts(self) -> list[tuple[int, str, str]]:
-        rows = self._all("SELECT id, user_id, content, key_points FROM memories")
+    def _memory_rows(self, where: str, params: list[Any]) -> list[tuple[int, str, str]]:
+        rows = self._all(f"SELECT id, user_id, content, key_points FROM memories WHERE {where}", params)
         return [(int(r[0]), str(r[1]), f"{r[2]} {r[3]}" if r[3] else str(r[2])) for r in rows]
 
     def _refresh_keywords(self, index: KeywordIndex, memory_ids: set[int]) -> None:
+        """Re-read changed memories: those of loaded users go in, the rest (deleted, other users) go out."""
         ids = sorted(memory_ids)
         rows: list[tuple[int, str, str]] = []
         for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
-            rows += [
-                (int(r[0]), str(r[1]), f"{r[2]} {r[3]}" if r[3] else str(r[2]))
-                for r in self._all(
-                    f"SELECT id, user_id, content, key_points FROM memories WHERE id IN ({placeholders(chunk)})", chunk
-                )
-            ]
-        index.remove(memory_ids - {row[0] for row in rows})
-        index.upsert(rows)
+            rows += self._memory_rows("id = ANY(?)", [ids[start : start + 500]])
+        kept = [row for row in rows if row[1] in self._keyword_users]
+        index.remove(memory_ids - {row[0] for row in kept})
+        index.upsert(kept)
 
     def _rolled_back(self) -> None:
         """Work was undone: if the index took rows from inside the transaction, rebuild it on the next search."""
         with self._lock:
             if self._keywords_dirty:
-                self._keywords, self._keywords_dirty = None, False
+                self._keywords, self._keywords_dirty, self._keyword_users = None, False, set()
 
     # --- vectors in pgvector ---------------------------------------------------------
 
@@ -226,4 +231,4 @@ class PostgresSearch(PostgresBase):
     def drop_index(self) -> None:
         """Forget the in-process keyword index; the next search rebuilds it (vectors live in the database)."""
         with self._lock:
-            self._keywords = None
+            self._keywords, self._keyword_users = None, set()
