@@ -320,29 +320,34 @@ def test_serve_workers_answer_over_one_database(url: str) -> None:
         [sys.executable, "-m", "narrative.interfaces.cli", "--db", url, "--embedder", "none", "serve",
          "--port", str(port), "--workers", "2"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
     )
+    headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+
+    def call(method: str, path: str, body: str | None = None) -> tuple[int, str]:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        try:
+            conn.request(method, path, body=body, headers=headers)
+            response = conn.getresponse()
+            return response.status, response.read().decode()
+        finally:
+            conn.close()
+
     try:
-        headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
         deadline = time.monotonic() + 90
         while True:
             try:
-                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-                conn.request("GET", "/api/v1/me", headers=headers)
-                if conn.getresponse().status == 200:
+                if call("GET", "/api/v1/me")[0] == 200:
                     break
             except OSError:
                 assert server.poll() is None, server.stderr.read() if server.stderr else ""
                 assert time.monotonic() < deadline, "server did not start"
                 time.sleep(0.3)
         for text in ("The harbour crane broke down.", "We fixed the harbour crane on Monday."):
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-            conn.request("POST", "/api/v1/messages", body=json.dumps({"content": text}), headers=headers)
-            assert conn.getresponse().status == 201
-        for _ in range(4):  # both workers, most likely: each must see both messages' memories
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-            conn.request("GET", "/api/v1/search?q=harbour%20crane&record=false", headers=headers)
-            response = conn.getresponse()
-            assert response.status == 200
-            assert "on Monday" in response.read().decode()  # the latest write, whichever worker made it
+            assert call("POST", "/api/v1/messages", json.dumps({"content": text}))[0] == 201
+        for _ in range(4):  # both workers, most likely: each must see the latest write
+            status, text = call("GET", "/api/v1/search?q=harbour%20crane&record=false")
+            assert status == 200 and "on Monday" in text
     finally:
         server.terminate()
         server.wait(30)
+        if server.stderr is not None:
+            server.stderr.close()
