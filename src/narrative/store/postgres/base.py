@@ -249,6 +249,10 @@ class PostgresBase:
         local = self._local
         depth = getattr(local, "depth", 0)
         if depth == 0:
+            pinned = getattr(local, "conn", None)
+            if pinned is not None:  # inside pinned(): the thread's connection already
+                yield from self._outermost(pinned)
+                return
             with self.pool.connection() as conn:
                 local.conn = conn
                 try:
@@ -271,6 +275,20 @@ class PostgresBase:
             raise
         local.depth = depth
         self._control(f"RELEASE SAVEPOINT {name}")
+
+    @contextmanager
+    def pinned(self) -> Iterator[None]:
+        """Hold one pooled connection for this thread (statements stay autocommit) until the block ends."""
+        local = self._local
+        if getattr(local, "conn", None) is not None:
+            yield
+            return
+        with self.pool.connection() as conn:
+            local.conn = conn
+            try:
+                yield
+            finally:
+                local.conn = None
 
     def _outermost(self, conn: psycopg.Connection[Any]) -> Iterator[None]:
         local = self._local

@@ -32,6 +32,15 @@ EF_SEARCH = 400
 EXACT_LIMIT = 5000
 
 
+#: The log's bounds and the snapshot's xmin (first row), then the entries to (re)read, in one statement.
+_CATCH_UP = (
+    "SELECT * FROM (SELECT 0 AS part, MIN(seq) AS a, COALESCE(MAX(seq), 0) AS b,"
+    " pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS c FROM memory_changes"
+    " UNION ALL SELECT 1, seq, memory_id, NULL FROM memory_changes WHERE seq > ? OR xid >= ?::text::xid8) AS log"
+    " ORDER BY part, a"
+)
+
+
 class PostgresSearch(PostgresBase):
     def _init_search(self) -> None:
         self._keywords: KeywordIndex | None = None
@@ -62,40 +71,33 @@ class PostgresSearch(PostgresBase):
         """The keyword index holding ``user_id``'s memories, caught up with the change log.
 
         A user's memories are read on their first search in this process (a worker
-        holds the users it serves, not the whole database).  The catch-up runs in a
-        transaction taken before the lock, so no thread waits for a pooled connection
-        while holding the lock.
+        holds the users it serves, not the whole database).  One statement reads the
+        log's bounds, the snapshot's xmin and the new entries; statements after it may
+        see later commits, whose entries the next catch-up reads again (never misses).
+        The thread holds its connection before taking the lock, so no thread waits
+        for a pooled connection while holding the lock.
         """
         outermost = not self.in_transaction
-        with self.transaction():
-            if outermost:  # one snapshot: the texts and the log position agree
-                self._exec("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-            with self._lock:
-                if outermost:
-                    self._keywords_dirty = False  # whatever was taken inside earlier transactions is settled
-                index = self._keywords
-                lowest = self._one("SELECT MIN(seq) FROM memory_changes")
-                pruned = lowest is not None and lowest[0] is not None and int(lowest[0]) > self._keywords_seq + 1
-                if index is None or pruned or (lowest is not None and lowest[0] is None and self._keywords_seq):
-                    index = KeywordIndex()  # first use, or the log was pruned past what this index has read
-                    seq, xmin = self._log_position()
-                    self._keywords, self._keywords_seq, self._keywords_xmin = index, seq, xmin
-                    self._keyword_users = set()
-                    self._keywords_dirty = not outermost
-                    return self._with_user(index, user_id, outermost)
-                rows = self._all(
-                    "SELECT seq, memory_id, pg_snapshot_xmin(pg_current_snapshot())::text::bigint"
-                    " FROM memory_changes WHERE seq > ? OR xid >= ?::text::xid8 ORDER BY seq",
-                    (self._keywords_seq, str(self._keywords_xmin)),
-                )
-                if rows:
-                    self._keywords_seq = max(self._keywords_seq, int(rows[-1][0]))
-                    self._keywords_xmin = int(rows[0][2])
-                    self._refresh_keywords(index, {int(r[1]) for r in rows})
-                    self._keywords_dirty = self._keywords_dirty or not outermost
-                else:
-                    _, self._keywords_xmin = self._log_position()
+        with self.pinned(), self._lock:
+            if outermost:
+                self._keywords_dirty = False  # whatever was taken inside earlier transactions is settled
+            rows = self._all(_CATCH_UP, (self._keywords_seq, str(self._keywords_xmin)))
+            head, changes = rows[0], rows[1:]
+            lowest, highest, xmin = head[1], int(head[2]), int(head[3])
+            index = self._keywords
+            pruned = lowest is not None and int(lowest) > self._keywords_seq + 1
+            if index is None or pruned or (lowest is None and self._keywords_seq):
+                index = KeywordIndex()  # first use, or the log was pruned past what this index has read
+                self._keywords, self._keywords_seq, self._keywords_xmin = index, highest, xmin
+                self._keyword_users = set()
+                self._keywords_dirty = not outermost
                 return self._with_user(index, user_id, outermost)
+            if changes:
+                self._keywords_seq = max(self._keywords_seq, max(int(r[1]) for r in changes))
+                self._refresh_keywords(index, {int(r[2]) for r in changes})
+                self._keywords_dirty = self._keywords_dirty or not outermost
+            self._keywords_xmin = xmin
+            return self._with_user(index, user_id, outermost)
 
     def _with_user(self, index: KeywordIndex, user_id: str, outermost: bool) -> KeywordIndex:
         if user_id not in self._keyword_users:
@@ -103,13 +105,6 @@ class PostgresSearch(PostgresBase):
             self._keyword_users.add(user_id)
             self._keywords_dirty = self._keywords_dirty or not outermost
         return index
-
-    def _log_position(self) -> tuple[int, int]:
-        row = self._one(
-            "SELECT COALESCE((SELECT MAX(seq) FROM memory_changes), 0),"
-            " pg_snapshot_xmin(pg_current_snapshot())::text::bigint"
-        )
-        return (int(row[0]), int(row[1])) if row else (0, 0)
 
     def _memory_rows(self, where: str, params: list[Any]) -> list[tuple[int, str, str]]:
         rows = self._all(f"SELECT id, user_id, content, key_points FROM memories WHERE {where}", params)
