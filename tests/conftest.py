@@ -3,15 +3,20 @@
 Sections (add new fixtures to the section they belong to, or start a new one):
 
 * time     — ``FakeClock`` and the ``clock`` fixture: deterministic, strictly increasing timestamps
-* database — ``db_path`` (a fresh SQLite file per test), ``store`` (a SqliteStore on it),
-             ``snapshot`` (every row of every table, to assert "the database is unchanged")
+* database — ``db_path`` (a fresh SQLite file per test), ``backend`` ("sqlite" or "postgres": every test that
+             uses ``store`` or ``mem`` runs on both), ``db`` (the SQLite file or a fresh PostgreSQL schema),
+             ``store`` (the migrated store on it), ``snapshot`` (every row of every table, to assert "the database
+             is unchanged").  ``@pytest.mark.sqlite_only`` keeps a test that reads the SQLite file itself off
+             PostgreSQL.  PostgreSQL 18 + pgvector is started once per session (tests/pg_server.py).
 * engine   — ``mem``: ``narrative.Memory`` for user "alice", keyword-only (no model), on the fake clock
 
-Everything runs against real SQLite files in ``tmp_path``; nothing here mocks our own code.
+Everything runs against real SQLite files in ``tmp_path`` and a real PostgreSQL; nothing here mocks our own code.
 """
 
 from __future__ import annotations
 
+import os
+from collections import Counter
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -20,6 +25,8 @@ from typing import Any
 import pytest
 
 import narrative
+from narrative.store.opening import open_store
+from narrative.store.protocol import Store
 from narrative.store.sqlite import SqliteStore
 
 # --- time -----------------------------------------------------------------------------
@@ -68,16 +75,71 @@ def db_path(tmp_path: Path) -> Path:
     return tmp_path / "narrative.db"
 
 
+_PG_STATE: dict[str, Any] = {}
+BACKENDS = ("sqlite", "postgres")
+
+
+def pg_server() -> Any:
+    """The session's PostgreSQL server, started on first use; skips (or fails on CI) when it cannot start."""
+    if "server" not in _PG_STATE:
+        if "error" in _PG_STATE:
+            _skip_or_fail(_PG_STATE["error"])
+        try:
+            from pg_server import PgServer
+
+            _PG_STATE["server"] = PgServer()
+        except Exception as error:  # no wheel on this platform, no unprivileged user...
+            _PG_STATE["error"] = f"PostgreSQL could not be started: {type(error).__name__}: {error}"
+            _skip_or_fail(_PG_STATE["error"])
+    return _PG_STATE["server"]
+
+
+def _skip_or_fail(reason: str) -> None:
+    if os.environ.get("CI"):
+        pytest.fail(reason)  # on CI the PostgreSQL run is part of the suite
+    pytest.skip(reason)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    server = _PG_STATE.pop("server", None)
+    if server is not None:
+        server.stop()
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    """Which store the test runs on: every test using ``store`` or ``mem`` runs once per backend."""
+    name = str(request.param)
+    if name == "postgres" and request.node.get_closest_marker("sqlite_only") is not None:
+        pytest.skip("reads the SQLite file itself")
+    return name
+
+
 @pytest.fixture
-def store(db_path: Path) -> Iterator[SqliteStore]:
-    """A migrated SqliteStore on a fresh file, closed after the test."""
-    opened = SqliteStore(db_path)
+def db(backend: str, db_path: Path) -> Iterator[str]:
+    """A fresh database for this test: the SQLite file's path, or the URL of a new PostgreSQL schema."""
+    if backend == "sqlite":
+        yield str(db_path)
+        return
+    server = pg_server()
+    url = server.fresh_schema()
+    yield url
+    server.release(url)
+
+
+@pytest.fixture
+def store(db: str) -> Iterator[Store]:
+    """A migrated store on a fresh database (SQLite file or PostgreSQL), closed after the test."""
+    opened = open_store(db)
     yield opened
     opened.close()
 
 
-def take_snapshot(target: SqliteStore) -> Snapshot:
+def take_snapshot(target: Store) -> Snapshot:
     """Every row of every ordinary table (FTS shadow tables excluded: they follow via triggers)."""
+    if target.backend == "postgres":
+        return _pg_snapshot(target)
+    assert isinstance(target, SqliteStore)
     tables = target.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
     names = [
         name
@@ -87,8 +149,17 @@ def take_snapshot(target: SqliteStore) -> Snapshot:
     return {name: sorted((tuple(r) for r in target.conn.execute(f"SELECT * FROM {name}")), key=repr) for name in names}
 
 
+def _pg_snapshot(target: Any) -> Snapshot:
+    rows = target._all(
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
+        " AND table_type = 'BASE TABLE' ORDER BY table_name"
+    )
+    names = [r[0] for r in rows]
+    return {name: sorted((tuple(r) for r in target._all(f"SELECT * FROM {name}")), key=repr) for name in names}
+
+
 @pytest.fixture
-def snapshot() -> Callable[[SqliteStore], Snapshot]:
+def snapshot() -> Callable[[Store], Snapshot]:
     """``snapshot(store)`` → all rows; compare two snapshots to prove a refused call changed nothing."""
     return take_snapshot
 
@@ -97,8 +168,36 @@ def snapshot() -> Callable[[SqliteStore], Snapshot]:
 
 
 @pytest.fixture
-def mem(db_path: Path, clock: FakeClock) -> Iterator[narrative.Memory]:
-    """Alice's memory on a fresh file: keyword-only (``embedder="none"``), fake clock, empty environment."""
-    memory = narrative.Memory(db_path, user="alice", embedder="none", clock=clock, env={})
+def mem(db: str, clock: FakeClock) -> Iterator[narrative.Memory]:
+    """Alice's memory on a fresh database (each backend): keyword-only, fake clock, empty environment."""
+    memory = narrative.Memory(db, user="alice", embedder="none", clock=clock, env={})
     yield memory
     memory.close()
+
+
+# --- reporting --------------------------------------------------------------------------
+
+_RAN: Counter[str] = Counter()
+_ON_POSTGRES: set[str] = set()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if params.get("backend") == "postgres" or item.get_closest_marker("postgres") is not None:
+            _ON_POSTGRES.add(item.nodeid)
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when == "call" or (report.when == "setup" and report.skipped):
+        backend_name = "postgres" if report.nodeid in _ON_POSTGRES else "sqlite"
+        outcome = "skipped" if report.skipped else "ran"
+        _RAN[f"{backend_name} {outcome}"] += 1
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """How many tests ran on each store (tests without a store count as SQLite: the default)."""
+    terminalreporter.write_line(
+        f"tests per store: sqlite {_RAN['sqlite ran']} ran ({_RAN['sqlite skipped']} skipped), "
+        f"postgres {_RAN['postgres ran']} ran ({_RAN['postgres skipped']} skipped)"
+    )

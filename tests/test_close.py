@@ -391,7 +391,7 @@ def test_closing_records_the_time_given(mem: narrative.Memory, clock: FakeClock)
 # --- the CLI -----------------------------------------------------------------------------------------
 
 
-def test_cli_close_review_and_confirm(mem: narrative.Memory, db_path: Path) -> None:
+def test_cli_close_review_and_confirm(mem: narrative.Memory, db: str) -> None:
     import json
 
     from click.testing import CliRunner
@@ -405,7 +405,7 @@ def test_cli_close_review_and_confirm(mem: narrative.Memory, db_path: Path) -> N
     runner = CliRunner()
 
     def run(*args: str) -> Any:
-        done = runner.invoke(cli, ["--db", str(db_path), "--user", "alice", "--embedder", "none", *args])
+        done = runner.invoke(cli, ["--db", db, "--user", "alice", "--embedder", "none", *args])
         assert done.exit_code == 0, done.output
         return done.output
 
@@ -417,7 +417,7 @@ def test_cli_close_review_and_confirm(mem: narrative.Memory, db_path: Path) -> N
     edited = json.loads(run("edit", "--narrative", "Postgres it is.", "--remove", key, "--json"))
     assert edited["narrative"] == "Postgres it is." and edited["removed"] == [key]
     assert json.loads(run("redirect", str(work.id), "--json"))["destination"]["storyline_id"] == work.id
-    asked = runner.invoke(cli, ["--db", str(db_path), "--user", "alice", "--embedder", "none", "resume"], input="n\n")
+    asked = runner.invoke(cli, ["--db", db, "--user", "alice", "--embedder", "none", "resume"], input="n\n")
     assert asked.exit_code == 1 and "discards your edits" in asked.output  # asked, and said no: nothing changed
     assert "narrative confirm" in run("preview")
     assert "resumed conversation #1" in run("resume", "--yes")
@@ -428,12 +428,12 @@ def test_cli_close_review_and_confirm(mem: narrative.Memory, db_path: Path) -> N
     assert done["status"] == "archived"
     archive = run("archive", "1")
     assert "Postgres for the team." in archive and "[1] alex:" in archive
-    bad = runner.invoke(cli, ["--db", str(db_path), "--user", "alice", "--embedder", "none", "split", "--part",
+    bad = runner.invoke(cli, ["--db", db, "--user", "alice", "--embedder", "none", "split", "--part",
                               "oops", "--part", "x:y"])
     assert bad.exit_code != 0
 
 
-def test_cli_confirm_with_options(mem: narrative.Memory, db_path: Path) -> None:
+def test_cli_confirm_with_options(mem: narrative.Memory, db: str) -> None:
     import json
 
     from click.testing import CliRunner
@@ -444,7 +444,7 @@ def test_cli_confirm_with_options(mem: narrative.Memory, db_path: Path) -> None:
     talk(mem)
     mem.close()
     runner = CliRunner()
-    base = ["--db", str(db_path), "--user", "alice", "--embedder", "none"]
+    base = ["--db", db, "--user", "alice", "--embedder", "none"]
     assert runner.invoke(cli, [*base, "close", "--json"]).exit_code == 0
     done = runner.invoke(cli, [*base, "confirm", "--to", "1", "--narrative", "Moved to Postgres.", "--json"])
     assert done.exit_code == 0, done.output

@@ -2,13 +2,14 @@
 
 Checked by looking into the database itself: row counts of every table, the FTS5 shadow tables
 (``*_fts_docsize`` has one row per indexed document) and FTS5's own integrity check against the
-content tables, plus searches of the in-process vector index.
+content tables, plus searches of the in-process vector index.  On PostgreSQL (every test runs on
+both stores) the keyword searches of each kind stand in for the FTS tables, and the in-process
+keyword index must hold exactly the memories table.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -19,7 +20,7 @@ import narrative
 from conftest import FakeClock
 from narrative.errors import InvalidTransition, NotFound
 from narrative.model import EntityType, StorylineKind
-from narrative.store.sqlite import SqliteStore
+from narrative.store.opening import open_store
 
 Snap = Callable[[Any], dict[str, list[tuple[Any, ...]]]]
 FTS = {"memories_fts": "memories", "messages_fts": "messages", "narratives_fts": "narratives",
@@ -38,9 +39,9 @@ SEEDS = [
 
 
 @pytest.fixture
-def mem(db_path: Path, clock: FakeClock) -> Iterator[narrative.Memory]:
+def mem(db: str, clock: FakeClock) -> Iterator[narrative.Memory]:
     """Vectors on (hashing embedder) so that deleting them can be checked."""
-    memory = narrative.Memory(db_path, user="alice", embedder="hashing", clock=clock, env={})
+    memory = narrative.Memory(db, user="alice", embedder="hashing", clock=clock, env={})
     yield memory
     memory.close()
 
@@ -54,32 +55,49 @@ def session(mem: narrative.Memory, turns: list[tuple[str, str]], title: str, use
     return conversation.id
 
 
-def user_tables(store: SqliteStore) -> list[str]:
+def user_tables(store: Any) -> list[str]:
+    if store.backend == "postgres":
+        rows = store._all("SELECT table_name FROM information_schema.columns WHERE table_schema = current_schema()"
+                          " AND column_name = 'user_id'")
+        return sorted(r[0] for r in rows)
     rows = store.conn.execute("SELECT m.name FROM sqlite_master m WHERE m.type = 'table' AND EXISTS"
                               " (SELECT 1 FROM pragma_table_info(m.name) WHERE name = 'user_id')")
     return sorted(r[0] for r in rows)
 
 
-def census(store: SqliteStore, user: str) -> dict[str, int]:
+def census(store: Any, user: str) -> dict[str, int]:
     """Rows of ``user`` in every table, and child rows hanging on nothing."""
     counts = {t: store.count_rows(t, user) for t in user_tables(store)}
-    counts["users"] = store.conn.execute("SELECT COUNT(*) FROM users WHERE id = ?", (user,)).fetchone()[0]
+    counts["users"] = store._exec("SELECT COUNT(*) FROM users WHERE id = ?", (user,)).fetchone()[0]
     for child, parent, column in (("memory_sources", "memories", "memory_id"), ("use_references", "uses", "use_id"),
                                   ("memory_sources", "messages", "message_id")):
-        counts[f"orphan {child}.{column}"] = store.conn.execute(
+        counts[f"orphan {child}.{column}"] = store._exec(
             f"SELECT COUNT(*) FROM {child} WHERE {column} NOT IN (SELECT id FROM {parent})").fetchone()[0]
     return counts
 
 
-def assert_fts_clean(store: SqliteStore) -> None:
+def assert_fts_clean(store: Any) -> None:
     """Every FTS index holds exactly its content table's rows (FTS5 integrity check, rank 1)."""
+    if store.backend == "postgres":  # the in-process keyword index holds exactly the memories
+        for user in store.list_users():
+            store.keyword_search_memories(user.id, "anything")  # loads every user's memories into it
+        assert (len(store._keywords) if store._keywords is not None else 0) == store.count_rows("memories")
+        return
     for fts, content in FTS.items():
         store.conn.execute(f"INSERT INTO {fts}({fts}, rank) VALUES ('integrity-check', 1)")
         indexed = store.conn.execute(f"SELECT COUNT(*) FROM {fts}_docsize").fetchone()[0]
         assert indexed == store.conn.execute(f"SELECT COUNT(*) FROM {content}").fetchone()[0], fts
 
 
-def fts_hits(store: SqliteStore, word: str) -> dict[str, list[int]]:
+def fts_hits(store: Any, word: str) -> dict[str, list[int]]:
+    if store.backend == "postgres":  # every kind of keyword search, for every user there is or was
+        users = sorted({u.id for u in store.list_users()} | {"alice", "bob"})
+        return {
+            "memories_fts": [i for u in users for i, _ in store.keyword_search_memories(u, word)],
+            "messages_fts": [m.id for u in users for m, _ in store.search_messages(u, word)],
+            "narratives_fts": [n.id for u in users for n in store.search_narratives(u, word)],
+            "storylines_fts": [i for u in users for i, _ in store.keyword_search_storylines(u, word)],
+        }
     return {fts: [r[0] for r in store.conn.execute(f"SELECT rowid FROM {fts} WHERE {fts} MATCH ?", (word,))]
             for fts in FTS}
 
@@ -95,7 +113,7 @@ def vector_ids(mem: narrative.Memory, text: str, user: str = "alice") -> set[int
 
 def test_delete_user_leaves_no_row_no_index_entry_no_vector(mem: narrative.Memory) -> None:
     store = mem.store
-    assert isinstance(store, SqliteStore)
+    assert store.backend in ("sqlite", "postgres")
     session(mem, GARDEN, "zinnias")
     session(mem, SEEDS, "seeds")
     mem.search("zinnias", k=3)  # a recorded use
@@ -125,7 +143,7 @@ def test_delete_user_leaves_no_row_no_index_entry_no_vector(mem: narrative.Memor
 
 def test_delete_memory_takes_its_entities_vector_and_index_entry(mem: narrative.Memory) -> None:
     store = mem.store
-    assert isinstance(store, SqliteStore)
+    assert store.backend in ("sqlite", "postgres")
     first = session(mem, GARDEN, "zinnias")
     second = session(mem, SEEDS, "seeds")
     waiting = next(e for e in store.list_entities("alice", entity_types=[EntityType.WAITING_ON]))
@@ -140,7 +158,7 @@ def test_delete_memory_takes_its_entities_vector_and_index_entry(mem: narrative.
     assert not [e for e in store.list_entities("alice") if e.id in attached]
     assert not store.list_state_deltas("alice", memory_id=closing.id)
     for table in ("memory_vectors", "memory_sources"):
-        assert store.conn.execute(f"SELECT COUNT(*) FROM {table} WHERE memory_id = ?", (closing.id,)).fetchone()[0] == 0
+        assert store._exec(f"SELECT COUNT(*) FROM {table} WHERE memory_id = ?", (closing.id,)).fetchone()[0] == 0
     assert closing.id not in vector_ids(mem, closing.content)
     assert closing.id not in {i for hits in fts_hits(store, "catalogue").values() for i in hits}
     assert_fts_clean(store)
@@ -168,7 +186,7 @@ def test_deleting_the_only_memory_of_a_running_link_splices_the_link_out(mem: na
 
 def test_delete_conversation_takes_what_came_only_from_it(mem: narrative.Memory) -> None:
     store = mem.store
-    assert isinstance(store, SqliteStore)
+    assert store.backend in ("sqlite", "postgres")
     first = session(mem, GARDEN, "zinnias")
     mem.search("catalogue")  # recorded while nothing is active
     second = session(mem, SEEDS, "seeds")
@@ -184,10 +202,10 @@ def test_delete_conversation_takes_what_came_only_from_it(mem: narrative.Memory)
         mem.get_conversation(second)
     assert mem.store.get_memories("alice", second_memories) == []
     for table in ("messages", "entities", "state_deltas", "memories", "narratives"):
-        assert store.conn.execute(f"SELECT COUNT(*) FROM {table} WHERE conversation_id = ?",
+        assert store._exec(f"SELECT COUNT(*) FROM {table} WHERE conversation_id = ?",
                                   (second,)).fetchone()[0] == 0, table
     marks = ",".join("?" * len(second_memories))
-    assert store.conn.execute(f"SELECT COUNT(*) FROM memory_vectors WHERE memory_id IN ({marks})",
+    assert store._exec(f"SELECT COUNT(*) FROM memory_vectors WHERE memory_id IN ({marks})",
                               second_memories).fetchone()[0] == 0
     assert not vector_ids(mem, "Tomas sent the seed catalogue") & set(second_memories)
     assert fts_hits(store, "zeppelin") == {fts: [] for fts in FTS}
@@ -236,7 +254,7 @@ def test_delete_storyline_moves_its_memories_to_your_story(mem: narrative.Memory
     assert {m.id for m in moved} <= {m.id for m in mem.list_memories(storyline_id=your_story.id, limit=500)}
     with pytest.raises(NotFound):
         mem.get_storyline(storyline.id)
-    assert mem.store.conn.execute("SELECT COUNT(*) FROM storyline_vectors WHERE storyline_id = ?",  # type: ignore[attr-defined]
+    assert mem.store._exec("SELECT COUNT(*) FROM storyline_vectors WHERE storyline_id = ?",  # type: ignore[attr-defined]
                                   (storyline.id,)).fetchone()[0] == 0
     assert_fts_clean(mem.store)  # type: ignore[arg-type]
     before = snapshot(mem.store)
@@ -249,7 +267,7 @@ def test_delete_storyline_moves_its_memories_to_your_story(mem: narrative.Memory
 
 def test_delete_storyline_with_its_memories(mem: narrative.Memory) -> None:
     store = mem.store
-    assert isinstance(store, SqliteStore)
+    assert store.backend in ("sqlite", "postgres")
     cid = session(mem, GARDEN, "zinnias")
     storyline_id = topic_of(mem, cid)
     ids = [m.id for m in mem.list_memories(storyline_id=storyline_id, limit=500)]
@@ -260,7 +278,7 @@ def test_delete_storyline_with_its_memories(mem: narrative.Memory) -> None:
     assert not vector_ids(mem, "zinnias marigolds bees") & set(ids)
     assert mem.get_conversation(cid).message_count == len(GARDEN) - len(routed) == len(mem.messages(cid))
     for table in ("memories", "narratives", "messages", "entities"):
-        assert store.conn.execute(f"SELECT COUNT(*) FROM {table} WHERE storyline_id = ?",
+        assert store._exec(f"SELECT COUNT(*) FROM {table} WHERE storyline_id = ?",
                                   (storyline_id,)).fetchone()[0] == 0
     assert_fts_clean(store)
 
@@ -277,7 +295,7 @@ def test_a_deleted_default_storyline_comes_back_when_needed(mem: narrative.Memor
 # --- the CLI -----------------------------------------------------------------------------------------
 
 
-def test_cli_delete(mem: narrative.Memory, db_path: Path) -> None:
+def test_cli_delete(mem: narrative.Memory, db: str) -> None:
     from narrative.interfaces.cli import _register, cli
 
     _register()
@@ -285,7 +303,7 @@ def test_cli_delete(mem: narrative.Memory, db_path: Path) -> None:
     memory_id = mem.list_memories(limit=1)[0].id
     mem.close()
     runner = CliRunner()
-    base = ["--db", str(db_path), "--user", "alice", "--embedder", "hashing"]
+    base = ["--db", db, "--user", "alice", "--embedder", "hashing"]
     refused = runner.invoke(cli, [*base, "delete", "memory", str(memory_id)], input="n\n")
     assert refused.exit_code != 0
     done = runner.invoke(cli, [*base, "delete", "memory", str(memory_id), "--yes", "--json"])
@@ -294,7 +312,7 @@ def test_cli_delete(mem: narrative.Memory, db_path: Path) -> None:
     assert done.exit_code == 0 and f"deleted conversation #{cid}" in done.output
     done = runner.invoke(cli, [*base, "delete", "user", "alice", "--yes", "--json"])
     assert done.exit_code == 0, done.output
-    store = SqliteStore(db_path)
+    store = open_store(db)
     try:
         assert all(n == 0 for n in census(store, "alice").values())
         assert_fts_clean(store)

@@ -133,7 +133,7 @@ def test_the_scan_sees_the_package() -> None:
 
 def test_the_scan_finds_imports_inside_functions_and_type_checking() -> None:
     core = imports_of("narrative.engine.core")
-    assert "narrative.store.sqlite" in core  # imported lazily inside __init__
+    assert "narrative.store.opening" in core  # imported lazily inside __init__
     assert "narrative.providers.embed" in core  # imported under TYPE_CHECKING and lazily
     assert "narrative.model" in imports_of("narrative.engine.memories")  # ``from narrative import model``
 

@@ -40,8 +40,9 @@ from narrative.write.turn import TurnResult
 
 
 def rows(mem: narrative.Memory, table: str, where: str = "1 = 1", params: tuple[Any, ...] = ()) -> list[Any]:
-    """Rows of one table (tests may read the SQLite file directly; the engine never does)."""
-    return list(mem.store.conn.execute(f"SELECT * FROM {table} WHERE {where}", params))  # type: ignore[attr-defined]
+    """Rows of one table (tests may read the database directly; the engine never does).  Both stores run
+    SQL written with ``?`` placeholders through ``_all``."""
+    return list(mem.store._all(f"SELECT * FROM {table} WHERE {where}", params))  # type: ignore[attr-defined]
 
 
 def link(mem: narrative.Memory, narrative_id: int) -> Narrative:

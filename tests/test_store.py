@@ -48,6 +48,7 @@ def migration_sql(name: str) -> str:
 # --- migrations -------------------------------------------------------------------------
 
 
+@pytest.mark.sqlite_only  # the SQLite file's own rules; tests/test_postgres.py has PostgreSQL's
 def test_migrations_are_recorded_by_name(store: SqliteStore) -> None:
     names = migration_names()
     assert names, "the sqlite backend ships at least one migration"
@@ -126,6 +127,7 @@ def test_opening_while_another_connection_migrates(db_path: Path) -> None:
     assert outcome == [migration_names()]
 
 
+@pytest.mark.sqlite_only  # the SQLite file's own rules; tests/test_postgres.py has PostgreSQL's
 def test_wal_mode_and_foreign_keys(store: SqliteStore, db_path: Path) -> None:
     assert store.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert store.conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
@@ -172,6 +174,7 @@ def test_keyword_search_survives_fts_syntax_in_the_query(store: SqliteStore, ali
     assert [i for i, _ in store.keyword_search_memories(alice, "near")] == [found.id]
 
 
+@pytest.mark.sqlite_only  # the SQLite file's own rules; tests/test_postgres.py has PostgreSQL's
 def test_deleted_memory_leaves_no_fts_hit(store: SqliteStore, alice: str) -> None:
     gone = store.insert_memory(memory(alice, "A zeppelin over the harbour"))
     kept = store.insert_memory(memory(alice, "Another zeppelin, kept"))
@@ -221,6 +224,7 @@ def test_keyword_search_never_crosses_users(store: SqliteStore, alice: str) -> N
 # --- database-level rules ------------------------------------------------------------------
 
 
+@pytest.mark.sqlite_only  # the SQLite file's own rules; tests/test_postgres.py has PostgreSQL's
 def test_one_active_conversation_per_user_across_connections(store: SqliteStore, db_path: Path) -> None:
     store.ensure_user("alice", NOW)
     store.ensure_user("bob", NOW)
@@ -247,6 +251,7 @@ def test_one_active_conversation_per_user_across_connections(store: SqliteStore,
         other.close()
 
 
+@pytest.mark.sqlite_only  # the SQLite file's own rules; tests/test_postgres.py has PostgreSQL's
 def test_partial_unique_index_refuses_raw_sql(store: SqliteStore, alice: str) -> None:
     store.insert_conversation(alice, NOW)
     with pytest.raises(sqlite3.IntegrityError):
@@ -259,6 +264,7 @@ def test_partial_unique_index_refuses_raw_sql(store: SqliteStore, alice: str) ->
     assert store.count_rows("conversations") == 2
 
 
+@pytest.mark.sqlite_only  # the SQLite file's own rules; tests/test_postgres.py has PostgreSQL's
 def test_sealed_narrative_refuses_raw_update(store: SqliteStore, alice: str) -> None:
     sealed = store.insert_narrative(alice, "Fixed and final", [], None, "t", NOW, sealed=True)
     for statement in (
@@ -355,6 +361,7 @@ def test_outer_failure_undoes_committed_savepoints(store: SqliteStore, alice: st
     assert store.count_rows("memories") == 1
 
 
+@pytest.mark.sqlite_only  # the SQLite file's own rules; tests/test_postgres.py has PostgreSQL's
 def test_uncommitted_writes_are_invisible_to_another_connection(
     store: SqliteStore, alice: str, db_path: Path
 ) -> None:
@@ -368,6 +375,7 @@ def test_uncommitted_writes_are_invisible_to_another_connection(
         other.close()
 
 
+@pytest.mark.sqlite_only  # the SQLite file's own rules; tests/test_postgres.py has PostgreSQL's
 def test_a_locked_database_raises_store_error(store: SqliteStore, alice: str, db_path: Path) -> None:
     store.conn.execute("PRAGMA busy_timeout = 50")  # fail fast instead of waiting 30 s
     writer = sqlite3.connect(db_path, isolation_level=None)

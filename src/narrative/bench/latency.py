@@ -78,10 +78,19 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def measure_ingest(workdir: Path, turns: int, embedder: str) -> dict[str, Any]:
+def forget_user(db: str, user: str) -> None:
+    """Start a shared database's bench user from nothing (an earlier run may have left rows)."""
+    with Memory(db, user=user, embedder="none") as old:
+        old.store.delete_user(user)
+
+
+def measure_ingest(workdir: Path, turns: int, embedder: str, postgres: str | None = None) -> dict[str, Any]:
     """Turns per second through the real write path (routing, extraction, narrative, embeddings)."""
     rng = random.Random(7)
-    with Memory(workdir / f"ingest-{embedder}.db", user="bench", embedder=embedder) as mem:
+    target = postgres or workdir / f"ingest-{embedder}.db"
+    if postgres:
+        forget_user(postgres, f"ingest-{embedder}")
+    with Memory(target, user=f"ingest-{embedder}", embedder=embedder) as mem:
         if mem.embedder is not None:
             mem.embedder.embed_batch(["warm up"])
         batch = [
@@ -92,6 +101,7 @@ def measure_ingest(workdir: Path, turns: int, embedder: str) -> dict[str, Any]:
         mem.remember_many(batch)
         seconds = time.perf_counter() - started
     return {
+        "store": "postgres" if postgres else "sqlite",
         "embedder": embedder,
         "turns": turns,
         "seconds": round(seconds, 2),
@@ -158,6 +168,44 @@ def time_chroma(vectors: np.ndarray, query_vectors: np.ndarray, workdir: Path) -
     }
 
 
+def measure_size(
+    mem: Memory, size: int, pool_texts: list[str], pool_vectors: np.ndarray, query_texts: list[str]
+) -> dict[str, Any]:
+    """Build a store of ``size`` memories and time searches on it (one row of the report)."""
+    started = time.perf_counter()
+    vectors = build_store(mem, size, pool_texts, pool_vectors, seed=size)
+    build = time.perf_counter() - started
+    mem.search("warm up the index", 10, record=False)
+    row: dict[str, Any] = {"memories": size, "build_s": round(build, 1), "vectors": vectors}
+    fresh = [f"{q} ({size}-{i})" for i, q in enumerate(query_texts)]  # never seen: embedded in the timing
+    times = time_queries(mem, fresh, "hybrid")
+    row["hybrid+embedding"] = {
+        "p50_ms": round(percentile(times, 0.5), 3),
+        "p95_ms": round(percentile(times, 0.95), 3),
+    }
+    for query in query_texts:  # warm the query-embedding cache: the rows below exclude the model
+        mem.search(query, 1, mode="vector", record=False)
+    for mode in ("hybrid", "vector", "keyword"):
+        times = time_queries(mem, query_texts, mode)
+        row[mode] = {
+            "p50_ms": round(percentile(times, 0.5), 3),
+            "p95_ms": round(percentile(times, 0.95), 3),
+            "mean_ms": round(statistics.fmean(times), 3),
+        }
+    assert mem.embedder is not None
+    embed_times = []
+    for text in query_texts[:50]:
+        t = time.perf_counter()
+        mem.embedder.embed_batch([text + " ?"])  # uncached
+        embed_times.append((time.perf_counter() - t) * 1000)
+    row["query_embedding"] = {
+        "p50_ms": round(percentile(embed_times, 0.5), 3),
+        "p95_ms": round(percentile(embed_times, 0.95), 3),
+    }
+    row["peak_rss_mb"] = round(peak_rss_mb(), 1)
+    return row
+
+
 def run(
     sizes: Sequence[int],
     *,
@@ -165,16 +213,18 @@ def run(
     chroma: bool = True,
     pool: int = 2000,
     ingest_turns: int = 400,
+    postgres: str | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
-    """Ingest speed, then recall latency at each size; ``progress(done, total)`` after each step."""
+    """Every figure for SQLite, and (with ``postgres``, a URL) the same for PostgreSQL in the same run;
+    ``progress(done, total)`` after each step."""
     steps = 1 + len(sizes)
     workdir = Path(tempfile.mkdtemp(prefix="narrative-latency-"))
     rng = random.Random(11)
-    report: dict[str, Any] = {
-        "ingest": [measure_ingest(workdir, ingest_turns, "minilm"), measure_ingest(workdir, ingest_turns, "none")],
-        "sizes": [],
-    }
+    ingest = [measure_ingest(workdir, ingest_turns, "minilm"), measure_ingest(workdir, ingest_turns, "none")]
+    if postgres:
+        ingest += [measure_ingest(workdir, ingest_turns, e, postgres) for e in ("minilm", "none")]
+    report: dict[str, Any] = {"ingest": ingest, "sizes": []}
     with Memory(workdir / "pool.db", user="pool") as pool_mem:
         embedder = pool_mem.embedder
         assert embedder is not None
@@ -192,39 +242,14 @@ def run(
     if progress is not None:
         progress(1, steps)
     for step, size in enumerate(sizes, start=2):
-        with Memory(workdir / f"store-{size}.db", user="bench") as mem:
-            started = time.perf_counter()
-            vectors = build_store(mem, size, pool_texts, pool_vectors, seed=size)
-            build = time.perf_counter() - started
-            mem.search("warm up the index", 10, record=False)
-            row: dict[str, Any] = {"memories": size, "build_s": round(build, 1)}
-            fresh = [f"{q} ({size}-{i})" for i, q in enumerate(query_texts)]  # never seen: embedded in the timing
-            times = time_queries(mem, fresh, "hybrid")
-            row["hybrid+embedding"] = {
-                "p50_ms": round(percentile(times, 0.5), 3),
-                "p95_ms": round(percentile(times, 0.95), 3),
-            }
-            for query in query_texts:  # warm the query-embedding cache: the rows below exclude the model
-                mem.search(query, 1, mode="vector", record=False)
-            for mode, label in (("hybrid", "hybrid"), ("vector", "vector"), ("keyword", "keyword")):
-                times = time_queries(mem, query_texts, mode)
-                row[label] = {
-                    "p50_ms": round(percentile(times, 0.5), 3),
-                    "p95_ms": round(percentile(times, 0.95), 3),
-                    "mean_ms": round(statistics.fmean(times), 3),
-                }
-            assert mem.embedder is not None
-            embed_times = []
-            for text in query_texts[:50]:
-                t = time.perf_counter()
-                mem.embedder.embed_batch([text + " ?"])  # uncached
-                embed_times.append((time.perf_counter() - t) * 1000)
-            row["query_embedding"] = {
-                "p50_ms": round(percentile(embed_times, 0.5), 3),
-                "p95_ms": round(percentile(embed_times, 0.95), 3),
-            }
-            row["peak_rss_mb"] = round(peak_rss_mb(), 1)
-            row["chroma"] = time_chroma(vectors, query_vectors, workdir) if chroma else None
+        for url in [None, postgres] if postgres else [None]:
+            target = url or workdir / f"store-{size}.db"
+            if url:
+                forget_user(url, f"bench-{size}")
+            with Memory(target, user=f"bench-{size}") as mem:
+                row = measure_size(mem, size, pool_texts, pool_vectors, query_texts)
+            row["store"] = "postgres" if url else "sqlite"
+            row["chroma"] = time_chroma(row.pop("vectors"), query_vectors, workdir) if chroma and not url else None
             report["sizes"].append(row)
         if progress is not None:
             progress(step, steps)
@@ -235,21 +260,23 @@ def format_report(report: dict[str, Any]) -> str:
     lines = ["Ingest through the write path (routing, extraction, narrative, reflections):"]
     for row in report["ingest"]:
         lines.append(
-            f"  embedder {row['embedder']:<7} {row['turns']} turns in {row['seconds']} s = {row['turns_per_s']} turns/s"
+            f"  {row['store']:<8} embedder {row['embedder']:<7} {row['turns']} turns in {row['seconds']} s"
+            f" = {row['turns_per_s']} turns/s"
         )
     lines.append(f"  (the model alone embeds {report['embed_texts_per_s']} texts/s in batches on this machine)")
     lines += [
         "",
         "Recall latency, k=10 ('hybrid+embedding' embeds every query; the mode rows reuse cached query vectors):",
-        f"{'memories':>9} {'mode':<16} {'p50 ms':>8} {'p95 ms':>8}",
+        f"{'memories':>9} {'store':<8} {'mode':<16} {'p50 ms':>8} {'p95 ms':>8}",
     ]
     for row in report["sizes"]:
+        head = f"{row['memories']:>9} {row['store']:<8}"
         for mode in ("hybrid", "vector", "keyword"):
-            lines.append(f"{row['memories']:>9} {mode:<16} {row[mode]['p50_ms']:>8.2f} {row[mode]['p95_ms']:>8.2f}")
+            lines.append(f"{head} {mode:<16} {row[mode]['p50_ms']:>8.2f} {row[mode]['p95_ms']:>8.2f}")
         embed = row["query_embedding"]
-        lines.append(f"{row['memories']:>9} {'query embedding':<16} {embed['p50_ms']:>8.2f} {embed['p95_ms']:>8.2f}")
+        lines.append(f"{head} {'query embedding':<16} {embed['p50_ms']:>8.2f} {embed['p95_ms']:>8.2f}")
         both = row["hybrid+embedding"]
-        lines.append(f"{row['memories']:>9} {'hybrid+embedding':<16} {both['p50_ms']:>8.2f} {both['p95_ms']:>8.2f}")
+        lines.append(f"{head} {'hybrid+embedding':<16} {both['p50_ms']:>8.2f} {both['p95_ms']:>8.2f}")
         chroma = row["chroma"]
         if chroma:
             lines.append(
@@ -257,5 +284,5 @@ def format_report(report: dict[str, Any]) -> str:
             )
             ratio = chroma["p95_ms"] / row["vector"]["p95_ms"] if row["vector"]["p95_ms"] else float("nan")
             lines.append(f"{row['memories']:>9} ratio chroma/narrative vector p95 = {ratio:.2f}×")
-        lines.append(f"{row['memories']:>9} peak RSS {row['peak_rss_mb']} MB; built in {row['build_s']} s")
+        lines.append(f"{head} peak RSS {row['peak_rss_mb']} MB; built in {row['build_s']} s")
     return "\n".join(lines)

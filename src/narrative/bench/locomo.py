@@ -233,9 +233,12 @@ def run(
     limit: int | None = None,
     keep: str | None = None,
     progress: Callable[[int, int], None] | None = None,
+    db: str | None = None,
 ) -> dict[str, Any]:
     """The whole benchmark over every conversation of ``path``; returns the report.
 
+    Each conversation gets its own SQLite file, or, with ``db`` (a ``postgresql://`` URL),
+    its own user in that database (emptied first).
     ``progress(done, total)`` is called after each conversation is ingested and after it is evaluated.
     """
     data = json.loads(Path(path).read_text("utf-8"))
@@ -249,10 +252,15 @@ def run(
     workdir.mkdir(parents=True, exist_ok=True)
     for index, sample in enumerate(samples):
         name = str(sample.get("sample_id", f"sample-{index}"))
-        db = workdir / f"{name}.db"
-        for suffix in ("", "-wal", "-shm"):
-            Path(f"{db}{suffix}").unlink(missing_ok=True)
-        with Memory(db, user=name, embedder=embedder) as mem:
+        target: str | Path = workdir / f"{name}.db"
+        if db is None:
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{target}{suffix}").unlink(missing_ok=True)
+        else:
+            target = db
+            with Memory(db, user=name, embedder=embedder) as old:
+                old.store.delete_user(name)
+        with Memory(target, user=name, embedder=embedder) as mem:
             ingests.append((name, ingest(mem, sample)))
             if progress is not None:
                 progress(2 * index + 1, 2 * len(samples))
@@ -266,6 +274,7 @@ def run(
     turn_table = summarise_turns(rows)
     return {
         "file": str(path),
+        "store": "postgres" if db else "sqlite",
         "conversations": len(samples),
         "questions": len(rows),
         "ingest": {
@@ -363,3 +372,27 @@ def _memory_table(report: dict[str, Any]) -> list[str]:
         f"a top-10 tuned result covers {report['hybrid_top10_distinct_turns']} distinct turns on average"
     )
     return lines
+
+
+def compare(sqlite: dict[str, Any], postgres: dict[str, Any]) -> dict[str, Any]:
+    """Both stores' overall recall side by side, and the largest gap in points (100 × recall)."""
+    rows = {}
+    gap = 0.0
+    for mode in sqlite["recall"]:
+        mine, theirs = sqlite["recall"][mode]["overall"], postgres["recall"][mode]["overall"]
+        rows[mode] = {f"R@{k}": (mine[f"R@{k}"], theirs[f"R@{k}"]) for k in KS}
+        gap = max([gap, *(abs(a - b) * 100 for a, b in rows[mode].values())])
+    for path in ("default", "tuned"):
+        mine, theirs = sqlite["turns"][path]["overall"], postgres["turns"][path]["overall"]
+        rows[path] = {key: (mine[key], theirs[key]) for key in mine if key != "n"}
+        gap = max([gap, *(abs(a - b) * 100 for a, b in rows[path].values())])
+    return {"sqlite": sqlite, "postgres": postgres, "overall": rows, "max_gap_points": round(gap, 2)}
+
+
+def format_comparison(report: dict[str, Any]) -> str:
+    lines = [format_report(report["sqlite"]), "", "— the same run on PostgreSQL —", format_report(report["postgres"]),
+             "", "overall recall, sqlite / postgres:"]
+    for mode, row in report["overall"].items():
+        lines.append(f"{mode:<8} " + "  ".join(f"{k} {a:.3f}/{b:.3f}" for k, (a, b) in row.items()))
+    lines.append(f"largest gap: {report['max_gap_points']} points")
+    return "\n".join(lines)

@@ -53,9 +53,9 @@ class EngineBase:
             settings = Settings.resolve({}, **{**settings.__dict__, **_given(db=db, user=user), **overrides})
         self.settings = settings
         if store is None:
-            from narrative.store.sqlite import SqliteStore
+            from narrative.store.opening import open_store
 
-            store = SqliteStore(settings.db)
+            store = open_store(settings.db)
         self.store: Store = store
         self._embedder = embedder
         self._llm = llm

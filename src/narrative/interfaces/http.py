@@ -254,6 +254,30 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def worker_app() -> FastAPI:
+    """One worker of ``narrative serve --workers N``: its own engine over the shared database (from the env)."""
+    import os
+
+    embedder = os.environ.get("NARRATIVE_SERVE_EMBEDDER")
+    overrides: dict[str, Any] = {"embedder": embedder} if embedder else {}
+    memory = Memory(os.environ["NARRATIVE_DB"], **overrides)
+    return create_app(memory, max_body=int(os.environ.get("NARRATIVE_SERVE_MAX_BODY", MAX_BODY)))
+
+
+def run_workers(db: str, workers: int, host: str, port: int, max_body: int, embedder: str | None = None) -> None:
+    """Serve with ``workers`` uvicorn processes; each builds its app with :func:`worker_app`."""
+    import os
+
+    import uvicorn
+
+    os.environ["NARRATIVE_DB"] = db
+    os.environ["NARRATIVE_SERVE_MAX_BODY"] = str(max_body)
+    if embedder:
+        os.environ["NARRATIVE_SERVE_EMBEDDER"] = embedder
+    uvicorn.run("narrative.interfaces.http:worker_app", factory=True, workers=workers, host=host, port=port,
+                log_level="warning", server_header=False)
+
+
 def run(app: Any, host: str = "127.0.0.1", port: int = 8765, log_level: str = "info") -> None:
     """Serve ``app`` with uvicorn until interrupted."""
     import uvicorn

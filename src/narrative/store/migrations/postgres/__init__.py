@@ -1,0 +1,1 @@
+"""PostgreSQL migrations, applied in name order (see narrative.store.postgres.base)."""

@@ -1,0 +1,379 @@
+"""The PostgreSQL connection: a psycopg 3 pool, named migrations, nested transactions.
+
+The row classes of the SQLite store are written in the SQL both databases speak
+(``?`` placeholders, ``INSERT ... RETURNING``-free inserts, ISO text timestamps);
+this base runs them on PostgreSQL: it rewrites the few SQLite spellings once per
+statement text (cached), gives rows that read by name and by index like
+``sqlite3.Row``, and reports the id an insert made as ``lastrowid``.
+
+A transaction binds one pooled connection to the calling thread until it ends;
+a statement outside a transaction borrows a connection for itself (autocommit).
+So threads of one process, and processes, write at the same time; the database
+serialises what must be serialised (row locks, unique indexes).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from importlib import resources
+from typing import Any
+
+import psycopg
+import psycopg.errors
+from psycopg.adapt import Dumper
+from psycopg_pool import ConnectionPool
+
+from narrative.errors import ConversationAlreadyActive, SealedNarrative, StoreError
+
+MIGRATIONS_PACKAGE = "narrative.store.migrations.postgres"
+#: Tables whose rows get their id from an identity column (an insert reports it as ``lastrowid``).
+ID_TABLES = frozenset(
+    {
+        "storylines",
+        "conversations",
+        "messages",
+        "narratives",
+        "memories",
+        "entities",
+        "state_deltas",
+        "uses",
+        "routing_decisions",
+        "api_keys",
+    }
+)
+MIGRATION_LOCK = 7_246_161  # advisory lock key: one process migrates at a time
+
+
+class Row(tuple[Any, ...]):
+    """A result row read by position or by column name (as ``sqlite3.Row``)."""
+
+    names: dict[str, int]
+
+    def __new__(cls, values: Sequence[Any], names: dict[str, int]) -> Row:
+        row = super().__new__(cls, values)
+        row.names = names
+        return row
+
+    def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, str):
+            return super().__getitem__(self.names[key])
+        return super().__getitem__(key)
+
+    def keys(self) -> list[str]:
+        return list(self.names)
+
+
+def _row_factory(cursor: Any) -> Any:
+    names = {column.name: i for i, column in enumerate(cursor.description or ())}
+    return lambda values: Row(values, names)
+
+
+class _BoolAsInt(Dumper):
+    """Booleans are stored as 0/1 integers, as in the SQLite file."""
+
+    oid = psycopg.postgres.types["int8"].oid
+
+    def dump(self, obj: Any) -> bytes:
+        return b"1" if obj else b"0"
+
+
+class Result:
+    """What an executed statement left: its rows (fetched), the rows it changed, the id it inserted."""
+
+    def __init__(self, rows: list[Row], rowcount: int, lastrowid: int | None) -> None:
+        self.rows, self.rowcount, self.lastrowid = rows, rowcount, lastrowid
+
+    def fetchone(self) -> Row | None:
+        return self.rows[0] if self.rows else None
+
+    def fetchall(self) -> list[Row]:
+        return self.rows
+
+    def __iter__(self) -> Iterator[Row]:
+        return iter(self.rows)
+
+
+_INSERT = re.compile(r"^\s*INSERT\s+(?:OR\s+IGNORE\s+)?INTO\s+(\w+)", re.IGNORECASE)
+
+
+@functools.lru_cache(maxsize=2048)
+def translate_sql(sql: str) -> tuple[str, bool]:
+    """SQLite spelling → PostgreSQL spelling; True when the statement returns the inserted id."""
+    text = sql.replace("%", "%%").replace("?", "%s")
+    text = re.sub(r"(?<=[\s(])\+(?=[a-z])", "", text)  # '+col': SQLite's "not by this index" hint
+    text = re.sub(r"(\w+) = %s COLLATE NOCASE", r"lower(\1) = lower(%s)", text)
+    text = re.sub(r"\bWHERE 1\b(?!\s*=)", "WHERE TRUE", text)
+    text = re.sub(r"\bAND 0\b(?!\.)", "AND FALSE", text)
+    ignore = re.match(r"^\s*INSERT\s+OR\s+IGNORE\s+INTO", text, re.IGNORECASE) is not None
+    if ignore:
+        text = re.sub(r"^\s*INSERT\s+OR\s+IGNORE\s+INTO", "INSERT INTO", text, flags=re.IGNORECASE)
+        text += " ON CONFLICT DO NOTHING"
+    if text.strip().upper() == "PRAGMA DEFER_FOREIGN_KEYS = ON":
+        return "SET CONSTRAINTS ALL DEFERRED", False
+    match = _INSERT.match(sql)
+    returning = match is not None and match.group(1) in ID_TABLES and "RETURNING" not in text.upper()
+    if returning:
+        text += " RETURNING id"
+    return text, returning
+
+
+def translate_error(error: psycopg.Error) -> Exception:
+    """Constraint failures → the glossary's errors; everything else is a StoreError."""
+    diag = getattr(error, "diag", None)
+    constraint = getattr(diag, "constraint_name", None) or ""
+    text = str(error)
+    if constraint == "one_active_conversation_per_user" or "one_active_conversation_per_user" in text:
+        return ConversationAlreadyActive("this user already has an active conversation")
+    if "narrative is sealed" in text:
+        return SealedNarrative("sealed narratives are immutable")
+    return StoreError(text.strip())
+
+
+def migration_names() -> list[str]:
+    files = resources.files(MIGRATIONS_PACKAGE)
+    return sorted(f.name for f in files.iterdir() if f.name.endswith(".sql"))
+
+
+class PostgresBase:
+    """Owns a connection pool.  Writes go through :meth:`transaction`; nested calls join it."""
+
+    def __init__(self, url: str, pool_size: int = 4) -> None:
+        self.path = url
+        self._local = threading.local()
+        self._lock = threading.RLock()  # guards in-process caches (taken only by a thread holding a connection)
+        try:
+            self.pool = ConnectionPool(
+                url,
+                min_size=1,
+                max_size=max(1, pool_size),
+                kwargs={"autocommit": True},
+                configure=self._configure,
+                open=False,
+            )
+            self.pool.open(wait=True, timeout=30.0)
+        except (psycopg.Error, Exception) as error:  # PoolTimeout is not a psycopg.Error
+            raise StoreError(f"cannot open {_safe_url(url)}: {error}") from error
+        self.migrate()
+
+    @staticmethod
+    def _configure(conn: psycopg.Connection[Any]) -> None:
+        conn.row_factory = _row_factory
+        conn.adapters.register_dumper(bool, _BoolAsInt)
+        try:
+            from pgvector.psycopg import register_vector
+
+            register_vector(conn)
+        except psycopg.ProgrammingError:  # the extension is not there yet (before the first migration)
+            pass
+
+    # --- lifecycle -----------------------------------------------------------
+
+    def close(self) -> None:
+        self.pool.close()
+
+    def migrate(self) -> list[str]:
+        """Apply every migration not yet recorded, each in its own transaction, one process at a time."""
+        applied = []
+        with self.pool.connection() as conn:
+            try:
+                conn.execute(
+                    "CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
+                )
+            except psycopg.errors.UniqueViolation:  # another process created it at the same moment
+                pass
+            except psycopg.Error as error:
+                raise StoreError(f"cannot prepare {_safe_url(self.path)}: {error}") from error
+            for name in migration_names():
+                sql = resources.files(MIGRATIONS_PACKAGE).joinpath(name).read_text("utf-8")
+                if self._apply_migration(conn, name, sql):
+                    applied.append(name)
+        if applied:  # the vector type may be new: connections made before it must register it
+            self.pool.check()
+            with self.pool.connection() as conn:
+                self._configure(conn)
+        return applied
+
+    def _apply_migration(self, conn: psycopg.Connection[Any], name: str, sql: str) -> bool:
+        try:
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+                done = conn.execute("SELECT 1 FROM schema_migrations WHERE name = %s", (name,)).fetchone()
+                if done is None:
+                    conn.execute(sql.encode("utf-8"))
+                    conn.execute(
+                        "INSERT INTO schema_migrations(name, applied_at) VALUES (%s, %s)",
+                        (name, datetime.now(UTC).isoformat()),
+                    )
+            return done is None
+        except psycopg.Error as error:
+            raise StoreError(f"migration {name} failed: {error}") from error
+
+    def applied_migrations(self) -> list[str]:
+        return [r[0] for r in self._all("SELECT name FROM schema_migrations ORDER BY name")]
+
+    def schema_sql(self) -> list[str]:
+        """The schema as PostgreSQL describes it (used to compare fresh and upgraded databases)."""
+        parts: list[str] = []
+        queries = [
+            "SELECT table_name || '.' || column_name || ' ' || data_type || ' ' || is_nullable || ' '"
+            " || COALESCE(column_default, '') FROM information_schema.columns"
+            " WHERE table_schema = current_schema() AND table_name != 'schema_migrations'",
+            "SELECT conrelid::regclass::text || ' ' || conname || ' ' || pg_get_constraintdef(oid)"
+            " FROM pg_constraint WHERE connamespace = current_schema()::regnamespace",
+            "SELECT indexdef FROM pg_indexes WHERE schemaname = current_schema()",
+            "SELECT pg_get_triggerdef(t.oid) FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid"
+            " WHERE NOT t.tgisinternal AND c.relnamespace = current_schema()::regnamespace",
+            "SELECT pg_get_functiondef(p.oid) FROM pg_proc p WHERE p.pronamespace = current_schema()::regnamespace"
+            " AND p.prokind = 'f' AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.objid = p.oid"
+            " AND d.deptype = 'e')",
+        ]
+        schema = self._run("SELECT current_schema()", ()).rows[0][0]
+        for query in queries:
+            parts += sorted(str(r[0]).replace(f"{schema}.", "") for r in self._run(query, ()).rows)
+        return parts
+
+    # --- transactions --------------------------------------------------------
+
+    @property
+    def in_transaction(self) -> bool:
+        return getattr(self._local, "depth", 0) > 0
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """All-or-nothing.  The outermost call commits; inner calls use savepoints."""
+        local = self._local
+        depth = getattr(local, "depth", 0)
+        if depth == 0:
+            pinned = getattr(local, "conn", None)
+            if pinned is not None:  # inside pinned(): the thread's connection already
+                yield from self._outermost(pinned)
+                return
+            with self.pool.connection() as conn:
+                local.conn = conn
+                try:
+                    yield from self._outermost(conn)
+                finally:
+                    local.conn = None
+            return
+        name = f"sp{depth}"
+        self._control(f"SAVEPOINT {name}")
+        local.depth = depth + 1
+        try:
+            yield
+        except BaseException:
+            local.depth = depth
+            try:
+                self._control(f"ROLLBACK TO SAVEPOINT {name}")
+                self._control(f"RELEASE SAVEPOINT {name}")
+            finally:
+                self._rolled_back()
+            raise
+        local.depth = depth
+        self._control(f"RELEASE SAVEPOINT {name}")
+
+    @contextmanager
+    def pinned(self) -> Iterator[None]:
+        """Hold one pooled connection for this thread (statements stay autocommit) until the block ends."""
+        local = self._local
+        if getattr(local, "conn", None) is not None:
+            yield
+            return
+        with self.pool.connection() as conn:
+            local.conn = conn
+            try:
+                yield
+            finally:
+                local.conn = None
+
+    def _outermost(self, conn: psycopg.Connection[Any]) -> Iterator[None]:
+        local = self._local
+        self._control("BEGIN")
+        local.depth = 1
+        try:
+            yield
+        except BaseException:
+            local.depth = 0
+            try:
+                conn.rollback() if not conn.autocommit else conn.execute("ROLLBACK")
+            except psycopg.Error:
+                pass
+            finally:
+                self._rolled_back()
+            raise
+        local.depth = 0
+        try:
+            conn.execute("COMMIT")
+        except psycopg.Error as error:
+            try:
+                conn.execute("ROLLBACK")
+            except psycopg.Error:
+                pass
+            raise translate_error(error) from error
+
+    def _rolled_back(self) -> None:
+        """Called after any rollback (of a transaction or a savepoint): in-process caches resync here."""
+
+    def _control(self, statement: str) -> None:
+        try:
+            self._local.conn.execute(statement)
+        except psycopg.Error as error:
+            raise StoreError(f"{statement} failed on {_safe_url(self.path)}: {error}") from error
+
+    # --- statements ----------------------------------------------------------
+
+    def _run(self, sql: str, params: Sequence[Any], returning: bool = False) -> Result:
+        conn = getattr(self._local, "conn", None)
+        try:
+            if conn is not None:
+                return _execute(conn, sql, params, returning)
+            with self.pool.connection() as borrowed:
+                return _execute(borrowed, sql, params, returning)
+        except psycopg.Error as error:
+            raise translate_error(error) from error
+
+    def _exec(self, sql: str, params: Sequence[Any] = ()) -> Result:
+        text, returning = translate_sql(sql)
+        return self._run(text, params, returning)
+
+    def _insert(self, sql: str, params: Sequence[Any]) -> int:
+        with self.transaction():
+            rowid = self._exec(sql, params).lastrowid
+        if rowid is None:
+            raise StoreError("insert returned no id")
+        return int(rowid)
+
+    def _one(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
+        return self._exec(sql, params).fetchone()
+
+    def _all(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        return self._exec(sql, params).fetchall()
+
+    def count_rows(self, table: str, user_id: str | None = None) -> int:
+        """Row count of one table (used by tests and delete checks)."""
+        if not table.replace("_", "").isalnum():
+            raise StoreError(f"bad table name {table!r}")
+        if user_id is None:
+            row = self._one(f"SELECT COUNT(*) FROM {table}")
+        else:
+            column = "id" if table == "users" else "user_id"
+            row = self._one(f"SELECT COUNT(*) FROM {table} WHERE {column} = ?", (user_id,))
+        return int(row[0]) if row else 0
+
+
+def _execute(conn: psycopg.Connection[Any], sql: str, params: Sequence[Any], returning: bool) -> Result:
+    cursor = conn.execute(sql, tuple(params))  # always parsed, so '%%' (escaped by translate_sql) is '%'
+    rows: list[Row] = cursor.fetchall() if cursor.description is not None else []
+    lastrowid = int(rows[-1][0]) if returning and rows else None
+    if returning:
+        rows = []
+    return Result(rows, cursor.rowcount, lastrowid)
+
+
+def _safe_url(url: str) -> str:
+    """The URL without its password, for messages."""
+    return re.sub(r"(://[^:/@]*):[^@]*@", r"\1:***@", url)

@@ -1,0 +1,220 @@
+"""Where PostgreSQL needs its own SQL: message positions, text search, vectors as pgvector, portability."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from narrative.errors import StoreError, ValidationError
+from narrative.model import Message, Narrative, Role
+from narrative.store.keyword_index import KeywordIndex, query_terms
+from narrative.store.postgres.base import PostgresBase
+from narrative.store.sqlite.base import dumps, loads, placeholders, to_text, to_time_required
+from narrative.store.sqlite.conversations import _message
+from narrative.store.sqlite.narratives import _narrative
+from narrative.store.sqlite.portability import USER_TABLES, _decode
+
+#: Columns PostgreSQL keeps that the portable dump does not carry (the owner of rows that hang off a parent).
+_OWNER_ONLY = {"memory_sources": "user_id", "use_references": "user_id"}
+_VECTOR_TABLES = frozenset({"memory_vectors", "storyline_vectors"})
+
+
+def vector_value(vector: Any) -> np.ndarray:
+    """A flat float32 array from a numpy array or a pgvector ``Vector``."""
+    if hasattr(vector, "to_numpy"):
+        vector = vector.to_numpy()
+    return np.asarray(vector, dtype=np.float32).reshape(-1)
+
+
+def rank_texts(user_id: str, rows: Iterable[tuple[int, str]], query: str, limit: int) -> list[tuple[int, float]]:
+    """BM25 over a handful of rows (a user's storylines, narratives or messages), scored as FTS5 would."""
+    terms = query_terms(query)
+    if not terms or limit <= 0:
+        return []
+    index = KeywordIndex()
+    index.upsert((row_id, user_id, text) for row_id, text in rows)
+    return index.search(user_id, terms, limit)
+
+
+class PostgresRows(PostgresBase):
+    """Overrides of the shared row classes; listed first in :class:`PostgresStore`'s bases."""
+
+    # --- messages: positions allocated under the user's row lock ---------------------
+
+    def insert_message(
+        self,
+        user_id: str,
+        conversation_id: int,
+        role: Role,
+        content: str,
+        now: datetime,
+        speaker: str = "",
+        meta: dict[str, Any] | None = None,
+    ) -> Message:
+        """Append a message at the user's next position.
+
+        The user's row is locked first (``FOR UPDATE``), so concurrent writers for one
+        user take positions one after another: no gap, no duplicate, no retry.
+        """
+        created, encoded_meta = to_text(now), dumps(meta or {})
+        with self.transaction():
+            locked = self._one("SELECT id FROM users WHERE id = ? FOR UPDATE", (user_id,))
+            if locked is None:
+                raise StoreError(f"user {user_id!r} does not exist")
+            row = self._one("SELECT COALESCE(MAX(position), 0) + 1 FROM messages WHERE user_id = ?", (user_id,))
+            position = int(row[0]) if row else 1
+            mid = self._exec(
+                "INSERT INTO messages(user_id, conversation_id, position, role, speaker, content, created_at, meta)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (user_id, conversation_id, position, role.value, speaker, content, created, encoded_meta),
+            ).lastrowid
+            self._exec(
+                "UPDATE conversations SET message_count = message_count + 1, last_message_at = ?,"
+                " idle_notified_at = NULL WHERE id = ? AND user_id = ?",
+                (created, conversation_id, user_id),
+            )
+        if mid is None or created is None:
+            raise StoreError("insert returned no id")
+        return Message(
+            id=mid, user_id=user_id, conversation_id=conversation_id, position=position, role=role,
+            speaker=speaker, content=content, created_at=to_time_required(created), meta=loads(encoded_meta, {}),
+        )
+
+    # --- keyword search over the small tables: BM25 in process -----------------------
+
+    def search_messages(self, user_id: str, query: str, limit: int = 20) -> list[tuple[Message, float]]:
+        rows = self._all("SELECT id, content || ' ' || speaker FROM messages WHERE user_id = ?", (user_id,))
+        hits = rank_texts(user_id, ((int(r[0]), str(r[1])) for r in rows), query, limit)
+        if not hits:
+            return []
+        ids = [h[0] for h in hits]
+        found = {
+            r["id"]: _message(r)  # type: ignore[arg-type]  # read by name like sqlite3.Row
+            for r in self._all(f"SELECT * FROM messages WHERE user_id = ? AND id IN ({placeholders(ids)})",
+                               [user_id, *ids])
+        }
+        return [(found[i], score) for i, score in hits if i in found]
+
+    def search_narratives(self, user_id: str, query: str, limit: int = 10) -> list[Narrative]:
+        """Keyword search (BM25) over summaries and topics, newest first."""
+        rows = self._all("SELECT id, summary || ' ' || topic FROM narratives WHERE user_id = ?", (user_id,))
+        hits = rank_texts(user_id, ((int(r[0]), str(r[1])) for r in rows), query, limit)
+        if not hits:
+            return []
+        ids = [h[0] for h in hits]
+        found = [
+            _narrative(r)  # type: ignore[arg-type]  # read by name like sqlite3.Row
+            for r in self._all(f"SELECT * FROM narratives WHERE user_id = ? AND id IN ({placeholders(ids)})",
+                               [user_id, *ids])
+        ]
+        return sorted(found, key=lambda n: (n.created_at, n.id), reverse=True)
+
+    def keyword_search_storylines(self, user_id: str, query: str, limit: int = 10) -> list[tuple[int, float]]:
+        rows = self._all(
+            "SELECT id, name || ' ' || description || ' ' || keywords || ' ' || summary FROM storylines"
+            " WHERE user_id = ? AND status != 'archived'",
+            (user_id,),
+        )
+        return rank_texts(user_id, ((int(r[0]), str(r[1])) for r in rows), query, limit)
+
+    # --- storyline vectors in pgvector ----------------------------------------------
+
+    def put_storyline_vector(self, user_id: str, storyline_id: int, model: str, vector: np.ndarray) -> None:
+        self._exec(
+            "INSERT INTO storyline_vectors(storyline_id, user_id, model, vector)"
+            " SELECT id, user_id, ?, ? FROM storylines WHERE id = ? AND user_id = ?"
+            " ON CONFLICT (user_id, storyline_id) DO UPDATE SET model = EXCLUDED.model, vector = EXCLUDED.vector",
+            (model, vector_value(vector), storyline_id, user_id),
+        )
+
+    def storyline_vector(self, user_id: str, storyline_id: int, model: str) -> np.ndarray | None:
+        row = self._one(
+            "SELECT vector FROM storyline_vectors WHERE user_id = ? AND storyline_id = ? AND model = ?",
+            (user_id, storyline_id, model),
+        )
+        return None if row is None else vector_value(row[0])
+
+    def storyline_vectors(self, user_id: str, model: str) -> dict[int, np.ndarray]:
+        rows = self._all(
+            "SELECT v.storyline_id, v.vector FROM storyline_vectors v"
+            " JOIN storylines s ON s.user_id = v.user_id AND s.id = v.storyline_id"
+            " WHERE v.user_id = ? AND v.model = ? AND s.status != 'archived'",
+            (user_id, model),
+        )
+        return {int(r[0]): vector_value(r[1]) for r in rows}
+
+    # --- portability and deletes -----------------------------------------------------
+
+    def table_columns(self, table: str) -> list[str]:
+        if table not in USER_TABLES:
+            raise StoreError(f"not a user table: {table!r}")
+        rows = self._all(
+            "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema()"
+            " AND table_name = ? ORDER BY ordinal_position",
+            (table,),
+        )
+        return [str(r[0]) for r in rows if r[0] != _OWNER_ONLY.get(table)]
+
+    def export_user_rows(self, user_id: str) -> dict[str, list[dict[str, Any]]]:
+        tables: dict[str, list[dict[str, Any]]] = super().export_user_rows(user_id)  # type: ignore[misc]
+        for table, column in _OWNER_ONLY.items():
+            for row in tables.get(table, []):
+                row.pop(column, None)
+        return tables
+
+    def _insert_rows(self, table: str, user_id: str, rows: Iterable[Mapping[str, Any]]) -> int:
+        if table not in _VECTOR_TABLES:
+            count: int = super()._insert_rows(table, user_id, rows)  # type: ignore[misc]
+            return count
+        columns = set(self.table_columns(table))
+        count = 0
+        for raw in rows:
+            if not isinstance(raw, Mapping):
+                raise ValidationError(f"a row of {table} is not an object", field=table)
+            extra = set(raw) - columns
+            if extra:
+                message = f"{table} has unknown columns {sorted(extra)}: made by a newer schema?"
+                raise ValidationError(message, field=table)
+            row = _decode(table, raw)
+            row["user_id"] = user_id
+            row["vector"] = np.frombuffer(bytes(row["vector"]), dtype=np.float32)
+            names = list(row)
+            self._exec(
+                f"INSERT INTO {table} ({', '.join(names)}) VALUES ({placeholders(names)})", [row[n] for n in names]
+            )
+            count += 1
+        return count
+
+    def import_user_rows(self, user_id: str, tables: dict[str, list[dict[str, Any]]]) -> dict[str, int]:
+        """As the SQLite store does; then every identity sequence moves past the ids the dump brought."""
+        with self.transaction():
+            counts: dict[str, int] = super().import_user_rows(user_id, tables)  # type: ignore[misc]
+            for table in sorted({"storylines", "conversations", "messages", "narratives", "memories", "entities",
+                                 "state_deltas", "uses", "routing_decisions", "api_keys"}):
+                self._exec(
+                    f"SELECT setval(pg_get_serial_sequence('{table}', 'id'),"
+                    f" GREATEST((SELECT COALESCE(MAX(id), 0) FROM {table}), 1))"
+                )
+        return counts
+
+    def narratives_with_memories(self, user_id: str, memory_ids: Iterable[int]) -> list[int]:
+        wanted = set(memory_ids)
+        if not wanted:
+            return []
+        rows = self._all("SELECT id, memory_ids FROM narratives WHERE user_id = ? ORDER BY id", (user_id,))
+        return [int(r[0]) for r in rows if wanted & set(json.loads(r[1]) or [])]
+
+    def conversation_memory_ids(self, user_id: str, conversation_id: int) -> list[int]:
+        rows = self._all(
+            "SELECT id FROM memories WHERE user_id = ? AND conversation_id = ?"
+            " UNION SELECT s.memory_id FROM memory_sources s JOIN messages g ON g.id = s.message_id"
+            " WHERE s.memory_id IN (SELECT s2.memory_id FROM memory_sources s2 JOIN messages g2"
+            " ON g2.id = s2.message_id WHERE g2.user_id = ? AND g2.conversation_id = ?)"
+            " GROUP BY s.memory_id HAVING bool_and(g.conversation_id = ?) ORDER BY 1",
+            (user_id, conversation_id, user_id, conversation_id, conversation_id),
+        )
+        return [int(r[0]) for r in rows]

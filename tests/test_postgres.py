@@ -1,0 +1,353 @@
+"""The PostgreSQL store's own guarantees: what the database itself enforces, many writers, many processes.
+
+The shared suites (``store`` and ``mem`` fixtures) already run every store- and
+engine-level test on PostgreSQL; these tests cover what only a server has:
+migrations into a bare schema, raw SQL refused by the schema, concurrent writers,
+and a second process whose writes this process's in-process index must see.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import subprocess
+import sys
+import textwrap
+import threading
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import numpy as np
+import psycopg
+import pytest
+
+from conftest import pg_server
+from narrative.model import Memory, Role, Source, Stream
+from narrative.store.postgres import PostgresStore
+from narrative.store.postgres import base as pg_base
+
+pytestmark = pytest.mark.postgres
+
+NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+
+
+def memory(user: str, content: str, seconds: int = 0) -> Memory:
+    return Memory(
+        id=0, user_id=user, stream=Stream.FACT, source=Source.AGENT, content=content, importance=2,
+        created_at=NOW + timedelta(seconds=seconds),
+    )
+
+
+@pytest.fixture
+def url() -> Any:
+    server = pg_server()
+    fresh = server.fresh_schema()
+    yield fresh
+    server.release(fresh)
+
+
+@pytest.fixture
+def pg(url: str) -> Any:
+    store = PostgresStore(url)
+    store.ensure_user("alice", NOW)
+    yield store
+    store.close()
+
+
+def raw(url: str) -> Any:
+    return psycopg.connect(url, autocommit=True)
+
+
+# --- migrations -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("already_applied", [0, 1])
+def test_fresh_and_upgraded_schemas_are_equal(monkeypatch: pytest.MonkeyPatch, already_applied: int) -> None:
+    """A schema that holds the first N migrations, upgraded on open, ends like a fresh one."""
+    server = pg_server()
+    fresh_url, older_url = server.bare_schema(), server.bare_schema()
+    fresh = PostgresStore(fresh_url)
+    names = pg_base.migration_names()
+    with monkeypatch.context() as patch:
+        patch.setattr(pg_base, "migration_names", lambda: names[:already_applied])
+        PostgresStore(older_url).close()
+    upgraded = PostgresStore(older_url)
+    try:
+        assert upgraded.applied_migrations() == fresh.applied_migrations() == names
+        assert upgraded.schema_sql() == fresh.schema_sql()
+        assert upgraded.migrate() == []  # nothing left to apply
+    finally:
+        for store in (fresh, upgraded):
+            store.close()
+        server.drop(fresh_url)
+        server.drop(older_url)
+
+
+def test_every_key_and_unique_constraint_includes_the_user(pg: PostgresStore, url: str) -> None:
+    """Ready to distribute on user_id: no primary key or unique index of a user table leaves it out.
+
+    (The migration record and the memory change log hold no user data: see docs/scaling.md.)"""
+    with raw(url) as conn:
+        rows = conn.execute(
+            "SELECT c.relname, i.indexrelid::regclass::text, ARRAY(SELECT a.attname FROM pg_attribute a"
+            " WHERE a.attrelid = c.oid AND a.attnum = ANY(i.indkey)) FROM pg_index i"
+            " JOIN pg_class c ON c.oid = i.indrelid WHERE c.relnamespace = current_schema()::regnamespace"
+            " AND (i.indisunique OR i.indisprimary) AND c.relname NOT IN ('schema_migrations', 'memory_changes')"
+        ).fetchall()
+    assert rows
+    for table, index, columns in rows:
+        key = "id" if table == "users" else "user_id"
+        assert key in columns, f"{index} on {table} leaves out the user: {columns}"
+
+
+# --- what the schema refuses on its own ---------------------------------------------------
+
+
+def test_partial_unique_index_refuses_a_second_active_conversation(pg: PostgresStore, url: str) -> None:
+    pg.insert_conversation("alice", NOW)
+    with raw(url) as conn, pytest.raises(psycopg.errors.UniqueViolation, match="one_active_conversation"):
+        conn.execute(
+            "INSERT INTO conversations(user_id, status, started_at) VALUES ('alice', 'active', '2026-03-02')"
+        )
+
+
+def test_sealed_link_trigger_refuses_raw_updates(pg: PostgresStore, url: str) -> None:
+    link = pg.insert_narrative("alice", "what happened", [], None, "topic", NOW, sealed=True)
+    with raw(url) as conn, pytest.raises(psycopg.errors.CheckViolation, match="narrative is sealed"):
+        conn.execute("UPDATE narratives SET summary = 'rewritten' WHERE id = %s", (link.id,))
+
+
+def test_deleting_a_user_leaves_no_row_vector_or_search_entry(pg: PostgresStore) -> None:
+    conversation = pg.insert_conversation("alice", NOW)
+    message = pg.insert_message("alice", conversation.id, Role.USER, "the harbour at dawn", NOW)
+    kept = pg.insert_memory(memory("alice", "the harbour at dawn"))
+    pg.put_memory_vectors("alice", "m:384", {kept.id: np.ones(384, dtype=np.float32)})
+    assert pg.keyword_search_memories("alice", "harbour") and message.position == 1
+    pg.delete_user("alice")
+    for table in ("memories", "messages", "conversations", "memory_vectors", "storylines", "memory_sources"):
+        assert pg.count_rows(table, "alice") == 0
+    assert pg.keyword_search_memories("alice", "harbour") == []
+    assert pg.vector_search("alice", np.ones(384, dtype=np.float32), "m:384") == []
+
+
+# --- many writers ----------------------------------------------------------------------------
+
+
+def _write_messages(url: str, conversation_id: int, count: int, tag: str) -> None:
+    store = PostgresStore(url, pool_size=2)
+    try:
+        for i in range(count):
+            store.insert_message("alice", conversation_id, Role.USER, f"{tag} {i}", NOW)
+    finally:
+        store.close()
+
+
+def test_positions_have_no_gap_or_duplicate_under_concurrent_writers(pg: PostgresStore, url: str) -> None:
+    """Threads and processes append for one user at once: positions are exactly 1..N."""
+    conversation = pg.insert_conversation("alice", NOW)
+    threads = [threading.Thread(target=_write_messages, args=(url, conversation.id, 15, f"t{i}")) for i in range(3)]
+    context = multiprocessing.get_context("spawn")
+    processes = [context.Process(target=_write_messages, args=(url, conversation.id, 15, f"p{i}")) for i in range(2)]
+    for worker in [*threads, *processes]:
+        worker.start()
+    for thread in threads:
+        thread.join()
+    for process in processes:
+        process.join(120)
+        assert process.exitcode == 0
+    messages = pg.list_messages("alice")
+    assert [m.position for m in messages] == list(range(1, 5 * 15 + 1))
+    assert len({m.content for m in messages}) == 75
+    assert pg.get_conversation("alice", conversation.id).message_count == 75
+
+
+# --- other processes' writes ------------------------------------------------------------------
+
+_WRITER = textwrap.dedent(
+    """
+    import sys
+    from datetime import UTC, datetime
+    import numpy as np
+    from narrative.model import Memory, Source, Stream
+    from narrative.store.postgres import PostgresStore
+
+    store = PostgresStore(sys.argv[1])
+    made = store.insert_memory(Memory(id=0, user_id="alice", stream=Stream.FACT, source=Source.AGENT,
+                               content=sys.argv[2], importance=2, created_at=datetime.now(UTC)))
+    vector = np.zeros(384, dtype=np.float32)
+    vector[int(sys.argv[3])] = 1.0
+    store.put_memory_vectors("alice", "m:384", {made.id: vector})
+    print(made.id)
+    store.close()
+    """
+)
+
+
+def test_a_second_process_writes_are_seen_before_answering(pg: PostgresStore, url: str) -> None:
+    """This process's keyword index is built; another process writes; the next search sees it."""
+    pg.insert_memory(memory("alice", "a quiet morning"))
+    assert pg.keyword_search_memories("alice", "lighthouse") == []  # the index exists now
+    done = subprocess.run(
+        [sys.executable, "-c", _WRITER, url, "the lighthouse keeper waved", "7"],
+        capture_output=True, text=True, timeout=120, check=True,
+    )
+    made = int(done.stdout.strip())
+    assert [hit[0] for hit in pg.keyword_search_memories("alice", "lighthouse")] == [made]
+    query = np.zeros(384, dtype=np.float32)
+    query[7] = 1.0
+    assert pg.vector_search("alice", query, "m:384", k=1)[0][0] == made
+
+
+def test_a_commit_that_lands_out_of_order_is_not_missed(pg: PostgresStore, url: str) -> None:
+    """A transaction that took an earlier change number but committed later still reaches the index."""
+    other = PostgresStore(url)
+    try:
+        assert pg.keyword_search_memories("alice", "anything") == []
+        started, release = threading.Event(), threading.Event()
+
+        def slow_writer() -> None:
+            with other.transaction():
+                other.insert_memory(memory("alice", "the slow tortoise"))
+                started.set()
+                release.wait(30)
+
+        thread = threading.Thread(target=slow_writer)
+        thread.start()
+        started.wait(30)
+        pg.insert_memory(memory("alice", "the quick hare"))  # a later change number, committed first
+        assert len(pg.keyword_search_memories("alice", "hare")) == 1
+        release.set()
+        thread.join()
+        assert len(pg.keyword_search_memories("alice", "tortoise")) == 1
+    finally:
+        other.close()
+
+
+# --- vectors ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", ["exact", "hnsw"])
+def test_recall_under_the_user_filter(pg: PostgresStore, monkeypatch: pytest.MonkeyPatch, path: str) -> None:
+    """Many users share the HNSW index; one user's top 10 matches an exact search (random vectors: HNSW's worst
+    case).  Small users are searched exactly; the limit is lowered here so the HNSW path runs too."""
+    from narrative.store.postgres import search
+
+    if path == "hnsw":
+        monkeypatch.setattr(search, "EXACT_LIMIT", 10)
+    rng = np.random.default_rng(7)
+    mine: dict[int, np.ndarray] = {}
+    for user in [f"u{i}" for i in range(20)]:
+        pg.ensure_user(user, NOW)
+        with pg.transaction():
+            made = [pg.insert_memory(memory(user, f"note {i}")) for i in range(60)]
+        vectors = {m.id: rng.standard_normal(384).astype(np.float32) for m in made}
+        pg.put_memory_vectors(user, "m:384", vectors)
+        if user == "u3":
+            mine = vectors
+    ids = list(mine)
+    matrix = np.vstack([mine[i] / np.linalg.norm(mine[i]) for i in ids])
+    recalls = []
+    for _ in range(10):
+        query = rng.standard_normal(384).astype(np.float32)
+        exact = {ids[j] for j in np.argsort(-(matrix @ (query / np.linalg.norm(query))))[:10]}
+        found = {hit[0] for hit in pg.vector_search("u3", query, "m:384", k=10)}
+        recalls.append(len(found & exact) / 10)
+    assert float(np.mean(recalls)) >= (1.0 if path == "exact" else 0.9), recalls
+
+
+# --- opening by URL, the CLI ---------------------------------------------------------------
+
+
+def test_every_role_protocol_is_met_by_both_stores(pg: PostgresStore, tmp_path: Any) -> None:
+    from narrative.store import protocol
+    from narrative.store.sqlite import SqliteStore
+
+    roles = [getattr(protocol, name) for name in protocol.__all__ if name != "Store"]
+    role_methods = set().union(*(set(vars(role)) for role in roles))
+    assert {m for m in vars(protocol.Store) if not m.startswith("_")} <= role_methods | {"backend"}
+    sqlite = SqliteStore(tmp_path / "x.db")
+    try:
+        for role in [*roles, protocol.Store]:
+            assert isinstance(pg, role) and isinstance(sqlite, role), role.__name__
+    finally:
+        sqlite.close()
+
+
+def test_memory_and_the_cli_open_a_url(url: str) -> None:
+    from click.testing import CliRunner
+
+    import narrative
+    from narrative.interfaces.cli import _register, cli
+
+    with narrative.Memory(url, user="maya", embedder="none", env={}) as mem:
+        assert mem.store.backend == "postgres"
+        mem.remember("The lighthouse keeper waved at dawn.")
+    _register()
+    runner = CliRunner()
+    migrated = runner.invoke(cli, ["--db", url, "--embedder", "none", "--json", "migrate"])
+    assert migrated.exit_code == 0, migrated.output
+    assert '"backend": "postgres"' in migrated.output and "0001_initial.sql" in migrated.output
+    found = runner.invoke(cli, ["--db", url, "--user", "maya", "--embedder", "none", "search", "lighthouse"])
+    assert found.exit_code == 0 and "lighthouse keeper" in found.output
+
+
+def test_serve_workers_needs_a_shared_database(tmp_path: Any) -> None:
+    from click.testing import CliRunner
+
+    from narrative.interfaces.cli import _register, cli
+
+    _register()
+    done = CliRunner().invoke(cli, ["--db", str(tmp_path / "one.db"), "--embedder", "none", "serve", "--workers", "2"])
+    assert done.exit_code != 0 and "postgresql://" in done.output
+
+
+def test_serve_workers_answer_over_one_database(url: str) -> None:
+    """Two worker processes: a message sent through one is found through the API (whichever worker answers)."""
+    import http.client
+    import json
+    import os
+    import socket
+    import time
+
+    import narrative
+
+    with narrative.Memory(url, user="maya", embedder="none", env={}) as mem:
+        key = mem.create_api_key(label="test")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NARRATIVE_")}
+    server = subprocess.Popen(
+        [sys.executable, "-m", "narrative.interfaces.cli", "--db", url, "--embedder", "none", "serve",
+         "--port", str(port), "--workers", "2"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
+    )
+    headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+
+    def call(method: str, path: str, body: str | None = None) -> tuple[int, str]:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        try:
+            conn.request(method, path, body=body, headers=headers)
+            response = conn.getresponse()
+            return response.status, response.read().decode()
+        finally:
+            conn.close()
+
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                if call("GET", "/api/v1/me")[0] == 200:
+                    break
+            except OSError:
+                assert server.poll() is None, server.stderr.read() if server.stderr else ""
+                assert time.monotonic() < deadline, "server did not start"
+                time.sleep(0.3)
+        for text in ("The harbour crane broke down.", "We fixed the harbour crane on Monday."):
+            assert call("POST", "/api/v1/messages", json.dumps({"content": text}))[0] == 201
+        for _ in range(4):  # both workers, most likely: each must see the latest write
+            status, text = call("GET", "/api/v1/search?q=harbour%20crane&record=false")
+            assert status == 200 and "on Monday" in text
+    finally:
+        server.terminate()
+        server.wait(30)
+        if server.stderr is not None:
+            server.stderr.close()
