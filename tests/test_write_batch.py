@@ -1,7 +1,8 @@
 """The batched write path: one write transaction per batch (a savepoint per turn), and the vectors a turn embeds.
 
 ``exchange_vector="compose"`` embeds each message once and makes the conversation memory's vector the
-normalised sum of its two messages' vectors; ``"embed"`` (the default) embeds the exchange's own text.
+normalised sum of its two messages' vectors, each weighted by the square root of its text's length;
+``"embed"`` embeds the exchange's own text.
 The deterministic hashing embedder (a real provider) makes the vectors exact to compare.
 """
 
@@ -48,6 +49,10 @@ def unit(vector: np.ndarray) -> np.ndarray:
     return vector / np.linalg.norm(vector)
 
 
+def composed(first: str, first_vector: np.ndarray, second: str, second_vector: np.ndarray) -> np.ndarray:
+    return unit(len(first) ** 0.5 * first_vector + len(second) ** 0.5 * second_vector)
+
+
 def vectors_of(mem: narrative.Memory) -> dict[int, np.ndarray]:
     ids, _, _, matrix = mem.store.memory_vectors(mem.settings.user)
     return dict(zip(ids, matrix, strict=True))
@@ -62,7 +67,7 @@ def open_memory(path: Path, mode: str, embedder: HashingEmbedder | None = None) 
 # --- compose ----------------------------------------------------------------------------------------------------
 
 
-def test_compose_sums_the_two_messages_vectors(tmp_path: Path) -> None:
+def test_compose_weighs_the_two_messages_vectors_by_length(tmp_path: Path) -> None:
     embedder = HashingEmbedder()
     with open_memory(tmp_path / "c.db", "compose", embedder) as mem:
         results = mem.remember_many(GARDEN)
@@ -72,7 +77,8 @@ def test_compose_sums_the_two_messages_vectors(tmp_path: Path) -> None:
     for i in range(1, len(GARDEN)):
         exchange = results[i].memories[0]
         assert exchange.content == f"{line(GARDEN[i - 1])}\n{line(GARDEN[i])}"
-        assert np.allclose(stored[exchange.id], unit(lines[i - 1] + lines[i]), atol=1e-6)
+        expected = composed(line(GARDEN[i - 1]), lines[i - 1], line(GARDEN[i]), lines[i])
+        assert np.allclose(stored[exchange.id], expected, atol=1e-6)
         assert np.isclose(np.linalg.norm(stored[exchange.id]), 1.0)
 
 
@@ -88,8 +94,9 @@ def test_compose_works_across_remember_calls_and_reopening(tmp_path: Path) -> No
         stored = vectors_of(mem)
     lines = embedder.embed_batch([line(t) for t in GARDEN[:3]])
     assert np.allclose(stored[first.memories[0].id], lines[0])
-    assert np.allclose(stored[second.memories[0].id], unit(lines[0] + lines[1]), atol=1e-6)
-    assert np.allclose(stored[third.memories[0].id], unit(lines[1] + lines[2]), atol=1e-6)
+    texts = [line(t) for t in GARDEN[:3]]
+    assert np.allclose(stored[second.memories[0].id], composed(texts[0], lines[0], texts[1], lines[1]), atol=1e-6)
+    assert np.allclose(stored[third.memories[0].id], composed(texts[1], lines[1], texts[2], lines[2]), atol=1e-6)
 
 
 def test_compose_embeds_each_message_once(tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
-"""Latency benchmark: ingest speed, recall latency at 10k/100k memories, peak RSS, ChromaDB in the same run.
+"""Latency benchmark: ingest speed (``bench.ingest``), recall latency at 10k/100k memories, peak RSS,
+ChromaDB in the same run.
 
 Memories are synthetic but realistic: sentences from templates about people,
 places, plans and feelings.  A pool of distinct sentences is embedded with the
@@ -21,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from narrative.engine import Memory, Turn
+from narrative.bench import ingest
+from narrative.engine import Memory
 
 NAMES = ["Maya", "Sam", "Lena", "Jon", "Priya", "Tomas", "Aiko", "Ravi", "Nora", "Diego", "Elif", "Kwame"]
 PLACES = ["Lisbon", "Porto", "the allotment", "the climbing gym", "Kyoto", "the library", "the office", "Berlin"]
@@ -76,27 +78,6 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-def measure_ingest(workdir: Path, turns: int, embedder: str) -> dict[str, Any]:
-    """Turns per second through the real write path (routing, extraction, narrative, embeddings)."""
-    rng = random.Random(7)
-    with Memory(workdir / f"ingest-{embedder}.db", user="bench", embedder=embedder) as mem:
-        if mem.embedder is not None:
-            mem.embedder.embed_batch(["warm up"])
-        batch = [
-            Turn(sentence(rng), "user" if i % 2 == 0 else "assistant", speaker="Maya" if i % 2 == 0 else "Rook")
-            for i in range(turns)
-        ]
-        started = time.perf_counter()
-        mem.remember_many(batch)
-        seconds = time.perf_counter() - started
-    return {
-        "embedder": embedder,
-        "turns": turns,
-        "seconds": round(seconds, 2),
-        "turns_per_s": round(turns / seconds, 1),
-    }
 
 
 def build_store(mem: Memory, size: int, pool_texts: list[str], pool_vectors: np.ndarray, seed: int) -> np.ndarray:
@@ -159,14 +140,17 @@ def time_chroma(vectors: np.ndarray, query_vectors: np.ndarray, workdir: Path) -
 
 
 def run(
-    sizes: Sequence[int], *, queries: int = 200, chroma: bool = True, pool: int = 2000, ingest_turns: int = 400
+    sizes: Sequence[int], *, queries: int = 200, chroma: bool = True, pool: int = 2000, ingest_turns: int = 400,
+    progress: ingest.Progress | None = None,
 ) -> dict[str, Any]:
     workdir = Path(tempfile.mkdtemp(prefix="narrative-latency-"))
     rng = random.Random(11)
     report: dict[str, Any] = {
-        "ingest": [measure_ingest(workdir, ingest_turns, "minilm"), measure_ingest(workdir, ingest_turns, "none")],
+        "ingest": ingest.measure(workdir, ingest_turns, progress) if ingest_turns else None,
         "sizes": [],
     }
+    if not sizes:
+        return report
     with Memory(workdir / "pool.db", user="pool") as pool_mem:
         embedder = pool_mem.embedder
         assert embedder is not None
@@ -220,14 +204,10 @@ def run(
 
 
 def format_report(report: dict[str, Any]) -> str:
-    lines = ["Ingest through the write path (routing, extraction, narrative, reflections):"]
-    for row in report["ingest"]:
-        lines.append(
-            f"  embedder {row['embedder']:<7} {row['turns']} turns in {row['seconds']} s = {row['turns_per_s']} turns/s"
-        )
-    lines.append(f"  (the model alone embeds {report['embed_texts_per_s']} texts/s in batches on this machine)")
+    lines = [] if report["ingest"] is None else [ingest.format_report(report["ingest"]), ""]
+    if not report["sizes"]:
+        return "\n".join(lines)
     lines += [
-        "",
         "Recall latency, k=10 ('hybrid+embedding' embeds every query; the mode rows reuse cached query vectors):",
         f"{'memories':>9} {'mode':<16} {'p50 ms':>8} {'p95 ms':>8}",
     ]

@@ -35,7 +35,9 @@ class ClosingAPI(TurnsAPI, ConversationsAPI, MemoriesAPI):
             return CloseTools(self._extract(), assist)
 
         def similarity(a: Sequence[str], b: Sequence[str]) -> np.ndarray:
-            va, vb = embedder.embed_batch(list(a)), embedder.embed_batch(list(b))
+            texts = list(dict.fromkeys([*a, *b]))  # one model call over the distinct texts of both sides
+            rows = dict(zip(texts, embedder.embed_batch(texts), strict=True))
+            va, vb = np.array([rows[t] for t in a]), np.array([rows[t] for t in b])
             va = va / np.maximum(np.linalg.norm(va, axis=1, keepdims=True), 1e-12)
             vb = vb / np.maximum(np.linalg.norm(vb, axis=1, keepdims=True), 1e-12)
             return np.asarray(va @ vb.T)

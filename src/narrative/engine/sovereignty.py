@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from enum import StrEnum
 from typing import Any
 
@@ -24,6 +24,8 @@ from narrative.model import Message, StorylineKind
 from narrative.read import export as exporting
 from narrative.store.filters import MemoryFilter
 from narrative.write import storylines as storylines_
+
+REEMBED_CHUNK = 256  # memories per model call when an import re-embeds (a progress step each)
 
 
 class _Format(StrEnum):
@@ -42,11 +44,14 @@ class SovereigntyAPI(TurnsAPI, MemoriesAPI):
             return exporting.export_json(self.store, user_id)
         return exporting.export_markdown(self.store, user_id)
 
-    def import_data(self, text: str, *, user: str | None = None) -> dict[str, Any]:
+    def import_data(
+        self, text: str, *, user: str | None = None, progress: Callable[[int, int], None] | None = None
+    ) -> dict[str, Any]:
         """Restore a JSON export into an empty user (refused otherwise), ids preserved.
 
         Vectors made by another embedder than this memory's are not restored; their memories and
-        storylines are embedded again with the current one.
+        storylines are embedded again with the current one, ``REEMBED_CHUNK`` memories per model call,
+        with ``progress(done, total)`` after each.
         """
         dump = exporting.parse_dump(text)
         user_id = self._user(user)
@@ -73,17 +78,23 @@ class SovereigntyAPI(TurnsAPI, MemoriesAPI):
             )
         with self.store.transaction():
             counts = self.store.import_user_rows(user_id, tables)
-            reembedded = self._reembed(user_id, dropped["memory_vectors"], dropped["storyline_vectors"])
+            reembedded = self._reembed(user_id, dropped["memory_vectors"], dropped["storyline_vectors"], progress)
         self.store.drop_index()
         self._forget_defaults(user_id)
         return {"user": user_id, "exported_user": dump.user, "rows": counts, "reembedded": reembedded}
 
-    def _reembed(self, user_id: str, memory_ids: set[int], storyline_ids: set[int]) -> dict[str, int]:
+    def _reembed(
+        self, user_id: str, memory_ids: set[int], storyline_ids: set[int],
+        progress: Callable[[int, int], None] | None = None,
+    ) -> dict[str, int]:
         embedder = self.embedder
         if embedder is None or not (memory_ids or storyline_ids):
             return {"memories": 0, "storylines": 0}
         memories = self.store.get_memories(user_id, sorted(memory_ids))
-        self._embed_memories(user_id, memories)
+        for start in range(0, len(memories), REEMBED_CHUNK):
+            self._embed_memories(user_id, memories[start : start + REEMBED_CHUNK])
+            if progress is not None:
+                progress(min(len(memories), start + REEMBED_CHUNK), len(memories))
         storylines = [self.store.get_storyline(user_id, sid) for sid in sorted(storyline_ids)]
         if storylines:
             vectors = embedder.embed_batch([storylines_.routing_text(s) for s in storylines])

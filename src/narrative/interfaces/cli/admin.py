@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from narrative.interfaces.cli.common import Context, cli, json_option, pass_ctx
+from narrative.interfaces.progress import ProgressBar
 
 
 @cli.command(help="Export everything of the user: json (lossless, re-importable) or markdown (readable).")
@@ -33,7 +34,8 @@ def export(ctx: Context, fmt: str, output: Path | None) -> None:
 @pass_ctx
 def import_(ctx: Context, source: str) -> None:
     text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
-    result = ctx.memory.import_data(text)
+    with ProgressBar("re-embedding") as bar:  # drawn only on a terminal, and only when vectors are re-made
+        result = ctx.memory.import_data(text, progress=bar)
     rows = sum(result["rows"].values())
     ctx.emit(result, f"imported {rows} rows for {result['user']} (exported as {result['exported_user']})")
 

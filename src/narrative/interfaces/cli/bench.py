@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from narrative.interfaces.cli.common import Context, cli, json_option, pass_ctx
+from narrative.interfaces.progress import ProgressBar
 
 
 @cli.group(help="Run the benchmarks (LoCoMo retrieval, latency).")
@@ -29,11 +30,13 @@ def bench_locomo(ctx: Context, path: str, limit: int | None, keep: str | None) -
 @click.option("--memories", default="10000,100000", show_default=True, help="Comma-separated store sizes.")
 @click.option("--queries", default=200, show_default=True, help="Queries per size.")
 @click.option("--no-chroma", is_flag=True, help="Skip the ChromaDB comparison.")
+@click.option("--ingest-turns", default=400, show_default=True, help="Turns of the ingest bench (0: skip it).")
 @json_option
 @pass_ctx
-def bench_latency(ctx: Context, memories: str, queries: int, no_chroma: bool) -> None:
+def bench_latency(ctx: Context, memories: str, queries: int, no_chroma: bool, ingest_turns: int) -> None:
     from narrative.bench import latency
 
-    sizes = [int(x) for x in memories.split(",") if x.strip()]
-    report = latency.run(sizes, queries=queries, chroma=not no_chroma)
+    sizes = [int(x) for x in memories.split(",") if x.strip() and int(x) > 0]
+    with ProgressBar("ingest") as bar:
+        report = latency.run(sizes, queries=queries, chroma=not no_chroma, ingest_turns=ingest_turns, progress=bar)
     ctx.emit(report, lambda: latency.format_report(report))
