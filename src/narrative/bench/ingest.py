@@ -65,7 +65,7 @@ def _turn_text(rng: random.Random, other: str) -> str:
     parts = [rng.choice(NEWS)]
     if rng.random() < 0.5:
         parts.append(rng.choice(FEELINGS))
-    if rng.random() < 0.5:
+    if rng.random() < 0.3:
         parts.append(rng.choice(QUESTIONS))
     text = rng.choice(OPENERS) + " ".join(parts)
     return text.format(o=other, p=rng.choice(PLACES), t=rng.choice(THINGS), a=rng.choice(ACTIVITIES),

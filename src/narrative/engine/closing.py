@@ -21,10 +21,13 @@ from narrative.store.filters import MemoryFilter
 from narrative.write import close, lifecycle, resolve
 from narrative.write.close import ConfirmResult, Part, Preview
 from narrative.write.compress import CloseTools, LLMCloseAssist, destination_for
+from narrative.write.embedding import TextVectors
 from narrative.write.turn import ConversationEnd
 
 
 class ClosingAPI(TurnsAPI, ConversationsAPI, MemoriesAPI):
+    _close_vectors: TextVectors | None = None  # the texts closes compared, kept for the next close
+
     # --- plumbing ------------------------------------------------------------------------
 
     def _close_tools(self) -> CloseTools:
@@ -34,10 +37,13 @@ class ClosingAPI(TurnsAPI, ConversationsAPI, MemoriesAPI):
         if embedder is None:
             return CloseTools(self._extract(), assist)
 
+        if self._close_vectors is None or self._close_vectors.embed != embedder.embed_batch:
+            self._close_vectors = TextVectors(embedder.embed_batch)
+        kept = self._close_vectors
+
         def similarity(a: Sequence[str], b: Sequence[str]) -> np.ndarray:
-            texts = list(dict.fromkeys([*a, *b]))  # one model call over the distinct texts of both sides
-            rows = dict(zip(texts, embedder.embed_batch(texts), strict=True))
-            va, vb = np.array([rows[t] for t in a]), np.array([rows[t] for t in b])
+            both = kept.vectors([*a, *b])  # one model call, for the texts no earlier close embedded
+            va, vb = both[: len(a)], both[len(a) :]
             va = va / np.maximum(np.linalg.norm(va, axis=1, keepdims=True), 1e-12)
             vb = vb / np.maximum(np.linalg.norm(vb, axis=1, keepdims=True), 1e-12)
             return np.asarray(va @ vb.T)

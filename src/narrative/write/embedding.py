@@ -145,3 +145,26 @@ def embed_plans(embed: Embed, plans: Sequence[TurnPlan], kept: MessageVectors | 
         if kept is not None:
             kept.keep(plan.message, plan.alone, alone)
     return out
+
+
+class TextVectors:
+    """A bounded cache of text → vector for texts that come back (the open items a close compares with new
+    sentences are the same close after close); :meth:`vectors` embeds the missing texts in one call."""
+
+    def __init__(self, embed: Embed, size: int = 4096) -> None:
+        self.embed = embed
+        self.size = size
+        self._kept: OrderedDict[str, np.ndarray] = OrderedDict()
+
+    def vectors(self, texts: Sequence[str]) -> np.ndarray:
+        """One row per text, in order; only the distinct texts not kept are embedded (one model call)."""
+        missing = [text for text in dict.fromkeys(texts) if text not in self._kept]
+        made = np.asarray(self.embed(missing), dtype=np.float32) if missing else np.zeros((0, 0), np.float32)
+        for text, vector in zip(missing, made, strict=True):
+            self._kept[text] = vector
+        rows = [self._kept[text] for text in texts]
+        for text in dict.fromkeys(texts):
+            self._kept.move_to_end(text)
+        while len(self._kept) > self.size:
+            self._kept.popitem(last=False)
+        return np.array(rows, dtype=np.float32).reshape(len(rows), -1)
