@@ -165,3 +165,75 @@ def test_a_turn_failing_inside_a_batch_keeps_the_turns_before_it(tmp_path: Path)
         assert [r.message.position for r in results] == [11, 12, 13, 14]
         assert results[0].memories[0].message_ids == (pending[0].id - 1, pending[0].id)
         assert mem.pending_messages() == []
+
+
+# --- one model call per batch -----------------------------------------------------------------------------------
+
+
+def test_a_batch_embeds_every_turn_text_in_one_call_before_routing(tmp_path: Path) -> None:
+    """The message and exchange texts do not depend on routing: one call makes them all, first."""
+    for mode in ("embed", "compose"):
+        embedder = CallsEmbedder()
+        with open_memory(tmp_path / f"{mode}.db", mode, embedder) as mem:
+            mem.remember_many(GARDEN)
+        first = embedder.calls[0]
+        assert {line(t) for t in GARDEN} <= set(first)
+        assert "We decided to use MapLibre instead of Leaflet because it is free." in first  # the derived decision
+        exchanges = [t for t in first if "\n" in t]
+        assert len(exchanges) == (len(GARDEN) - 1 if mode == "embed" else 0)
+        assert len(first) == len(set(first))  # each distinct text once
+        assert not any(t in call for call in embedder.calls[1:] for t in first)  # never embedded again
+
+
+def test_progress_is_reported_after_each_batch(tmp_path: Path) -> None:
+    seen: list[tuple[int, int]] = []
+    embedder = HashingEmbedder(batch_size=3)
+    turns = [*GARDEN, *GARDEN[:3]]
+    with open_memory(tmp_path / "p.db", "embed", embedder) as mem:
+        mem.remember_many(turns, progress=lambda done, total: seen.append((done, total)))
+    assert seen == [(3, 7), (6, 7), (7, 7)]
+
+
+class CallsEmbedder(HashingEmbedder):
+    """The hashing embedder, keeping each call's texts."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[list[str]] = []
+
+    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+        self.calls.append(list(texts))
+        return super().embed_batch(texts)
+
+
+def test_text_vectors_embed_only_what_they_do_not_keep() -> None:
+    from narrative.write.embedding import TextVectors
+
+    embedder = CallsEmbedder()
+    kept = TextVectors(embedder.embed_batch, size=3)
+    first = kept.vectors(["a b", "c d", "a b"])
+    assert embedder.calls == [["a b", "c d"]]
+    assert np.array_equal(first[0], first[2]) and first.shape == (3, embedder.dims)
+    second = kept.vectors(["c d", "e f"])
+    assert embedder.calls[1] == ["e f"]
+    assert np.array_equal(second[0], first[1])
+    kept.vectors(["g h"])  # over the size: the least recently used ("a b") goes
+    kept.vectors(["a b"])
+    assert embedder.calls[-1] == ["a b"]
+    assert kept.vectors([]).shape[0] == 0
+
+
+def test_closing_compares_in_one_call_and_keeps_what_it_embedded(tmp_path: Path) -> None:
+    """An open question compared at one close is not embedded again at the next one."""
+    embedder = CallsEmbedder()
+    question = "Should the schedule be per plot or per volunteer?"
+    compared = []
+    with open_memory(tmp_path / "c.db", "embed", embedder) as mem:
+        for text in (question, "We decided to paint the shed green.", "We decided to buy a new hose."):
+            mem.start_conversation()
+            mem.remember(text, speaker="maya")
+            before = len(embedder.calls)
+            mem.close_conversation()
+            compared.append(embedder.calls[before:])  # the preview embeds only what the similarity needs
+            mem.confirm_memory()
+    assert compared == [[], [[question, "We decided to paint the shed green."]], [["We decided to buy a new hose."]]]

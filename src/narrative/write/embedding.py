@@ -158,6 +158,8 @@ class TextVectors:
 
     def vectors(self, texts: Sequence[str]) -> np.ndarray:
         """One row per text, in order; only the distinct texts not kept are embedded (one model call)."""
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
         missing = [text for text in dict.fromkeys(texts) if text not in self._kept]
         made = np.asarray(self.embed(missing), dtype=np.float32) if missing else np.zeros((0, 0), np.float32)
         for text, vector in zip(missing, made, strict=True):
@@ -167,4 +169,4 @@ class TextVectors:
             self._kept.move_to_end(text)
         while len(self._kept) > self.size:
             self._kept.popitem(last=False)
-        return np.array(rows, dtype=np.float32).reshape(len(rows), -1)
+        return np.array(rows, dtype=np.float32)
