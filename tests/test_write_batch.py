@@ -223,7 +223,7 @@ def test_text_vectors_embed_only_what_they_do_not_keep() -> None:
     assert kept.vectors([]).shape[0] == 0
 
 
-def test_closing_compares_in_one_call_and_keeps_what_it_embedded(tmp_path: Path) -> None:
+def test_closing_embeds_in_one_call_and_keeps_what_it_compared(tmp_path: Path) -> None:
     """An open question compared at one close is not embedded again at the next one."""
     embedder = CallsEmbedder()
     question = "Should the schedule be per plot or per volunteer?"
@@ -235,5 +235,9 @@ def test_closing_compares_in_one_call_and_keeps_what_it_embedded(tmp_path: Path)
             before = len(embedder.calls)
             mem.close_conversation()
             compared.append(embedder.calls[before:])  # the preview embeds only what the similarity needs
-            mem.confirm_memory()
+            before = len(embedder.calls)
+            confirmed = mem.confirm_memory()
+            made = [*confirmed.memories, *confirmed.end.narrative_memories, *confirmed.end.reflections]
+            assert len(made) >= 2 and embedder.calls[before:] == [[m.content for m in made]]  # one call
+            assert {m.id for m in made} <= set(vectors_of(mem))
     assert compared == [[], [[question, "We decided to paint the shed green."]], [["We decided to buy a new hose."]]]

@@ -75,16 +75,26 @@ class ClosingAPI(TurnsAPI, ConversationsAPI, MemoriesAPI):
         return None if latest is None else latest.id
 
     def _commit(self, user_id: str, preview: Preview, parts: Sequence[Part], now: datetime) -> ConfirmResult:
+        """Confirm: every memory it makes (the reviewed one, sealed links, reflections) is embedded in one call."""
         writer = self._turn_writer()
         cid = preview.conversation_id
+        reviewed: list[model.Memory] = []
+
+        def store_memories(memories: list[model.Memory]) -> list[model.Memory]:
+            reviewed.extend(self._store_memories(user_id, memories, embed=False))
+            return reviewed
 
         def finish() -> ConversationEnd:
-            return writer.finish_conversation(user_id, cid, now)
+            writer.deferred = []
+            try:
+                end = writer.finish_conversation(user_id, cid, now)
+                writer.embed_deferred(user_id, reviewed)
+            finally:
+                writer.deferred = None
+            return end
 
         return close.commit(
-            self.store, user_id, preview, parts, now,
-            store_memories=lambda memories: self._store_memories(user_id, memories),
-            finish=finish,
+            self.store, user_id, preview, parts, now, store_memories=store_memories, finish=finish,
             stamp=lambda storyline_id: self._stamp(user_id, cid, storyline_id),
         )
 
