@@ -4,9 +4,10 @@ A history is LoCoMo-like: two people talking in sessions of ``session_turns``
 turns a few days apart, every turn through ``remember_many`` (one call per
 session, as an import does), every session closed and confirmed.  The
 embedder is wrapped to record each call's texts, so the report says how many
-texts were embedded per turn, and the bare model then embeds exactly those
-calls again (same texts, same lengths, same batch sizes, its single-text cache
-off) for its texts/s on this machine in the same run.  The ratio
+texts were embedded per turn, and after each session the bare model embeds
+exactly that session's calls again (same texts, same lengths, same batch
+sizes, its single-text cache off): its texts/s on this machine, measured
+interleaved with the import so that both see the same load.  The ratio
 ``turns/s ÷ bare texts/s`` is what the write path keeps of the model's speed.
 """
 
@@ -117,14 +118,19 @@ class RecordingEmbedder:
 
 def import_history(
     mem: Memory, sessions: Sequence[tuple[datetime, list[Turn]]], progress: Progress | None = None,
-    recorder: RecordingEmbedder | None = None,
+    recorder: RecordingEmbedder | None = None, bare: BareModel | None = None,
 ) -> tuple[float, float]:
-    """Replay the sessions; returns (seconds in ``remember_many``, seconds in all, closes included)."""
-    writing = 0.0
+    """Replay the sessions; returns (seconds in ``remember_many``, seconds in all, closes included).
+
+    With ``bare``, the calls each session made are embedded again by the bare model right after it (and
+    outside the timings), so both are measured under the same load of the machine.
+    """
+    writing = elapsed = 0.0
     total = sum(len(batch) for _, batch in sessions)
     done = 0
-    started = time.perf_counter()
     for date, batch in sessions:
+        recorded = 0 if recorder is None else len(recorder.calls)
+        started = time.perf_counter()
         mem.start_conversation(at=date)
         if recorder is not None:
             recorder.phase = "write"
@@ -136,37 +142,44 @@ def import_history(
         end = date + timedelta(seconds=30 * len(batch))
         mem.close_conversation(at=end)
         mem.confirm_memory(at=end)
+        elapsed += time.perf_counter() - started
+        if bare is not None and recorder is not None:
+            bare.replay(recorder.calls[recorded:])
         done += len(batch)
         if progress is not None:
             progress(done, total)
-    return writing, time.perf_counter() - started
+    return writing, elapsed
 
 
-def bare_seconds(calls: Sequence[tuple[str, list[str]]], runtime: str) -> dict[str, float]:
-    """Seconds the bare model takes to embed exactly these calls again, in order (its cache off), per phase."""
-    model = MiniLMEmbedder(runtime=runtime, cache_size=0)
-    model.embed_batch(["warm up"])
-    seconds: dict[str, float] = {"write": 0.0, "close": 0.0}
-    for phase, texts in calls:
-        started = time.perf_counter()
-        model.embed_batch(texts)
-        seconds[phase] = seconds.get(phase, 0.0) + time.perf_counter() - started
-    return seconds
+class BareModel:
+    """The model alone (its single-text cache off), embedding recorded calls again; seconds per phase."""
+
+    def __init__(self, runtime: str) -> None:
+        self.model = MiniLMEmbedder(runtime=runtime, cache_size=0)
+        self.model.embed_batch(["warm up"])
+        self.seconds: dict[str, float] = {"write": 0.0, "close": 0.0}
+
+    def replay(self, calls: Sequence[tuple[str, list[str]]]) -> None:
+        for phase, texts in calls:
+            started = time.perf_counter()
+            self.model.embed_batch(texts)
+            self.seconds[phase] = self.seconds.get(phase, 0.0) + time.perf_counter() - started
 
 
 def measure(workdir: Path, turns: int = 400, progress: Progress | None = None) -> dict[str, Any]:
-    """Import the same history with MiniLM (recorded) and without an embedder; the bare model on its calls."""
+    """Import the same history with MiniLM (recorded; the bare model replays each session's calls right after
+    it) and without an embedder."""
     sessions = history(turns)
     model = MiniLMEmbedder()
     model.embed_batch(["warm up"])
     recorder = RecordingEmbedder(model)
+    bare = BareModel(model.runtime)
     with Memory(workdir / "ingest-minilm.db", user="bench", embedder=recorder) as mem:
-        writing, total = import_history(mem, sessions, progress, recorder)
+        writing, total = import_history(mem, sessions, progress, recorder, bare)
     with Memory(workdir / "ingest-none.db", user="bench", embedder="none") as mem:
         none_writing, none_total = import_history(mem, sessions)
-    bare = bare_seconds(recorder.calls, model.runtime)
-    write_rate = recorder.texts("write") / bare["write"]
-    all_rate = recorder.texts() / (bare["write"] + bare["close"])
+    write_rate = recorder.texts("write") / bare.seconds["write"]
+    all_rate = recorder.texts() / (bare.seconds["write"] + bare.seconds["close"])
     return {
         "turns": turns,
         "sessions": len(sessions),
