@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from narrative.interfaces.cli.common import Context, cli, json_option, pass_ctx
-from narrative.interfaces.progress import ProgressBar
+from narrative.interfaces.cli.progress import progress
 
 
 @cli.group(help="Run the benchmarks (LoCoMo retrieval, latency).")
@@ -37,6 +37,7 @@ def bench_latency(ctx: Context, memories: str, queries: int, no_chroma: bool, in
     from narrative.bench import latency
 
     sizes = [int(x) for x in memories.split(",") if x.strip() and int(x) > 0]
-    with ProgressBar("ingest") as bar:
-        report = latency.run(sizes, queries=queries, chroma=not no_chroma, ingest_turns=ingest_turns, progress=bar)
+    with progress("ingest", enabled=not ctx.as_json) as report_progress:
+        report = latency.run(sizes, queries=queries, chroma=not no_chroma, ingest_turns=ingest_turns,
+                             progress=report_progress)
     ctx.emit(report, lambda: latency.format_report(report))
