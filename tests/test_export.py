@@ -164,6 +164,20 @@ def test_import_reembeds_when_the_model_differs(maya: narrative.Memory, tmp_path
         assert again["tables"]["memories"] == document["tables"]["memories"]  # only the vectors changed
 
 
+def test_import_reports_its_re_embedding_progress(
+    maya: narrative.Memory, tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from narrative.engine import sovereignty
+
+    monkeypatch.setattr(sovereignty, "REEMBED_CHUNK", 7)
+    seen: list[tuple[int, int]] = []
+    with fresh(tmp_path, clock, embedder=HashingEmbedder(dims=64)) as restored:
+        result = restored.import_data(maya.export("json"), progress=lambda done, total: seen.append((done, total)))
+    total = result["reembedded"]["memories"]
+    assert total > 7 and seen[-1] == (total, total)
+    assert [done for done, _ in seen] == [*range(7, total, 7), total]
+
+
 def test_keyword_only_import_keeps_the_vectors(maya: narrative.Memory, tmp_path: Path, clock: FakeClock) -> None:
     text = maya.export("json")
     with fresh(tmp_path, clock, embedder="none") as restored:

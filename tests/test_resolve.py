@@ -235,3 +235,22 @@ def test_without_a_judge_only_sentences_with_a_settling_cue_are_embedded() -> No
     asked.clear()
     assert not resolve.find_resolutions([TASK], _said("The weather was lovely."), similarity=recording)
     assert asked == []
+
+
+def test_only_pairs_a_similarity_can_decide_are_embedded() -> None:
+    """Shared words settle the relation either way for some pairs: their texts are not embedded."""
+    import numpy as np
+
+    asked: list[tuple[list[str], list[str]]] = []
+
+    def recording(a: Any, b: Any) -> Any:
+        asked.append((list(a), list(b)))
+        return np.full((len(a), len(b)), 0.9, dtype=np.float32)
+
+    words = "I finally called Mum about Lisbon."  # shares enough words with TASK: related without a model
+    found = resolve.find_resolutions([TASK], _said(words), similarity=recording)
+    assert [r.evidence.sentence for r in found] == [words] and asked == []
+    no_words = "We decided on something else entirely."  # a decision settles any question it is related to
+    found = resolve.find_resolutions([QUESTION, TASK], _said(words, no_words), similarity=recording)
+    assert len(asked) == 1 and asked[0][1] == [no_words]  # one call, the pair without shared words only
+    assert {r.entity.name for r in found} == {QUESTION.name, TASK.name}

@@ -1,7 +1,8 @@
 """The batched write path: one write transaction per batch (a savepoint per turn), and the vectors a turn embeds.
 
 ``exchange_vector="compose"`` embeds each message once and makes the conversation memory's vector the
-normalised sum of its two messages' vectors; ``"embed"`` (the default) embeds the exchange's own text.
+normalised sum of its two messages' vectors, each weighted by the square root of its text's length;
+``"embed"`` embeds the exchange's own text.
 The deterministic hashing embedder (a real provider) makes the vectors exact to compare.
 """
 
@@ -48,6 +49,10 @@ def unit(vector: np.ndarray) -> np.ndarray:
     return vector / np.linalg.norm(vector)
 
 
+def composed(first: str, first_vector: np.ndarray, second: str, second_vector: np.ndarray) -> np.ndarray:
+    return unit(len(first) ** 0.5 * first_vector + len(second) ** 0.5 * second_vector)
+
+
 def vectors_of(mem: narrative.Memory) -> dict[int, np.ndarray]:
     ids, _, _, matrix = mem.store.memory_vectors(mem.settings.user)
     return dict(zip(ids, matrix, strict=True))
@@ -62,7 +67,7 @@ def open_memory(path: Path, mode: str, embedder: HashingEmbedder | None = None) 
 # --- compose ----------------------------------------------------------------------------------------------------
 
 
-def test_compose_sums_the_two_messages_vectors(tmp_path: Path) -> None:
+def test_compose_weighs_the_two_messages_vectors_by_length(tmp_path: Path) -> None:
     embedder = HashingEmbedder()
     with open_memory(tmp_path / "c.db", "compose", embedder) as mem:
         results = mem.remember_many(GARDEN)
@@ -72,7 +77,8 @@ def test_compose_sums_the_two_messages_vectors(tmp_path: Path) -> None:
     for i in range(1, len(GARDEN)):
         exchange = results[i].memories[0]
         assert exchange.content == f"{line(GARDEN[i - 1])}\n{line(GARDEN[i])}"
-        assert np.allclose(stored[exchange.id], unit(lines[i - 1] + lines[i]), atol=1e-6)
+        expected = composed(line(GARDEN[i - 1]), lines[i - 1], line(GARDEN[i]), lines[i])
+        assert np.allclose(stored[exchange.id], expected, atol=1e-6)
         assert np.isclose(np.linalg.norm(stored[exchange.id]), 1.0)
 
 
@@ -88,8 +94,9 @@ def test_compose_works_across_remember_calls_and_reopening(tmp_path: Path) -> No
         stored = vectors_of(mem)
     lines = embedder.embed_batch([line(t) for t in GARDEN[:3]])
     assert np.allclose(stored[first.memories[0].id], lines[0])
-    assert np.allclose(stored[second.memories[0].id], unit(lines[0] + lines[1]), atol=1e-6)
-    assert np.allclose(stored[third.memories[0].id], unit(lines[1] + lines[2]), atol=1e-6)
+    texts = [line(t) for t in GARDEN[:3]]
+    assert np.allclose(stored[second.memories[0].id], composed(texts[0], lines[0], texts[1], lines[1]), atol=1e-6)
+    assert np.allclose(stored[third.memories[0].id], composed(texts[1], lines[1], texts[2], lines[2]), atol=1e-6)
 
 
 def test_compose_embeds_each_message_once(tmp_path: Path) -> None:
@@ -158,3 +165,79 @@ def test_a_turn_failing_inside_a_batch_keeps_the_turns_before_it(tmp_path: Path)
         assert [r.message.position for r in results] == [11, 12, 13, 14]
         assert results[0].memories[0].message_ids == (pending[0].id - 1, pending[0].id)
         assert mem.pending_messages() == []
+
+
+# --- one model call per batch -----------------------------------------------------------------------------------
+
+
+def test_a_batch_embeds_every_turn_text_in_one_call_before_routing(tmp_path: Path) -> None:
+    """The message and exchange texts do not depend on routing: one call makes them all, first."""
+    for mode in ("embed", "compose"):
+        embedder = CallsEmbedder()
+        with open_memory(tmp_path / f"{mode}.db", mode, embedder) as mem:
+            mem.remember_many(GARDEN)
+        first = embedder.calls[0]
+        assert {line(t) for t in GARDEN} <= set(first)
+        assert "We decided to use MapLibre instead of Leaflet because it is free." in first  # the derived decision
+        exchanges = [t for t in first if "\n" in t]
+        assert len(exchanges) == (len(GARDEN) - 1 if mode == "embed" else 0)
+        assert len(first) == len(set(first))  # each distinct text once
+        assert not any(t in call for call in embedder.calls[1:] for t in first)  # never embedded again
+
+
+def test_progress_is_reported_after_each_batch(tmp_path: Path) -> None:
+    seen: list[tuple[int, int]] = []
+    embedder = HashingEmbedder(batch_size=3)
+    turns = [*GARDEN, *GARDEN[:3]]
+    with open_memory(tmp_path / "p.db", "embed", embedder) as mem:
+        mem.remember_many(turns, progress=lambda done, total: seen.append((done, total)))
+    assert seen == [(3, 7), (6, 7), (7, 7)]
+
+
+class CallsEmbedder(HashingEmbedder):
+    """The hashing embedder, keeping each call's texts."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[list[str]] = []
+
+    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+        self.calls.append(list(texts))
+        return super().embed_batch(texts)
+
+
+def test_text_vectors_embed_only_what_they_do_not_keep() -> None:
+    from narrative.write.embedding import TextVectors
+
+    embedder = CallsEmbedder()
+    kept = TextVectors(embedder.embed_batch, size=3)
+    first = kept.vectors(["a b", "c d", "a b"])
+    assert embedder.calls == [["a b", "c d"]]
+    assert np.array_equal(first[0], first[2]) and first.shape == (3, embedder.dims)
+    second = kept.vectors(["c d", "e f"])
+    assert embedder.calls[1] == ["e f"]
+    assert np.array_equal(second[0], first[1])
+    kept.vectors(["g h"])  # over the size: the least recently used ("a b") goes
+    kept.vectors(["a b"])
+    assert embedder.calls[-1] == ["a b"]
+    assert kept.vectors([]).shape[0] == 0
+
+
+def test_closing_embeds_in_one_call_and_keeps_what_it_compared(tmp_path: Path) -> None:
+    """An open question compared at one close is not embedded again at the next one."""
+    embedder = CallsEmbedder()
+    question = "Should the schedule be per plot or per volunteer?"
+    compared = []
+    with open_memory(tmp_path / "c.db", "embed", embedder) as mem:
+        for text in (question, "We decided to paint the shed green.", "We decided to buy a new hose."):
+            mem.start_conversation()
+            mem.remember(text, speaker="maya")
+            before = len(embedder.calls)
+            mem.close_conversation()
+            compared.append(embedder.calls[before:])  # the preview embeds only what the similarity needs
+            before = len(embedder.calls)
+            confirmed = mem.confirm_memory()
+            made = [*confirmed.memories, *confirmed.end.narrative_memories, *confirmed.end.reflections]
+            assert len(made) >= 2 and embedder.calls[before:] == [[m.content for m in made]]  # one call
+            assert {m.id for m in made} <= set(vectors_of(mem))
+    assert compared == [[], [[question, "We decided to paint the shed green."]], [["We decided to buy a new hose."]]]

@@ -66,7 +66,7 @@ class Settings:
     record_uses: bool = True
     # write path
     exchange_turns: int = 2  # a conversation memory holds the turn and the one it answers (1 = the turn alone)
-    exchange_vector: str = "embed"  # embed | compose: embed the exchange text, or sum its messages' vectors
+    exchange_vector: str = "embed"  # embed | compose: embed the exchange text, or compose its messages' vectors
     reflect_every: int = 10
     reflection_stream_threshold: int = 200
     routing_refresh_every: int = 5

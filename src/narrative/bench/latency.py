@@ -1,4 +1,5 @@
-"""Latency benchmark: ingest speed, recall latency at 10k/100k memories, peak RSS, ChromaDB in the same run.
+"""Latency benchmark: ingest speed (``bench.ingest``), recall latency at 10k/100k memories, peak RSS,
+ChromaDB in the same run.
 
 Memories are synthetic but realistic: sentences from templates about people,
 places, plans and feelings.  A pool of distinct sentences is embedded with the
@@ -21,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from narrative.bench import ingest
 from narrative.engine import Memory, Turn
 
 NAMES = ["Maya", "Sam", "Lena", "Jon", "Priya", "Tomas", "Aiko", "Ravi", "Nora", "Diego", "Elif", "Kwame"]
@@ -221,10 +223,14 @@ def run(
     steps = 1 + len(sizes)
     workdir = Path(tempfile.mkdtemp(prefix="narrative-latency-"))
     rng = random.Random(11)
-    ingest = [measure_ingest(workdir, ingest_turns, "minilm"), measure_ingest(workdir, ingest_turns, "none")]
-    if postgres:
-        ingest += [measure_ingest(workdir, ingest_turns, e, postgres) for e in ("minilm", "none")]
-    report: dict[str, Any] = {"ingest": ingest, "sizes": []}
+    report: dict[str, Any] = {
+        "ingest": ingest.measure(workdir, ingest_turns, progress) if ingest_turns else None,
+        "ingest_by_store": [measure_ingest(workdir, ingest_turns, e, url) for url in [None, postgres] if postgres
+                            for e in ("minilm", "none")] if postgres and ingest_turns else [],
+        "sizes": [],
+    }
+    if not sizes:
+        return report
     with Memory(workdir / "pool.db", user="pool") as pool_mem:
         embedder = pool_mem.embedder
         assert embedder is not None
@@ -257,15 +263,18 @@ def run(
 
 
 def format_report(report: dict[str, Any]) -> str:
-    lines = ["Ingest through the write path (routing, extraction, narrative, reflections):"]
-    for row in report["ingest"]:
-        lines.append(
-            f"  {row['store']:<8} embedder {row['embedder']:<7} {row['turns']} turns in {row['seconds']} s"
-            f" = {row['turns_per_s']} turns/s"
-        )
-    lines.append(f"  (the model alone embeds {report['embed_texts_per_s']} texts/s in batches on this machine)")
+    lines = [] if report["ingest"] is None else [ingest.format_report(report["ingest"]), ""]
+    if report.get("ingest_by_store"):
+        lines.append("Ingest by store, the same turns through the write path:")
+        for row in report["ingest_by_store"]:
+            lines.append(
+                f"  {row['store']:<8} embedder {row['embedder']:<7} {row['turns']} turns in {row['seconds']} s"
+                f" = {row['turns_per_s']} turns/s"
+            )
+        lines.append("")
+    if not report["sizes"]:
+        return "\n".join(lines)
     lines += [
-        "",
         "Recall latency, k=10 ('hybrid+embedding' embeds every query; the mode rows reuse cached query vectors):",
         f"{'memories':>9} {'store':<8} {'mode':<16} {'p50 ms':>8} {'p95 ms':>8}",
     ]

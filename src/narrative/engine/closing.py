@@ -21,10 +21,13 @@ from narrative.store.filters import MemoryFilter
 from narrative.write import close, lifecycle, resolve
 from narrative.write.close import ConfirmResult, Part, Preview
 from narrative.write.compress import CloseTools, LLMCloseAssist, destination_for
+from narrative.write.embedding import TextVectors
 from narrative.write.turn import ConversationEnd
 
 
 class ClosingAPI(TurnsAPI, ConversationsAPI, MemoriesAPI):
+    _close_vectors: TextVectors | None = None  # the texts closes compared, kept for the next close
+
     # --- plumbing ------------------------------------------------------------------------
 
     def _close_tools(self) -> CloseTools:
@@ -34,8 +37,13 @@ class ClosingAPI(TurnsAPI, ConversationsAPI, MemoriesAPI):
         if embedder is None:
             return CloseTools(self._extract(), assist)
 
+        if self._close_vectors is None or self._close_vectors.embed != embedder.embed_batch:
+            self._close_vectors = TextVectors(embedder.embed_batch)
+        kept = self._close_vectors
+
         def similarity(a: Sequence[str], b: Sequence[str]) -> np.ndarray:
-            va, vb = embedder.embed_batch(list(a)), embedder.embed_batch(list(b))
+            both = kept.vectors([*a, *b])  # one model call, for the texts no earlier close embedded
+            va, vb = both[: len(a)], both[len(a) :]
             va = va / np.maximum(np.linalg.norm(va, axis=1, keepdims=True), 1e-12)
             vb = vb / np.maximum(np.linalg.norm(vb, axis=1, keepdims=True), 1e-12)
             return np.asarray(va @ vb.T)
@@ -73,16 +81,26 @@ class ClosingAPI(TurnsAPI, ConversationsAPI, MemoriesAPI):
         return None if latest is None else latest.id
 
     def _commit(self, user_id: str, preview: Preview, parts: Sequence[Part], now: datetime) -> ConfirmResult:
+        """Confirm: every memory it makes (the reviewed one, sealed links, reflections) is embedded in one call."""
         writer = self._turn_writer()
         cid = preview.conversation_id
+        reviewed: list[model.Memory] = []
+
+        def store_memories(memories: list[model.Memory]) -> list[model.Memory]:
+            reviewed.extend(self._store_memories(user_id, memories, embed=False))
+            return reviewed
 
         def finish() -> ConversationEnd:
-            return writer.finish_conversation(user_id, cid, now)
+            writer.deferred = []
+            try:
+                end = writer.finish_conversation(user_id, cid, now)
+                writer.embed_deferred(user_id, reviewed)
+            finally:
+                writer.deferred = None
+            return end
 
         return close.commit(
-            self.store, user_id, preview, parts, now,
-            store_memories=lambda memories: self._store_memories(user_id, memories),
-            finish=finish,
+            self.store, user_id, preview, parts, now, store_memories=store_memories, finish=finish,
             stamp=lambda storyline_id: self._stamp(user_id, cid, storyline_id),
         )
 

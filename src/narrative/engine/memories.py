@@ -138,8 +138,11 @@ class MemoriesAPI(EngineBase):
         latest = self.store.latest_narrative(user_id)
         return None if latest is None else latest.id
 
-    def _store_memories(self, user_id: str, memories: Sequence[model.Memory]) -> list[model.Memory]:
-        """Insert memories (stamping their narrative) and their vectors in one transaction."""
+    def _store_memories(
+        self, user_id: str, memories: Sequence[model.Memory], *, embed: bool = True
+    ) -> list[model.Memory]:
+        """Insert memories (stamping their narrative) and their vectors in one transaction (``embed=False``:
+        the caller embeds them, in a batch of its own)."""
         stored: list[model.Memory] = []
         with self.store.transaction():
             for memory in memories:
@@ -147,7 +150,8 @@ class MemoriesAPI(EngineBase):
                     stamp = self._active_narrative_id(user_id, memory.storyline_id)
                     memory = model.Memory(**{**memory.__dict__, "narrative_id": stamp})
                 stored.append(self.store.insert_memory(memory))
-            self._embed_memories(user_id, stored)
+            if embed:
+                self._embed_memories(user_id, stored)
         return stored
 
     def _embed_memories(self, user_id: str, memories: Sequence[model.Memory]) -> None:

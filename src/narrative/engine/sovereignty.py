@@ -14,7 +14,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from enum import StrEnum
 from typing import Any
 
@@ -26,6 +26,8 @@ from narrative.model import Message, StorylineKind
 from narrative.read import export as exporting
 from narrative.store.filters import MemoryFilter
 from narrative.write import storylines as storylines_
+
+REEMBED_CHUNK = 256  # memories per model call when an import re-embeds (a progress step each)
 
 
 class _Format(StrEnum):
@@ -44,14 +46,17 @@ class SovereigntyAPI(TurnsAPI, MemoriesAPI):
             return exporting.export_json(self.store, user_id)
         return exporting.export_markdown(self.store, user_id)
 
-    def import_data(self, text: str, *, user: str | None = None) -> dict[str, Any]:
+    def import_data(
+        self, text: str, *, user: str | None = None, progress: Callable[[int, int], None] | None = None
+    ) -> dict[str, Any]:
         """Restore a JSON export into an empty user (refused otherwise), under fresh ids.
 
         Every row is checked as the write path checks input, and may only point at rows of the same
         export, so an import never touches (or learns about) other users' rows; the same export can
         be imported again under another user name in the same file.  All or nothing.  Vectors made
         by another embedder than this memory's are not restored; their memories and storylines are
-        embedded again with the current one.
+        embedded again with the current one, ``REEMBED_CHUNK`` memories per model call, with
+        ``progress(done, total)`` after each.
         """
         dump = exporting.parse_dump(text)
         user_id = self._user(user)
@@ -65,7 +70,7 @@ class SovereigntyAPI(TurnsAPI, MemoriesAPI):
         tables, dropped = self._vectors_to_keep({name: list(rows) for name, rows in dump.tables.items()})
         with self.store.transaction():
             counts = self.store.import_user_rows(user_id, tables)
-            reembedded = self._reembed(user_id, dropped["storyline_vectors"], dump)
+            reembedded = self._reembed(user_id, dropped["storyline_vectors"], dump, progress)
         self.store.drop_index()
         self._forget_defaults(user_id)
         return {"user": user_id, "exported_user": dump.user, "rows": counts, "reembedded": reembedded}
@@ -93,14 +98,20 @@ class SovereigntyAPI(TurnsAPI, MemoriesAPI):
             tables[table] = [r for r in rows if r.get("model") in keep]
         return tables, dropped
 
-    def _reembed(self, user_id: str, old_storyline_ids: set[int], dump: exporting.Dump) -> dict[str, int]:
+    def _reembed(
+        self, user_id: str, old_storyline_ids: set[int], dump: exporting.Dump,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> dict[str, int]:
         """Embed what came without a usable vector: memories without one, and the storylines whose
         vector was dropped (fresh ids follow the export's id order, so old and new ids pair up sorted)."""
         embedder = self.embedder
         if embedder is None:
             return {"memories": 0, "storylines": 0}
         memories = self.store.memories_without_vectors(user_id, model=embedder.identity)
-        self._embed_memories(user_id, memories)
+        for start in range(0, len(memories), REEMBED_CHUNK):
+            self._embed_memories(user_id, memories[start : start + REEMBED_CHUNK])
+            if progress is not None:
+                progress(min(len(memories), start + REEMBED_CHUNK), len(memories))
         old = sorted(r["id"] for r in dump.tables.get("storylines", []))
         new = sorted(s.id for s in self.store.list_storylines(user_id, include_archived=True))
         renamed = dict(zip(old, new, strict=False))

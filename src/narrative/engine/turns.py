@@ -3,34 +3,23 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from narrative.checks import require_choice, require_text
 from narrative.engine.core import EngineBase
 from narrative.model import Message, Role
-from narrative.write import lifecycle, storylines
-from narrative.write.turn import (
-    TurnContext,
-    TurnResult,
-    TurnWriter,
-    WriteSettings,
-    conversation_text,
-    exchange_text,
-)
+from narrative.write import embedding, lifecycle, storylines
+from narrative.write.embedding import TurnVectors
+from narrative.write.turn import TurnContext, TurnResult, TurnWriter, WriteSettings
 
 if TYPE_CHECKING:
     from narrative.write.assist import LLMTurnAssist
     from narrative.write.extract import Extractor
 
 log = logging.getLogger("narrative.write")
-
-KEPT_CONVERSATIONS = 256  # compose mode keeps the last message vector of this many conversations
-
 
 @dataclass(frozen=True)
 class Turn:
@@ -47,7 +36,7 @@ class TurnsAPI(EngineBase):
     _writer: TurnWriter | None = None
     _extractor: Extractor | None = None
     _defaults: dict[str, dict[str, int]] | None = None
-    _message_vectors: dict[int, tuple[int, str, np.ndarray]] | None = None  # conversation → last message's
+    _message_vectors: embedding.MessageVectors | None = None  # compose mode: each conversation's last message
 
     def _bootstrap_storylines(self, user_id: str, now: datetime) -> None:
         storylines.ensure_defaults(self.store, user_id, now)
@@ -112,12 +101,15 @@ class TurnsAPI(EngineBase):
         """Store one turn and build memory from it: route, extract, narrate, update, reflect."""
         return self.remember_many([Turn(content, role, speaker, at, meta or {})], user=user)[0]
 
-    def remember_many(self, turns: Iterable[Turn], *, user: str | None = None) -> list[TurnResult]:
+    def remember_many(
+        self, turns: Iterable[Turn], *, user: str | None = None, progress: Callable[[int, int], None] | None = None
+    ) -> list[TurnResult]:
         """Remember turns in order, embedding them in batches (the fast path for imports).
 
-        Each batch's messages are stored (committed) first; then its turns run in one write transaction,
-        each turn a savepoint in it.  A failing turn rolls back its own derived work and ends the call:
-        the turns before it stay stored, it and the rest stay pending (``process_pending``).
+        Each batch's messages are stored (committed) first; all the vectors its turns need are made in one
+        model call; then its turns run in one write transaction, each turn a savepoint in it.  A failing turn
+        rolls back its own derived work and ends the call: the turns before it stay stored, it and the rest
+        stay pending (``process_pending``).  ``progress(done, total)`` is called after each batch.
         """
         user_id = self._user(user)
         items = list(turns)
@@ -132,6 +124,8 @@ class TurnsAPI(EngineBase):
                 self.store, user_id, [(t.content, t.at or self.clock(), Role(t.role), t.speaker, t.meta) for t in chunk]
             )
             results += self._process(user_id, messages)
+            if progress is not None:
+                progress(len(results), len(items))
         return results
 
     def _process(self, user_id: str, messages: Sequence[Message]) -> list[TurnResult]:
@@ -199,58 +193,16 @@ class TurnsAPI(EngineBase):
     def _turn_vectors(
         self, messages: Sequence[Message], befores: Sequence[Message | None], extractions: Sequence[Any]
     ) -> list[TurnVectors]:
-        """Every vector the turns need, from one embedding call over their distinct texts.
-
-        A turn needs its message alone (routing, the storyline's embedding), its derived memories' texts and
-        its exchange (the conversation memory: the turn and the one it answers).  ``exchange_vector="embed"``
-        embeds the exchange's text; ``"compose"`` embeds each message once and sums the two messages'
-        vectors (normalised).  In compose mode the answered message's vector comes from this batch, else
-        from the last call (kept per conversation, checked by message id and text), else it is embedded again.
-        """
+        """Every vector the turns need, from one embedding call over their distinct texts (``write.embedding``)."""
         embedder = self.embedder
         if embedder is None:
             return [TurnVectors() for _ in messages]
-        compose = self.settings.exchange_vector == "compose"
-        plans: list[tuple[Message, str, list[str], str, bool]] = []
-        wanted: dict[str, np.ndarray | None] = {}  # text → its vector when already known
-        for message, before, extraction in zip(messages, befores, extractions, strict=True):
-            answered = before if self.settings.exchange_turns >= 2 else None
-            alone, derived = conversation_text(message), _derived_texts(extraction)
-            if not compose:
-                other = exchange_text(answered, message)
-            elif answered is None:
-                other = alone
-            else:
-                other = conversation_text(answered)
-                known = self._kept_vector(answered, other)
-                if known is not None:
-                    wanted.setdefault(other, known)
-            plans.append((message, alone, derived, other, compose and answered is not None))
-            wanted.update({text: None for text in (alone, *derived, other) if text not in wanted})
-        missing = [text for text, vector in wanted.items() if vector is None]
-        made = dict(zip(missing, embedder.embed_batch(missing), strict=True)) if missing else {}
-        found = {text: made[text] if vector is None else vector for text, vector in wanted.items()}
-        out = []
-        for message, alone, derived, other, summed in plans:
-            exchange = _unit(found[other] + found[alone]) if summed else found[other]
-            out.append(TurnVectors(exchange, [found[t] for t in derived], found[alone]))
-            if compose:
-                self._keep_vector(message, alone, found[alone])
-        return out
-
-    def _kept_vector(self, message: Message, text: str) -> np.ndarray | None:
-        kept = (self._message_vectors or {}).get(message.conversation_id)
-        return kept[2] if kept is not None and kept[:2] == (message.id, text) else None
-
-    def _keep_vector(self, message: Message, text: str, vector: np.ndarray) -> None:
-        """Keep the last message's vector of each conversation (compose mode's next exchange needs it)."""
-        if self._message_vectors is None:
-            self._message_vectors = {}
-        kept = self._message_vectors
-        kept.pop(message.conversation_id, None)
-        if len(kept) >= KEPT_CONVERSATIONS:
-            kept.pop(next(iter(kept)))
-        kept[message.conversation_id] = (message.id, text, vector)
+        answered = [before if self.settings.exchange_turns >= 2 else None for before in befores]
+        composed = self.settings.exchange_vector == "compose"
+        plans = embedding.plan_turns(messages, answered, [_derived_texts(x) for x in extractions], composed)
+        if composed and self._message_vectors is None:
+            self._message_vectors = embedding.MessageVectors()
+        return embedding.embed_plans(embedder.embed_batch, plans, self._message_vectors if composed else None)
 
     def pending_messages(self, *, user: str | None = None) -> list[Message]:
         """Messages whose derived work failed (stored, never routed): retry with process_pending."""
@@ -263,20 +215,7 @@ class TurnsAPI(EngineBase):
         return self._process(user_id, self.pending_messages(user=user_id))
 
 
-@dataclass
-class TurnVectors:
-    """One turn's vectors (all None without an embedder)."""
-
-    exchange: np.ndarray | None = None  # the conversation memory
-    derived: list[np.ndarray] | None = None  # the decision and research memories, in order
-    routing: np.ndarray | None = None  # the message alone
-
-
 def _derived_texts(extraction: Any) -> list[str]:
     """Texts of the decision and research memories a turn will make (embedded with the turn)."""
     return [content for content, _ in extraction.decisions] + [content for content, _ in extraction.research]
 
-
-def _unit(vector: np.ndarray) -> np.ndarray:
-    norm = float(np.linalg.norm(vector))
-    return vector if norm == 0 else (vector / norm).astype(np.float32)

@@ -296,16 +296,27 @@ def _pair_similarities(
     pairs: dict[int, list[int]],
     similarity: Similarity | None,
 ) -> dict[tuple[int, int], float]:
-    """Similarities of the candidate pairs only, from one call over the labels and sentences involved."""
-    rows = sorted(i for i, found in pairs.items() if found)
-    columns = sorted({j for found in pairs.values() for j in found})
-    if similarity is None or not rows or not columns:
+    """Similarities of the candidate pairs whose verdict depends on one (shared words do not settle it
+    either way), from one call over the labels and sentences involved."""
+    if similarity is None:
+        return {}
+    needed = {
+        i: [j for j in found if _similarity_decides(items[i], evidence[j].sentence)] for i, found in pairs.items()
+    }
+    rows = sorted(i for i, found in needed.items() if found)
+    columns = sorted({j for found in needed.values() for j in found})
+    if not rows or not columns:
         return {}
     labels = [entity_label(items[i].entity_type, items[i].name, items[i].data) for i in rows]
     matrix = np.asarray(similarity(labels, [evidence[j].sentence for j in columns]), dtype=np.float32)
     row_of = {i: r for r, i in enumerate(rows)}
     column_of = {j: c for c, j in enumerate(columns)}
-    return {(i, j): float(matrix[row_of[i], column_of[j]]) for i in rows for j in pairs[i]}
+    return {(i, j): float(matrix[row_of[i], column_of[j]]) for i in rows for j in needed[i]}
+
+
+def _similarity_decides(entity: Entity, sentence: str) -> bool:
+    """Whether the embedding similarity can change ``_related``'s answer for this pair."""
+    return _related(entity, sentence, None) == 0 and _related(entity, sentence, 1.0) > 0
 
 
 def _related(entity: Entity, sentence: str, similarity: float | None) -> int:

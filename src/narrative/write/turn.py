@@ -158,6 +158,7 @@ class TurnWriter:
         self.key_points = key_points
         self.theme = theme
         self.assist = assist
+        self.deferred: list[Memory] | None = None  # memories waiting for one batched embedding (closing)
 
     # --- the turn ---------------------------------------------------------------------
 
@@ -350,7 +351,8 @@ class TurnWriter:
         return stored
 
     def _put_vectors(self, user_id: str, memories: Sequence[Memory], known: Sequence[np.ndarray | None]) -> None:
-        """Store vectors: the ones already made (in order), embedding the rest in one batch."""
+        """Store vectors: the ones already made (in order), embedding the rest in one batch (or, while
+        ``deferred`` is a list, leaving the rest there for the caller's one batch)."""
         if self.model is None or not memories:
             return
         vectors: dict[int, np.ndarray] = {}
@@ -358,7 +360,9 @@ class TurnWriter:
             if vector is not None:
                 vectors[memory.id] = vector
         rest = [m for m in memories if m.id not in vectors]
-        if rest and self.embed is not None:
+        if rest and self.deferred is not None:
+            self.deferred += rest
+        elif rest and self.embed is not None:
             for memory, row in zip(rest, self.embed([m.content for m in rest]), strict=True):
                 vectors[memory.id] = row
         self.store.put_memory_vectors(user_id, self.model, vectors)
@@ -470,6 +474,14 @@ class TurnWriter:
         return stored
 
     # --- the end of a conversation --------------------------------------------------------------
+
+    def embed_deferred(self, user_id: str, extra: Sequence[Memory] = ()) -> None:
+        """Embed the deferred memories (and ``extra``) in one call, store their vectors, stop deferring."""
+        waiting, self.deferred = [*extra, *(self.deferred or [])], None
+        if waiting and self.model is not None and self.embed is not None:
+            rows = self.embed([m.content for m in waiting])
+            vectors = {m.id: row for m, row in zip(waiting, rows, strict=True)}
+            self.store.put_memory_vectors(user_id, self.model, vectors)
 
     def finish_conversation(self, user_id: str, conversation_id: int, now: datetime) -> ConversationEnd:
         """Seal the conversation's running links, store each as a ``source:narrative`` memory, reflect."""

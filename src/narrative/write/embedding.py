@@ -1,0 +1,172 @@
+"""What the write path embeds, and how: the one home for a turn's vectors.
+
+A turn needs three kinds of vector:
+
+* its **message alone** (``conversation_text`` of write/turn.py): routing compares it with the
+  storylines' routing embeddings, and it drifts the chosen storyline's one;
+* its **exchange** (the conversation memory: the turn and the one it answers);
+* its **derived memories** (decisions, research), one per text.
+
+:func:`plan_turns` lists the distinct texts a batch of turns needs and
+:func:`embed_plans` makes them in ONE model call, before any routing work (no
+text depends on routing).  With ``exchange_vector="compose"`` (the default) an
+exchange is not embedded: its vector is composed from its two messages'
+vectors (:func:`compose`), so a turn costs one text; the answered message's
+vector comes from the same batch, else from :class:`MessageVectors` (the last
+message of each recent conversation), else it is embedded again.
+``exchange_vector="embed"`` embeds the exchange's own text (two texts a turn).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from narrative.model import Message
+from narrative.write.turn import conversation_text as message_text
+from narrative.write.turn import exchange_text
+
+Embed = Callable[[Sequence[str]], np.ndarray]
+
+KEPT_CONVERSATIONS = 256  # MessageVectors keeps the last message vector of this many conversations
+
+
+def compose(first_text: str, first: np.ndarray, second_text: str, second: np.ndarray) -> np.ndarray:
+    """An exchange's vector from its two messages' (normalised) vectors, without running the model.
+
+    The model mean-pools token vectors, so a longer message weighs more in the embedding of the joined
+    text; weighting each message by the square root of its length came closest to the real embedding of
+    the exchange on LoCoMo turns (mean cosine 0.961, against 0.955 for a plain sum).
+    """
+    mixed = math.sqrt(len(first_text)) * first + math.sqrt(len(second_text)) * second
+    return unit(mixed)
+
+
+def unit(vector: np.ndarray) -> np.ndarray:
+    norm = float(np.linalg.norm(vector))
+    return np.asarray(vector if norm == 0 else vector / norm, dtype=np.float32)
+
+
+@dataclass
+class TurnVectors:
+    """One turn's vectors (all None without an embedder)."""
+
+    exchange: np.ndarray | None = None  # the conversation memory
+    derived: list[np.ndarray] | None = None  # the decision and research memories, in order
+    routing: np.ndarray | None = None  # the message alone
+
+
+@dataclass(frozen=True)
+class TurnPlan:
+    """The texts one turn needs embedded."""
+
+    message: Message
+    alone: str  # the message alone: routing, and half of a composed exchange
+    derived: tuple[str, ...]  # derived memories' texts
+    answered: str | None  # the answered message's text when the exchange is composed from two messages
+    answered_message: Message | None  # the message it is, then
+    exchange: str  # the exchange's own text, embedded when it is not composed (may equal ``alone``)
+
+
+class MessageVectors:
+    """The last message vector of each recent conversation, so a composed exchange in the next call does not
+    embed the answered message again.  Checked by message id and text; bounded to ``size`` conversations."""
+
+    def __init__(self, size: int = KEPT_CONVERSATIONS) -> None:
+        self.size = size
+        self._kept: OrderedDict[int, tuple[int, str, np.ndarray]] = OrderedDict()
+
+    def get(self, message: Message, text: str) -> np.ndarray | None:
+        kept = self._kept.get(message.conversation_id)
+        return kept[2] if kept is not None and kept[:2] == (message.id, text) else None
+
+    def keep(self, message: Message, text: str, vector: np.ndarray) -> None:
+        self._kept.pop(message.conversation_id, None)
+        if len(self._kept) >= self.size:
+            self._kept.popitem(last=False)
+        self._kept[message.conversation_id] = (message.id, text, vector)
+
+
+def plan_turns(
+    messages: Sequence[Message],
+    answered: Sequence[Message | None],
+    derived: Sequence[Sequence[str]],
+    composed: bool,
+) -> list[TurnPlan]:
+    """Each turn's texts; ``answered[i]`` is the message turn i answers (None: the exchange is the turn alone)."""
+    plans = []
+    for message, before, texts in zip(messages, answered, derived, strict=True):
+        alone = message_text(message)
+        compose_it = composed and before is not None
+        plans.append(TurnPlan(
+            message, alone, tuple(texts),
+            message_text(before) if compose_it and before is not None else None,
+            before if compose_it else None,
+            alone if compose_it else exchange_text(before, message),
+        ))
+    return plans
+
+
+def needed_texts(
+    plans: Sequence[TurnPlan], kept: MessageVectors | None
+) -> tuple[list[str], dict[str, np.ndarray]]:
+    """The distinct texts to embed, in order, and the vectors already known (kept answered messages)."""
+    known: dict[str, np.ndarray] = {}
+    wanted: dict[str, None] = {}
+    for plan in plans:
+        before = plan.answered_message
+        if plan.answered is not None and before is not None and kept is not None and plan.answered not in known:
+            vector = kept.get(before, plan.answered)
+            if vector is not None:
+                known[plan.answered] = vector
+        for text in (plan.alone, *plan.derived, plan.exchange, plan.answered):
+            if text is not None and text not in known:
+                wanted.setdefault(text)
+    return [text for text in wanted if text not in known], known
+
+
+def embed_plans(embed: Embed, plans: Sequence[TurnPlan], kept: MessageVectors | None = None) -> list[TurnVectors]:
+    """Every vector the turns need, from one embedding call over their distinct, not yet known texts."""
+    missing, found = needed_texts(plans, kept)
+    if missing:
+        found.update(zip(missing, np.asarray(embed(missing), dtype=np.float32), strict=True))
+    out = []
+    for plan in plans:
+        alone = found[plan.alone]
+        if plan.answered is not None:
+            exchange = compose(plan.answered, found[plan.answered], plan.alone, alone)
+        else:
+            exchange = found[plan.exchange]
+        out.append(TurnVectors(exchange, [found[t] for t in plan.derived], alone))
+        if kept is not None:
+            kept.keep(plan.message, plan.alone, alone)
+    return out
+
+
+class TextVectors:
+    """A bounded cache of text → vector for texts that come back (the open items a close compares with new
+    sentences are the same close after close); :meth:`vectors` embeds the missing texts in one call."""
+
+    def __init__(self, embed: Embed, size: int = 4096) -> None:
+        self.embed = embed
+        self.size = size
+        self._kept: OrderedDict[str, np.ndarray] = OrderedDict()
+
+    def vectors(self, texts: Sequence[str]) -> np.ndarray:
+        """One row per text, in order; only the distinct texts not kept are embedded (one model call)."""
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        missing = [text for text in dict.fromkeys(texts) if text not in self._kept]
+        made = np.asarray(self.embed(missing), dtype=np.float32) if missing else np.zeros((0, 0), np.float32)
+        for text, vector in zip(missing, made, strict=True):
+            self._kept[text] = vector
+        rows = [self._kept[text] for text in texts]
+        for text in dict.fromkeys(texts):
+            self._kept.move_to_end(text)
+        while len(self._kept) > self.size:
+            self._kept.popitem(last=False)
+        return np.array(rows, dtype=np.float32)
