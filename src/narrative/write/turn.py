@@ -178,11 +178,12 @@ class TurnWriter:
         storyline's routing embedding), defaulting to ``vector``.  In a batch (``context``), ``previous`` is
         the message just before this one when the caller knows it."""
         user_id = message.user_id
-        routed = vector if routing_vector is None else routing_vector
+        alone = vector if routing_vector is None else routing_vector
+        topic, routed = self._without_cue(message, extraction, alone)  # what the storyline may learn from
         with self.store.transaction():
             previous = self._previous_message(message, previous, context)
-            route = self._route(message, routed, extraction, previous, defaults, your_story_id, context)
-            storyline = self._apply_route(message, route, routed, extraction, context)
+            route = self._route(message, routed, topic, previous, defaults, your_story_id, context)
+            storyline = self._apply_route(message, route, routed, topic, context)
             result = TurnResult(message, storyline, route.decision, route.scores)
             if route.decision in ("switch", "create"):  # a topic shift closes the thread(s) left behind
                 left = self._left_behind(message, storyline.id)
@@ -193,17 +194,34 @@ class TurnWriter:
                     self.store, user_id, storyline.id, storyline.name, message.created_at, message.conversation_id
                 )
             answered = previous if self.settings.exchange_turns >= 2 else None
+            if answered is not None and answered.storyline_id != storyline.id:  # never pair across a switch
+                answered, vector = None, alone
             result.memories = self._store_memories(
                 message, vector, extraction, storyline, link, derived_vectors, answered
             )
             result.entities = self._store_entities(message, extraction, storyline, result.memories[0])
             if link is not None:
-                result.narrative = self._extend(link, storyline, message, extraction, result.memories)
-            result.storyline = self._update_storyline(storyline, message, extraction, routed, context)
+                result.narrative = self._extend(link, storyline, message, topic, result.memories)
+            result.storyline = self._update_storyline(storyline, message, topic, routed, context)
             result.reflections = self.maybe_reflect(message, storyline)
         if context is not None:
             context.routed[message.id] = storyline.id
         return result
+
+    def _without_cue(
+        self, message: Message, extraction: TurnExtraction, vector: np.ndarray | None
+    ) -> tuple[TurnExtraction, np.ndarray | None]:
+        """The extraction and routing vector without the phrases that announce a change of subject
+        ("Completely different topic: …"): they never become a storyline's keywords, summary or embedding."""
+        if not routing.TOPIC_CUE.search(message.content):
+            return extraction, vector
+        cue = routing.cue_words(message.content)
+        tags = tuple(t for t in extraction.topic_tags if set(t.lower().split()) - cue)
+        cleaned = replace(extraction, topic_tags=tags, key_points=routing.strip_topic_cue(extraction.key_points))
+        text = routing.strip_topic_cue(message.content)
+        if text and vector is not None and self.embed is not None:
+            vector = self.embed([conversation_text(replace(message, content=text))])[0]
+        return cleaned, vector
 
     def _left_behind(self, message: Message, target_id: int) -> list[int]:
         """Storylines of this conversation with a running link, other than ``target_id`` (even when small
@@ -240,12 +258,20 @@ class TurnWriter:
         context: TurnContext | None = None,
     ) -> routing.Route:
         user_id = message.user_id
-        substantive = bool(extraction.topic_tags or extraction.entities)
+        substantive = routing.has_substance(
+            message.content, extraction.topic_tags, [(e.entity_type.value, e.name) for e in extraction.entities]
+        )
         default = routing.small_talk_default(message.content, defaults, substantive)
         in_topic = previous is not None and previous.storyline_id not in (None, *defaults.values())
         if default is not None and not (in_topic and default[0] == routing.ACKNOWLEDGEMENTS):
             name, sid = default
             return routing.Route("default", sid, {"reason": f"small talk ({name})"})
+        reply = previous is not None and routing.is_reply(
+            message.role.value, message.speaker, previous.role.value, previous.speaker
+        )
+        if message.role is Role.ASSISTANT and reply and previous is not None and previous.storyline_id is not None:
+            reason = "an assistant reply stays in the storyline of the turn it answers"
+            return routing.Route("continue", previous.storyline_id, {"reason": reason})
         current = None
         if previous is not None and previous.storyline_id is not None:
             current = self._storyline(user_id, previous.storyline_id, context)
@@ -272,6 +298,8 @@ class TurnWriter:
             previous_at=None if previous is None else previous.created_at,
             llm_continuity=llm_verdict,
             cue=bool(routing.TOPIC_CUE.search(message.content)),
+            reply=reply,
+            may_create=message.role is not Role.ASSISTANT,
         )
         current_similarity = None if current is None else similarities.get(current.id)
         return routing.decide(given, candidates, current_similarity, your_story_id, self.settings.thresholds)
@@ -290,7 +318,8 @@ class TurnWriter:
             else:
                 storyline = self.store.insert_storyline(
                     user_id, name, StorylineKind.DETECTED, message.created_at,
-                    description=storylines.first_sentence(message.content), keywords=tuple(extraction.topic_tags),
+                    description=storylines.description_of(message.content),
+                    keywords=tuple(routing.topical(extraction.topic_tags)),
                 )
                 if vector is not None and self.model is not None:
                     self.store.put_storyline_vector(user_id, storyline.id, self.model, vector)
