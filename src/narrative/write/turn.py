@@ -187,7 +187,9 @@ class TurnWriter:
             result = TurnResult(message, storyline, route.decision, route.scores)
             if route.decision in ("switch", "create"):  # a topic shift closes the thread(s) left behind
                 left = self._left_behind(message, storyline.id)
-                result.sealed = narrate.seal_open_links(self.store, user_id, left, message.created_at)
+                result.sealed = narrate.seal_open_links(
+                    self.store, user_id, left, message.created_at, retell=self.assist is None
+                )
             link = None
             if storyline.kind is not StorylineKind.DEFAULT:
                 link = narrate.running_link(
@@ -427,7 +429,7 @@ class TurnWriter:
             sentence = narrate.narrative_sentence(storyline.name, message.speaker, extraction.key_points)
         link = narrate.extend_link(self.store, link, [m.id for m in memories], sentence)
         if len(link.memory_ids) >= narrate.MAX_LINK_MEMORIES:  # a long arc: seal and let the next link follow
-            link = self.store.seal_narrative(link.user_id, link.id, message.created_at)
+            link = narrate.seal(self.store, link, message.created_at, retell=self.assist is None)
         return link
 
     def _update_storyline(
@@ -508,7 +510,7 @@ class TurnWriter:
             return end
         with self.store.transaction():
             touched = list(dict.fromkeys(m.storyline_id for m in messages if m.storyline_id is not None))
-            for link in narrate.seal_open_links(self.store, user_id, touched, now):
+            for link in narrate.seal_open_links(self.store, user_id, touched, now, retell=self.assist is None):
                 end.sealed.append(link)
                 end.narrative_memories.append(self.store.insert_memory(Memory(
                     id=0, user_id=user_id, stream=Stream.NARRATIVE, source=Source.NARRATIVE, content=link.summary,
