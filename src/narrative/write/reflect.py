@@ -124,7 +124,8 @@ def _salient_points(
     from narrative.write.extract import key_points
     from narrative.write.routing import strip_topic_cue
 
-    salient = [m for m in exchanges if m.importance >= 3 and m.message_ids]
+    turns = [m for m in exchanges if m.message_ids]
+    salient = [m for m in turns if m.importance >= 3] or turns  # nothing stands out: what was said still counts
     if not salient:
         return []
     chosen = [salient[0], max(salient, key=lambda m: (m.importance, -m.id))]
