@@ -146,21 +146,24 @@ def alignment(mem: Memory) -> dict[str, Any]:
     }
 
 
-def run_routing(path: str | Path, *, embedder: str = "minilm") -> dict[str, Any]:
-    """Both routing runs over ``path``; returns the report."""
+def run_routing(path: str | Path, *, embedder: str = "minilm", keep: str | None = None) -> dict[str, Any]:
+    """Both routing runs over ``path``; returns the report.  ``keep``: a folder to keep the databases in
+    (``one-user.db`` and one per conversation), to look at the routing decisions afterwards."""
     data = json.loads(Path(path).read_text("utf-8"))
     samples = data if isinstance(data, list) else [data]
     report: dict[str, Any] = {"file": str(path), "conversations": len(samples), "nmi_normalisation": "arithmetic"}
-    with tempfile.TemporaryDirectory(prefix="narrative-routing-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="narrative-routing-") as scratch_dir:
+        scratch = Path(keep) if keep else Path(scratch_dir)
+        scratch.mkdir(parents=True, exist_ok=True)
         started = time.perf_counter()
-        with Memory(Path(scratch) / "one-user.db", user="reader", embedder=embedder) as mem:
+        with Memory(_fresh(scratch / "one-user.db"), user="reader", embedder=embedder) as mem:
             ingest_interleaved(mem, samples)
             report["one_user"] = alignment(mem)
         report["one_user"]["seconds"] = round(time.perf_counter() - started, 1)
         per: dict[str, Any] = {}
         for index, sample in enumerate(samples):
             name = str(sample.get("sample_id", f"sample-{index}"))
-            with Memory(Path(scratch) / f"{name}.db", user=name, embedder=embedder) as mem:
+            with Memory(_fresh(scratch / f"{name}.db"), user=name, embedder=embedder) as mem:
                 ingest(mem, sample)
                 found = alignment_by_session(mem)
             per[name] = found
@@ -168,6 +171,13 @@ def run_routing(path: str | Path, *, embedder: str = "minilm") -> dict[str, Any]
     values = [v["storylines_per_session"] for v in per.values()]
     report["per_conversation_mean"] = round(sum(values) / len(values), 3) if values else None
     return report
+
+
+def _fresh(db: Path) -> Path:
+    """``db`` with any earlier run's files removed."""
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    return db
 
 
 def alignment_by_session(mem: Memory) -> dict[str, Any]:

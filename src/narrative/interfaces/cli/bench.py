@@ -27,12 +27,13 @@ def bench_locomo(ctx: Context, path: str, limit: int | None, keep: str | None) -
 
 @bench.command("routing", help="How storylines match source conversations: purity, storylines per session, NMI.")
 @click.argument("path", type=click.Path(exists=True, dir_okay=False))
+@click.option("--keep", default=None, help="Keep the databases in this folder.")
 @json_option
 @pass_ctx
-def bench_routing(ctx: Context, path: str) -> None:
+def bench_routing(ctx: Context, path: str, keep: str | None) -> None:
     from narrative.bench import routing
 
-    report = routing.run_routing(path, embedder=ctx.embedder or "minilm")
+    report = routing.run_routing(path, embedder=ctx.embedder or "minilm", keep=keep)
     ctx.emit(report, lambda: routing.format_routing(report))
 
 
