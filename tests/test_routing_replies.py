@@ -157,6 +157,10 @@ TWO_PEOPLE = [  # a later conversation between two people, both with role "user"
     ("mel", "user", "Melanie", "I finally finished the pottery bowl for my kids, it took three weekends."),
     ("caroline", "user", "Caroline", "Wow, that sounds lovely! Did the glaze come out the way you hoped?"),
 ]
+OTHER_PEOPLE = [  # the same topic, later, between two other people
+    ("jon", "user", "Jon", "I finally finished a pottery bowl for my kids, after three weekends of work."),
+    ("gina", "user", "Gina", "Nice! Did the glaze turn out the way you wanted?"),
+]
 
 
 @dataclass
@@ -169,7 +173,7 @@ class Scenario:
 def scenario(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scenario]:
     mem = narrative.Memory(tmp_path_factory.mktemp("replies") / "maya.db", user="maya", clock=FakeClock(), env={})
     found = Scenario(mem)
-    for title, turns in (("trips", TURNS), ("pottery", TWO_PEOPLE)):
+    for title, turns in (("trips", TURNS), ("pottery", TWO_PEOPLE), ("pottery again", OTHER_PEOPLE)):
         mem.start_conversation(title)
         for label, role, speaker, text in turns:
             found.turns[label] = mem.remember(text, role, speaker=speaker)
@@ -227,3 +231,10 @@ def test_between_two_people_the_answer_stays_with_what_it_answers(scenario: Scen
     assert caroline.storyline.id == mel.storyline.id
     assert caroline.scores["continuity"] == "a reply stays with the turn it answers"
     assert caroline.memories[0].message_ids == (mel.message.id, caroline.message.id)
+
+
+def test_a_turn_never_joins_other_peoples_storyline_by_similarity(scenario: Scenario) -> None:
+    mel, jon = scenario.turns["mel"], scenario.turns["jon"]
+    assert jon.storyline.id != mel.storyline.id  # same words, other people: another thread
+    assert mel.storyline.id not in [c["storyline_id"] for c in jon.scores["candidates"]]
+    assert scenario.turns["gina"].storyline.id == jon.storyline.id

@@ -281,7 +281,8 @@ class TurnWriter:
         if vector is not None and self.model is not None:
             for sid, routing_vector in self.store.storyline_vectors(user_id, self.model).items():
                 similarities[sid] = float(np.dot(routing_vector, vector))
-        excluded = {*defaults.values(), your_story_id}
+        others = self._other_peoples(message, previous)
+        excluded = {*defaults.values(), your_story_id, *others}
         keyword = [(sid, s) for sid, s in self.store.keyword_search_storylines(user_id, message.content, limit=10)
                    if sid not in excluded]
         for sid in excluded:
@@ -304,7 +305,23 @@ class TurnWriter:
             may_create=message.role is not Role.ASSISTANT,
         )
         current_similarity = None if current is None else similarities.get(current.id)
-        return routing.decide(given, candidates, current_similarity, your_story_id, self.settings.thresholds)
+        route = routing.decide(given, candidates, current_similarity, your_story_id, self.settings.thresholds)
+        if route.decision == "create" and others and message.speaker.strip():
+            clash = self.store.find_storyline(user_id, route.new_name)
+            if clash is not None and clash.id in others:  # other people's thread of the same name
+                route.new_name = f"{route.new_name} · {message.speaker.strip()}"
+        return route
+
+    def _other_peoples(self, message: Message, previous: Message | None) -> set[int]:
+        """Topic storylines none of whose participants speaks in this exchange: other people's threads,
+        which a turn never joins by similarity alone (none when the speakers are not named)."""
+        speakers = {s.strip().casefold() for s in (message.speaker, previous.speaker if previous else "") if s.strip()}
+        if not speakers:
+            return set()
+        return {
+            s.id for s in self.store.list_storylines(message.user_id)
+            if s.participants and not {p.name.strip().casefold() for p in s.participants} & speakers
+        }
 
     def _apply_route(
         self, message: Message, route: routing.Route, vector: np.ndarray | None, extraction: TurnExtraction,
