@@ -263,17 +263,12 @@ class TurnWriter:
         substantive = routing.has_substance(
             message.content, extraction.topic_tags, [(e.entity_type.value, e.name) for e in extraction.entities]
         )
-        default = routing.small_talk_default(message.content, defaults, substantive)
-        in_topic = previous is not None and previous.storyline_id not in (None, *defaults.values())
-        if default is not None and not (in_topic and default[0] == routing.ACKNOWLEDGEMENTS):
-            name, sid = default
-            return routing.Route("default", sid, {"reason": f"small talk ({name})"})
         reply = previous is not None and routing.is_reply(
             message.role.value, message.speaker, previous.role.value, previous.speaker
         )
-        if message.role is Role.ASSISTANT and reply and previous is not None and previous.storyline_id is not None:
-            reason = "an assistant reply stays in the storyline of the turn it answers"
-            return routing.Route("continue", previous.storyline_id, {"reason": reason})
+        settled = self._settled_route(message, previous, defaults, substantive, reply)
+        if settled is not None:
+            return settled
         current = None
         if previous is not None and previous.storyline_id is not None:
             current = self._storyline(user_id, previous.storyline_id, context)
@@ -311,6 +306,22 @@ class TurnWriter:
             if clash is not None and clash.id in others:  # other people's thread of the same name
                 route.new_name = f"{route.new_name} · {message.speaker.strip()}"
         return route
+
+    @staticmethod
+    def _settled_route(
+        message: Message, previous: Message | None, defaults: dict[str, int], substantive: bool, reply: bool
+    ) -> routing.Route | None:
+        """Routes that need no search: small talk to its default storyline (inside a topic too; an
+        acknowledgement inside a topic stays there), an assistant's reply to the storyline of the turn it answers."""
+        default = routing.small_talk_default(message.content, defaults, substantive)
+        in_topic = previous is not None and previous.storyline_id not in (None, *defaults.values())
+        if default is not None and not (in_topic and default[0] == routing.ACKNOWLEDGEMENTS):
+            name, sid = default
+            return routing.Route("default", sid, {"reason": f"small talk ({name})"})
+        if message.role is Role.ASSISTANT and reply and previous is not None and previous.storyline_id is not None:
+            reason = "an assistant reply stays in the storyline of the turn it answers"
+            return routing.Route("continue", previous.storyline_id, {"reason": reason})
+        return None
 
     def _other_peoples(self, message: Message, previous: Message | None) -> set[int]:
         """Topic storylines none of whose participants speaks in this exchange: other people's threads,
