@@ -8,7 +8,7 @@ through ``Memory.remember`` with the real MiniLM model (loaded once per module).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -106,9 +106,9 @@ def current() -> Storyline:
 
 
 def given(*, reply: bool, cue: bool = False, since: timedelta = timedelta(minutes=1),
-          may_create: bool = True) -> RoutingInput:
+          may_create: bool = True, tags: tuple[str, ...] = ("wedding", "dress")) -> RoutingInput:
     return RoutingInput(
-        text="a message", vector=None, topic_tags=("wedding", "dress"), substantive=True, now=NOW,
+        text="a message", vector=None, topic_tags=tags, substantive=True, now=NOW,
         current=current(), previous_at=NOW - since, cue=cue, reply=reply, may_create=may_create,
     )
 
@@ -117,12 +117,19 @@ def far(sid: int, similarity: float) -> Candidate:
     return Candidate(sid, None, 1, similarity, similarity)
 
 
-def test_a_reply_stays_even_when_it_drifts_or_comes_late() -> None:
+def test_a_reply_stays_even_when_it_comes_late_or_drifts_without_a_topic_of_its_own() -> None:
+    near, far_away = T.stay_similarity + 0.05, T.stay_similarity / 2
+    late = given(reply=True, since=T.continuity_window * 3)
+    assert routing.continuity(late, near, None, T) == (True, "a reply stays with the turn it answers")
+    assert routing.continuity(replace(late, reply=False), near, None, T)[0] is False  # not a reply: too late
+    vague = given(reply=True, tags=("dress",))  # too little to make a storyline of its own
+    assert routing.continuity(vague, far_away, None, T) == (True, "a reply stays with the turn it answers")
+
+
+def test_a_reply_that_moves_to_a_named_topic_of_its_own_leaves() -> None:
     far_away = T.stay_similarity / 2
-    for since in (timedelta(minutes=1), T.continuity_window * 3):
-        stay, reason = routing.continuity(given(reply=True, since=since), far_away, None, T)
-        assert (stay, reason) == (True, "a reply stays with the turn it answers")
-    assert routing.continuity(given(reply=False), far_away, None, T)[0] is False  # not a reply: it moved away
+    stay, reason = routing.continuity(given(reply=True), far_away, None, T)
+    assert not stay and reason.startswith("a reply that moved to a topic of its own")
 
 
 def test_a_reply_that_announces_a_new_topic_or_fits_another_storyline_leaves() -> None:

@@ -212,6 +212,11 @@ def continuity(
         best_other.similarity >= similarity + t.switch_margin
     )
     if given.reply and not fits_better:
+        # a reply stays unless it announces a topic of its own: named (enough topical tags to make a storyline)
+        # and as far from the current storyline as a message that leaves it within the window
+        own_topic = given.substantive and len(topical(given.topic_tags)) >= t.min_tags_to_create
+        if own_topic and current_similarity is not None and similarity < t.stay_similarity:
+            return False, f"a reply that moved to a topic of its own ({similarity:.2f})"
         return True, "a reply stays with the turn it answers"
     if not recent:
         return False, "too long since the previous message"
