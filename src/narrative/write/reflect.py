@@ -73,8 +73,10 @@ def heuristic_reflections(
     of = {kind: [e for e in entities if e.entity_type is kind] for kind in EntityType}
     result: dict[str, str] = {}
     questions = _question_sentences(of[EntityType.QUESTION_OPENED], of[EntityType.QUESTION_RESOLVED])
-    if not questions:
-        questions = _salient_points(store, user_id, exchanges, as_sentence, retold)
+    if not questions:  # nobody asked anything: what was said, apart from what the positions will tell
+        told = {e.data.get("message_id") for kind in (EntityType.DECISION, EntityType.INSIGHT) for e in of[kind]}
+        rest = [m for m in exchanges if m.message_ids and m.message_ids[-1] not in told]
+        questions = _salient_points(store, user_id, rest, as_sentence, retold)
     if questions:
         result["questions"] = " ".join(_distinct(questions))
     positions = [
