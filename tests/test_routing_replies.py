@@ -126,10 +126,12 @@ def test_a_reply_stays_even_when_it_comes_late_or_drifts_without_a_topic_of_its_
     assert routing.continuity(vague, far_away, None, T) == (True, "a reply stays with the turn it answers")
 
 
-def test_a_reply_that_moves_to_a_named_topic_of_its_own_leaves() -> None:
+def test_a_reply_that_moves_to_a_named_topic_of_its_own_leaves_unless_it_answers_a_question() -> None:
     far_away = T.stay_similarity / 2
     stay, reason = routing.continuity(given(reply=True), far_away, None, T)
     assert not stay and reason.startswith("a reply that moved to a topic of its own")
+    answer = replace(given(reply=True), answers_question=True)
+    assert routing.continuity(answer, far_away, None, T) == (True, "a reply stays with the turn it answers")
 
 
 def test_a_reply_that_announces_a_new_topic_or_fits_another_storyline_leaves() -> None:

@@ -128,6 +128,7 @@ class RoutingInput:
     llm_continuity: bool | None = None
     cue: bool = False
     reply: bool = False  # answers the turn before it (see :func:`is_reply`)
+    answers_question: bool = False  # ... and that turn asked a question
     may_create: bool = True  # False for an assistant: its turns never open a storyline
 
 
@@ -213,9 +214,11 @@ def continuity(
     )
     if given.reply and not fits_better:
         # a reply stays unless it announces a topic of its own: named (enough topical tags to make a storyline)
-        # and as far from the current storyline as a message that leaves it within the window
+        # and as far from the current storyline as a message that leaves it within the window; an answer to a
+        # question always stays with the question
         own_topic = given.substantive and len(topical(given.topic_tags)) >= t.min_tags_to_create
-        if own_topic and current_similarity is not None and similarity < t.stay_similarity:
+        drifted = current_similarity is not None and similarity < t.stay_similarity
+        if own_topic and drifted and not given.answers_question:
             return False, f"a reply that moved to a topic of its own ({similarity:.2f})"
         return True, "a reply stays with the turn it answers"
     if not recent:

@@ -297,6 +297,7 @@ class TurnWriter:
             llm_continuity=llm_verdict,
             cue=bool(routing.TOPIC_CUE.search(message.content)),
             reply=reply,
+            answers_question=reply and previous is not None and previous.content.rstrip().endswith("?"),
             may_create=message.role is not Role.ASSISTANT,
         )
         current_similarity = None if current is None else similarities.get(current.id)
