@@ -84,8 +84,8 @@ def test_a_reflection_comes_every_n_exchanges_and_covers_them(mem3: narrative.Me
         assert memory.event_at == covered[-1].event_at
     questions, positions, sources = (m.content for m in made)
     assert QUESTION in questions and "map" in questions.lower()
-    assert positions == "Decided: use MapLibre."
-    assert sources.startswith("Sources in play:")
+    assert positions == "Maya decided to use MapLibre instead of Leaflet, because it is free."  # who, what, why
+    assert sources.startswith("The sources in play were ")
     assert [m.id for m in reflections(mem3)] == [m.id for m in made]
 
 
@@ -99,7 +99,7 @@ def test_reflections_keep_coming_and_cover_only_the_new_exchanges(mem3: narrativ
     expected = tuple(dict.fromkeys(i for m in covered for i in m.message_ids))
     assert all(m.message_ids == expected for m in later)
     assert expected[0] == turns[2].message.id  # the first covered exchange answers the turn before it
-    assert any("Realised: the shade maps of the garden beds matter most" in m.content for m in later)
+    assert any("Maya realized that the shade maps of the garden beds matter most" in m.content for m in later)
 
 
 def test_the_count_is_per_conversation(mem3: narrative.Memory) -> None:
@@ -135,7 +135,7 @@ def test_closing_reflects_on_what_the_last_reflection_did_not_cover(mem3: narrat
     assert end.reflections
     assert {details(m).exchange_count for m in end.reflections} == {1}
     assert all(m.message_ids == exchanges(mem3)[-1].message_ids for m in end.reflections)
-    assert any("Realised" in m.content for m in end.reflections)
+    assert any("realized that" in m.content for m in end.reflections)
     again = mem3._turn_writer().finish_conversation("alice", cid, mem3.clock())
     assert again.reflections == []
 
@@ -171,7 +171,7 @@ def test_reflections_get_vectors_when_there_is_an_embedder(tmp_path: Path) -> No
                           reflect_every=3) as mem:
         made = say(mem, [QUESTION, DECISION, RESEARCH])[-1].reflections
         assert made
-        hits = mem.search("Decided: use MapLibre", streams=["reflection"], mode="vector", record=False)
+        hits = mem.search("Maya decided to use MapLibre", streams=["reflection"], mode="vector", record=False)
     assert hits and hits[0].memory.id in {m.id for m in made}
 
 

@@ -416,7 +416,7 @@ def test_follow_ups_and_acknowledgements_continue_the_topic(scenario: Scenario) 
     for label in ("garden reply", "thanks", "garden more"):
         turn = scenario.turns[label]
         assert (turn.decision, turn.storyline.id) == ("continue", garden), label
-    assert scenario.turns["thanks"].scores["continuity"] == "short follow-up within the continuity window"
+    assert scenario.turns["thanks"].scores["continuity"] == "a reply stays with the turn it answers"
 
 
 def test_an_explicit_change_of_subject_leaves_the_storyline(scenario: Scenario) -> None:

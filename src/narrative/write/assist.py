@@ -17,6 +17,7 @@ from narrative.config import Settings
 from narrative.errors import ValidationError
 from narrative.model import DecisionDetails, EntityType, ResearchDetails, Storyline
 from narrative.providers.llm import LLM, LLMSettings, TurnBudget, ask_json, ask_text, check_fields
+from narrative.write.answers import prose
 from narrative.write.extract import (
     ExtractedDecision,
     ExtractedEntity,
@@ -28,6 +29,9 @@ from narrative.write.extract import (
 log = logging.getLogger("narrative.write")
 
 _ENTITY_TYPES = {t.value for t in EntityType}
+MAX_SENTENCE = 300  # the running link's one sentence
+MAX_SUMMARY = 1200  # a storyline card's few bullet points
+MAX_NAME = 80  # "three to six words"
 
 
 def _continuity(obj: dict[str, Any]) -> dict[str, Any]:
@@ -38,6 +42,8 @@ def _summary(obj: dict[str, Any]) -> dict[str, Any]:
     checked = check_fields(obj, {"name": str, "keywords": list, "summary": str})
     if not checked["summary"].strip():
         raise ValidationError("empty summary", field="summary")
+    if len(checked["summary"]) > MAX_SUMMARY or len(checked["name"]) > MAX_NAME:
+        raise ValidationError("the card is longer than asked", field="summary")
     return checked
 
 
@@ -92,14 +98,9 @@ class LLMTurnAssist:
             self.llm, self.budget, "narrative_update",
             {"topic": topic, "narrative": previous_summary, "exchange": text}, max_tokens=120,
         )
-        if sentence is None:
-            return None
-        sentence = " ".join(sentence.split())
-        if sentence[:1] in ("{", "["):  # data (a JSON blob), not the sentence that was asked for
-            log.warning("narrative_update: the model answered with data, not a sentence: %.80r; heuristic used",
-                        sentence)
-            return None
-        return sentence[:300] if sentence else None
+        # one sentence was asked for, about this topic and exchange: anything else is not stored
+        material = f"{topic}\n{previous_summary}\n{text}"
+        return prose(sentence, "narrative_update", sentences=(1, 1), max_chars=MAX_SENTENCE, material=material)
 
     # --- Extractor ---------------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ Every LLM step returns None on any failure and the rule is used instead (:class:
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -40,6 +41,9 @@ from narrative.model import (
 from narrative.store.protocol import Store
 from narrative.write import patterns as P
 from narrative.write import resolve
+from narrative.write.answers import prose
+from narrative.write.retell import as_sentence, decision_clause, retold
+from narrative.write.retell import listing as _listing
 
 if TYPE_CHECKING:
     from narrative.providers.llm import LLM
@@ -301,44 +305,9 @@ def destination_for(store: Store, user_id: str, storyline_id: int, reason: str) 
 
 # --- the narrative memory (rules) --------------------------------------------------------------
 
-_VERB_START = P.lex(
-    "go use build start ship keep move drop switch write prioritize prioritise focus store adopt try skip make put "
-    "add buy hire launch wait stick cut postpone defer delay finish stop rewrite split merge publish release"
-)
-_PRONOUNS = re.compile(r"\b(I'm|I've|I'll|I'd|I|my|me|myself|mine)\b", re.IGNORECASE)
-
-
-def _as_told(text: str, name: str) -> str:
-    """A user's first-person sentence retold: "I finally called Mum" → "Maya finally called Mum"."""
-    you = name == "You"
-    table = {"i'm": "you're" if you else f"{name} is", "i've": "you've" if you else f"{name} has",
-             "i'll": "you'll" if you else f"{name} will", "i'd": "you'd" if you else f"{name} would",
-             "i": "you" if you else name, "my": "your" if you else f"{name}'s", "me": "you" if you else name,
-             "myself": "yourself" if you else name, "mine": "yours" if you else f"{name}'s"}
-    return _PRONOUNS.sub(lambda m: table[m.group(1).lower()], P.normalize(text).strip())
-
-
-def _sentence(text: str) -> str:
-    """Capitalised, ending in punctuation (a closing quote after ?/! counts)."""
-    text = text.strip().rstrip(",;:")
-    text = text[:1].upper() + text[1:]
-    return text if text.rstrip("\"'”’").endswith((".", "!", "?", "…")) else text + "."
-
-
-def _listing(items: Sequence[str], limit: int = 3) -> str:
-    shown = list(items[:limit]) + ([f"{len(items) - limit} more"] if len(items) > limit else [])
-    return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " and " + shown[-1]
-
-
 def _decision_clause(e: PreviewEntity, name: str) -> str:
-    what = _as_told(str(e.data.get("what") or e.name), name).strip().rstrip(".")
-    first = what.split()[0].lower() if what.split() else ""
-    clause = f"decided to {what}" if first in _VERB_START else f"settled on {what}"
     alternatives = [str(a) for a in e.data.get("alternatives") or [] if a]
-    if alternatives and not re.search(r"\b(?:instead of|rather than)\b", what, re.I):
-        clause += f" instead of {_listing(alternatives)}"
-    why = _as_told(str(e.data.get("why") or ""), name).strip().rstrip(".")
-    return clause + (f", because {why}" if why else "")
+    return decision_clause(str(e.data.get("what") or e.name), str(e.data.get("why") or ""), alternatives, name)
 
 
 def _thread_phrase(r: resolve.Resolution) -> str:
@@ -372,50 +341,66 @@ def compose_narrative(
     sentences: list[str] = []
     decisions = by_type.get(EntityType.DECISION, [])
     if decisions:
-        sentences.append(_sentence(f"{name} " + "; and ".join(_decision_clause(e, name) for e in decisions[:2])))
+        sentences.append(as_sentence(f"{name} " + "; and ".join(_decision_clause(e, name) for e in decisions[:2])))
     else:
         moment = max((m for m in exchanges if m.importance >= 4 and user_said(m)),
                      key=lambda m: (m.importance, -m.id), default=None)
         if moment is not None:
-            sentences.append(_sentence(_as_told(_strip_aside(moment.key_points or user_said(moment)), name)))
+            sentences.append(as_sentence(retold(_strip_aside(moment.key_points or user_said(moment)), name)))
     for e in by_type.get(EntityType.INSIGHT, [])[:1]:
-        sentences.append(_sentence(f"{name} realized that {_as_told(str(e.data.get('what') or e.name), name)}"))
+        sentences.append(as_sentence(f"{name} realized that {retold(str(e.data.get('what') or e.name), name)}"))
     settled_by = {r.evidence.sentence for r in resolutions}
     for e in by_type.get(EntityType.BLOCKER_CLEARED, [])[:1]:
         said = str(e.data.get("sentence") or e.name)
         if not any(_same(said, s) for s in settled_by):
-            sentences.append(_sentence(_as_told(said, name)))
+            sentences.append(as_sentence(retold(said, name)))
     if resolutions:
-        lead = _as_told(resolutions[0].evidence.sentence, name).rstrip(".!")
+        lead = retold(resolutions[0].evidence.sentence, name).rstrip(".!")
         rest = [_thread_phrase(r) for r in resolutions]
-        sentences.append(_sentence(f"{lead} — that settled {_listing(rest)}"))
+        sentences.append(as_sentence(f"{lead} — that settled {_listing(rest)}"))
     settled_ids = {r.entity.id for r in resolutions}
     still = [e for t in (EntityType.TASK, EntityType.WAITING_ON, EntityType.QUESTION_OPENED)
              for e in by_type.get(t, []) if not set(e.entity_ids) & settled_ids]
     if still:
-        sentences.append(_sentence("Still open: " + "; ".join(_open_phrase(e) for e in still[:3])
+        sentences.append(as_sentence("Still open: " + "; ".join(_open_phrase(e) for e in still[:3])
                                    + (f"; and {len(still) - 3} more" if len(still) > 3 else "")))
     feelings = list(dict.fromkeys(x for m in exchanges if user_said(m) for x in m.emotions))
     if feelings:
-        sentences.append(_sentence(f"It carried {_listing(feelings[:3])}"))
+        sentences.append(as_sentence(f"It carried {_listing(feelings[:3])}"))
     people = [e.name for e in by_type.get(EntityType.PERSON, []) if e.name not in others]
     if people:
-        sentences.append(_sentence(f"People involved: {_listing(people, 4)}"))
+        sentences.append(as_sentence(f"People involved: {_listing(people, 4)}"))
     if len(sentences) < 2:
         sentences += _filler(name, exchanges, sentences, decided=bool(decisions), open_left=bool(still))
-    return " ".join(sentences[:4])
+    return " ".join(_distinct(sentences)[:4])
+
+
+def _distinct(sentences: Sequence[str]) -> list[str]:
+    """Sentences in order, without one that repeats an earlier one (same content words)."""
+    kept: list[str] = []
+    for sentence in sentences:
+        if all(not _same(sentence, k) for k in kept):
+            kept.append(sentence)
+    return kept
 
 
 def _filler(name: str, exchanges: Sequence[Memory], said: Sequence[str], *, decided: bool,
             open_left: bool) -> list[str]:
-    """Sentences that round a thin memory up to two: what it was about, what it did not do."""
-    tags = Counter(t for m in exchanges if m.details is not None for t in getattr(m.details, "topic_tags", ()))
-    about = _listing([t for t, _ in tags.most_common(3)]) if tags else ""
+    """Sentences that round a thin memory up to two: the most salient thing the user said (retold), and
+    what the conversation did not do."""
+    from narrative.write.extract import key_points
+    from narrative.write.routing import strip_topic_cue
+
     out = []
-    if about:
-        out.append(_sentence(f"It was about {about}" if said else f"{name} talked about {about}"))
-    elif not said:
-        out.append(_sentence(f"{name} only exchanged a few words"))
+    told = {s.casefold() for s in said}
+    for memory in sorted(exchanges, key=lambda m: (-m.importance, m.id)):
+        point = key_points(strip_topic_cue(user_said(memory))) if user_said(memory) else ""
+        sentence = as_sentence(retold(point, name)) if point else ""
+        if sentence and sentence.casefold() not in told and not any(sentence in s for s in said):
+            out.append(sentence)
+            break
+    if not out and not said:
+        out.append(as_sentence(f"{name} only exchanged a few words"))
     if len(said) + len(out) < 2:
         out.append("Nothing was decided." if open_left and not decided else
                    "Nothing was left open." if decided else "Nothing was decided and nothing was left open.")
@@ -526,10 +511,13 @@ class LLMCloseAssist:
 
         variables = {"entities": entities, "storyline": storyline, "date": date, "duration": duration}
         text = ask_text(self.llm, None, "narrative_memory", variables)
-        if text is None or len(text) > 1500 or text.lstrip()[:1] in "{[<" or not 1 <= len(P.split_sentences(text)) <= 6:
-            return None  # too long, JSON or markup instead of prose, or not a few sentences
+        # two to four sentences about what the conversation produced were asked for: nothing else is stored
+        material = f"{storyline}\n{json.dumps(entities, ensure_ascii=False, default=str)}"
+        answer = prose(text, "narrative_memory", sentences=(2, 4), max_chars=1200, material=material)
+        if answer is None:
+            return None
         self.calls += 1
-        return " ".join(text.split())
+        return answer
 
     def route(self, narrative: str, entities: dict[str, Any], storylines: Sequence[Storyline]) -> Destination | None:
         from narrative.providers.llm import ask_json

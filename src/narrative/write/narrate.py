@@ -14,7 +14,7 @@ from datetime import datetime
 
 from narrative.checks import require_text
 from narrative.errors import NotFound, ValidationError
-from narrative.model import Narrative
+from narrative.model import DecisionDetails, Memory, Message, Narrative, Role, Stream
 from narrative.store.protocol import Store
 
 
@@ -117,12 +117,106 @@ def extend_link(
 
 
 def seal_open_links(
-    store: Store, user_id: str, storyline_ids: Sequence[int], now: datetime
+    store: Store, user_id: str, storyline_ids: Sequence[int], now: datetime, *, retell: bool = False
 ) -> list[Narrative]:
-    """Seal the running link of each storyline (a topic shift or the end of a conversation)."""
+    """Seal the running link of each storyline (a topic shift or the end of a conversation); with ``retell``
+    (no model wrote the link), its summary becomes the arc first (:func:`arc_summary`)."""
     sealed = []
     for storyline_id in dict.fromkeys(storyline_ids):
         link = store.open_narrative(user_id, storyline_id)
         if link is not None:
-            sealed.append(store.seal_narrative(user_id, link.id, now))
+            sealed.append(seal(store, link, now, retell=retell))
     return sealed
+
+
+def seal(store: Store, link: Narrative, now: datetime, *, retell: bool = False) -> Narrative:
+    """Seal one link, its summary retold as the arc first when ``retell``."""
+    if retell:
+        summary = arc_summary(store, link)
+        if summary and summary != link.summary:
+            link = store.update_narrative(link.user_id, link.id, summary=summary)
+    return store.seal_narrative(link.user_id, link.id, now)
+
+
+# --- the arc of a link, told without a model ---------------------------------------------------
+
+MAX_ARC_CHARS = 600
+
+
+def arc_summary(store: Store, link: Narrative) -> str:
+    """What the link's stretch of conversation came to, in one to three sentences a person would write.
+
+    When the arc holds a decision: who decided what, instead of what, and why — then the point that led
+    there when it came earlier.  Otherwise: the first salient point, and the last one when it differs.
+    Sentences are the speakers' own, retold in the third person; none repeats another.  "" when the link
+    covers nothing salient (the caller keeps the running summary).
+    """
+    from narrative.write.extract import key_points
+    from narrative.write.retell import as_sentence, decision_clause, retold
+    from narrative.write.routing import strip_topic_cue
+
+    memories = sorted(store.get_memories(link.user_id, link.memory_ids), key=lambda m: m.id)
+    if not memories:
+        return ""
+    turn_ids = list(dict.fromkeys(m.message_ids[-1] for m in memories if m.message_ids))
+    said = {m.id: m for m in store.get_messages(link.user_id, turn_ids)}
+
+    def speaker(memory: Memory) -> str:
+        message = said.get(memory.message_ids[-1]) if memory.message_ids else None
+        return _name(message)
+
+    sentences: list[str] = []
+    decided_in: set[int] = set()
+    for memory in memories:
+        details = memory.details
+        if memory.stream is Stream.DECISION and isinstance(details, DecisionDetails) and details.decision:
+            name = speaker(memory)
+            clause = decision_clause(details.decision, details.rationale, details.alternatives_considered, name)
+            sentences.append(as_sentence(f"{name} {clause}"))
+            decided_in.add(memory.message_ids[-1] if memory.message_ids else 0)
+            if len(sentences) == 2:
+                break
+    points: list[tuple[int, str]] = []
+    minor: list[tuple[int, str]] = []
+    for memory in memories:
+        message = said.get(memory.message_ids[-1]) if memory.message_ids else None
+        if memory.stream is not Stream.CONVERSATION or message is None or message.id in decided_in:
+            continue
+        point = key_points(strip_topic_cue(message.content))
+        if point:
+            told = as_sentence(retold(point, _name(message)))
+            (points if memory.importance >= 3 else minor).append((message.id, told))
+    points = points or minor  # nothing salient: what was said still beats "… continues."
+    if sentences:
+        earlier = [p for mid, p in points if mid < min(decided_in)]
+        chosen = sentences + earlier[:1]
+    else:
+        chosen = [p for _, p in points[:1]] + [p for _, p in points[-1:]]
+    return _fit(_distinct(chosen))
+
+
+def _name(message: Message | None) -> str:
+    if message is None:
+        return "Someone"
+    name = message.speaker.strip() or ("The assistant" if message.role is Role.ASSISTANT else "You")
+    return name[:1].upper() + name[1:]
+
+
+def _distinct(sentences: Sequence[str]) -> list[str]:
+    """Sentences in order, without one that repeats (or is contained in) an earlier one."""
+    kept: list[str] = []
+    for sentence in sentences:
+        words = set(sentence.lower().split())
+        if all(not words <= set(k.lower().split()) for k in kept):
+            kept.append(sentence)
+    return kept
+
+
+def _fit(sentences: Sequence[str]) -> str:
+    text = ""
+    for sentence in sentences:
+        candidate = f"{text} {sentence}".strip()
+        if len(candidate) > MAX_ARC_CHARS:
+            break
+        text = candidate
+    return text or (sentences[0][: MAX_ARC_CHARS - 1].rstrip() + "…" if sentences else "")

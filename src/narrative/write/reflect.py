@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from narrative.model import (
+    Entity,
     EntityType,
     Memory,
     ReflectionDetails,
@@ -34,46 +35,128 @@ THEME_BLOCK = 10
 RETENTION_SLACK = 3  # exchanges that may cross a boundary in one turn (batches, retries)
 
 
-def _listing(items: Sequence[str], limit: int = 4) -> str:
-    unique = list(dict.fromkeys(i.strip().rstrip(".") for i in items if i.strip()))
-    shown = unique[:limit]
-    more = f" (+{len(unique) - limit} more)" if len(unique) > limit else ""
-    return "; ".join(shown) + more
+def _join(items: Sequence[str]) -> str:
+    """"a", "a and b", "a, b and c"."""
+    items = list(items)
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1] if items else ""
+
+
+def _unique(items: Sequence[str], limit: int) -> list[str]:
+    return list(dict.fromkeys(i.strip().rstrip(".") for i in items if i.strip()))[:limit]
+
+
+def _who(entity: Entity) -> str:
+    name = str(entity.data.get("speaker") or "").strip() or "You"
+    return name[:1].upper() + name[1:]
+
+
+def _quoted(question: str) -> str:
+    question = question.strip()
+    return f"“{question}”" if question.endswith("?") else f"“{question.rstrip('.')}”"
 
 
 def heuristic_reflections(
     store: Store, user_id: str, exchanges: Sequence[Memory]
 ) -> dict[str, str]:
-    """reflection type → text, from the entities and streams of the covered exchanges."""
+    """reflection type → text, from the entities and streams of the covered exchanges.
+
+    Each is one to three sentences built from what the speakers said (retold in the third person), never a
+    list of keywords: ``questions`` — who asked what and what was answered (or, when nobody asked anything,
+    the most salient points); ``positions`` — who decided what and why, who realized what; ``sources``.
+    """
+    from narrative.write.retell import as_sentence, decision_clause, retold
+
     if not exchanges:
         return {}
     memory_ids = [m.id for m in exchanges]
     entities = [e for mid in memory_ids for e in store.list_entities(user_id, memory_id=mid)]
-    asked = [e.name for e in entities if e.entity_type is EntityType.QUESTION_OPENED]
-    resolved = [e.name for e in entities if e.entity_type is EntityType.QUESTION_RESOLVED]
-    decided = [e.name for e in entities if e.entity_type is EntityType.DECISION]
-    insights = [e.name for e in entities if e.entity_type is EntityType.INSIGHT]
-    tags = [t for m in exchanges if m.details is not None for t in getattr(m.details, "topic_tags", ())]
+    of = {kind: [e for e in entities if e.entity_type is kind] for kind in EntityType}
     result: dict[str, str] = {}
-    topics = _listing(tags, 5)
-    if asked or topics:
-        text = f"Explored {topics or 'several topics'}."
-        if asked:
-            text += f" Questions raised: {_listing(asked)}."
-        if resolved:
-            text += f" Resolved: {_listing(resolved)}."
-        result["questions"] = text
-    if decided or insights:
-        parts = []
-        if decided:
-            parts.append(f"Decided: {_listing(decided)}.")
-        if insights:
-            parts.append(f"Realised: {_listing(insights)}.")
-        result["positions"] = " ".join(parts)
+    questions = _question_sentences(of[EntityType.QUESTION_OPENED], of[EntityType.QUESTION_RESOLVED])
+    if not questions:  # nobody asked anything: what was said, apart from what the positions will tell
+        told = {e.data.get("message_id") for kind in (EntityType.DECISION, EntityType.INSIGHT) for e in of[kind]}
+        rest = [m for m in exchanges if m.message_ids and m.message_ids[-1] not in told]
+        questions = _salient_points(store, user_id, rest, as_sentence, retold)
+    if questions:
+        result["questions"] = " ".join(_distinct(questions))
+    positions = [
+        as_sentence(f"{_who(e)} " + decision_clause(
+            str(e.data.get("what") or e.name), str(e.data.get("why") or ""),
+            [str(a) for a in e.data.get("alternatives") or [] if a], _who(e),
+        ))
+        for e in _first_of_each(of[EntityType.DECISION])[:2]
+    ] + [
+        as_sentence(f"{_who(e)} realized that {retold(str(e.data.get('what') or e.name), _who(e))}")
+        for e in _first_of_each(of[EntityType.INSIGHT])[:1]
+    ]
+    if positions:
+        result["positions"] = " ".join(_distinct(positions))
+    sources = _sources(store, user_id, exchanges)
+    if sources:
+        result["sources"] = f"The sources in play were {_join(sources)}."
+    return result
+
+
+def _first_of_each(entities: Sequence[Entity]) -> list[Entity]:
+    seen: dict[str, Entity] = {}
+    for e in entities:
+        seen.setdefault(e.name.casefold().strip().rstrip("."), e)
+    return list(seen.values())
+
+
+def _question_sentences(asked: Sequence[Entity], resolved: Sequence[Entity]) -> list[str]:
+    sentences = []
+    by_who: dict[str, list[str]] = {}
+    for e in _first_of_each(asked):
+        by_who.setdefault(_who(e), []).append(_quoted(e.name))
+    for who, quoted in list(by_who.items())[:2]:
+        more = f", and {len(quoted) - 2} more" if len(quoted) > 2 else ""
+        sentences.append(f"{who} asked {_join(quoted[:2])}{more}.".replace("?”.", "?”"))
+    answered = [_quoted(e.name) for e in _first_of_each(resolved)][:2]
+    if answered:
+        sentences.append(f"{_join(answered)} {'was' if len(answered) == 1 else 'were'} answered.")
+    return sentences
+
+
+def _salient_points(
+    store: Store, user_id: str, exchanges: Sequence[Memory], as_sentence: Callable[[str], str],
+    retold: Callable[[str, str], str],
+) -> list[str]:
+    """The first and the most important salient turns of the stretch, retold (at most two)."""
+    from narrative.write.extract import key_points
+    from narrative.write.routing import strip_topic_cue
+
+    turns = [m for m in exchanges if m.message_ids]
+    salient = [m for m in turns if m.importance >= 3] or turns  # nothing stands out: what was said still counts
+    if not salient:
+        return []
+    chosen = [salient[0], max(salient, key=lambda m: (m.importance, -m.id))]
+    said = {m.id: m for m in store.get_messages(user_id, [m.message_ids[-1] for m in chosen])}
+    points = []
+    for memory in dict.fromkeys(chosen):
+        message = said.get(memory.message_ids[-1])
+        point = key_points(strip_topic_cue(message.content)) if message is not None else ""
+        if message is not None and point:
+            name = message.speaker.strip() or "You"
+            points.append(as_sentence(retold(point, name[:1].upper() + name[1:])))
+    return points
+
+
+def _distinct(sentences: Sequence[str]) -> list[str]:
+    """Sentences in order, without one that repeats an earlier one."""
+    kept: list[str] = []
+    for sentence in sentences:
+        if sentence.casefold() not in {k.casefold() for k in kept}:
+            kept.append(sentence)
+    return kept
+
+
+def _sources(store: Store, user_id: str, exchanges: Sequence[Memory]) -> list[str]:
+    """Titles (or references) of the research memories made from the covered messages, newest first."""
     conversation_id = exchanges[0].conversation_id
     covered = list(dict.fromkeys(i for e in exchanges for i in e.message_ids))
     briefs = store.memory_briefs(user_id, store.memories_from_messages(user_id, covered))
-    research = sorted(  # the research memories made from the covered messages, newest first
+    research = sorted(
         (
             m for m in store.get_memories(user_id, [i for i, b in briefs.items() if b[0] is Stream.RESEARCH])
             if conversation_id in (None, m.conversation_id)
@@ -81,13 +164,11 @@ def heuristic_reflections(
         key=lambda m: (m.event_at or m.created_at, m.id),
         reverse=True,
     )
-    sources = [
+    found = [
         getattr(m.details, "work_title", None) or getattr(m.details, "source_reference", None) or m.content
         for m in research
     ]
-    if sources:
-        result["sources"] = f"Sources in play: {_listing([s for s in sources if s])}."
-    return result
+    return _unique([s for s in found if s], 4)
 
 
 def reflection_memories(

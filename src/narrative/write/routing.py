@@ -57,12 +57,41 @@ SMALL_TALK_MAX_WORDS = 14
 ACKNOWLEDGEMENTS = "Thanks and acknowledgements"
 
 
-#: Explicit cues that the speaker is changing the subject.
-TOPIC_CUE = re.compile(
-    r"\b(completely different|different (topic|subject|note)|change (of|the) subject|changing the subject|"
-    r"on another note|unrelated|by the way|btw|anyway,|speaking of|new topic|switching gears|quick question)\b",
+#: Explicit cues that the speaker is changing the subject ("Anyway, …" only where it opens a sentence).
+_CUES = (
+    r"\b(?:completely different|different (?:topic|subject|note)|change (?:of|the) subject|changing the subject|"
+    r"on another note|unrelated|by the way|btw|speaking of|new topic|switching gears|quick question)\b"
+    r"|(?:^|(?<=[.!?])\s)anyway\b(?=\s*[,.!:;-])"
+)
+TOPIC_CUE = re.compile(_CUES, re.IGNORECASE)
+
+#: A cue with the words around it that only announce the change ("On a completely different topic, …",
+#: "Completely different topic.", "By the way, …"): removed before a storyline's keywords, description and
+#: routing text are taken from the message.
+_CUE_SPAN = re.compile(
+    r"(?:\b(?:so|oh|and|but|also|ok(?:ay)?|well)\s*,?\s*)?(?:\b(?:on|in)\s+(?:a|an|the)?\s*)?(?:totally\s+)?"
+    r"(?:" + _CUES + r")"
+    r"(?:\s+(?:topic|subject|note|question|thing))?(?:\s+(?:here|now|for you|for a (?:sec(?:ond)?|moment)))?"
+    r"\s*(?:[-:;,.!—–]+\s*)?",
     re.IGNORECASE,
 )
+_WORD = re.compile(r"\w[\w'-]*")
+
+
+def strip_topic_cue(text: str) -> str:
+    """The message without the phrases that announce a change of subject (what the new topic is about)."""
+    marked = _CUE_SPAN.sub("\0", text)
+    # a sentence that now opens where a cue was starts with a capital letter
+    marked = re.sub(r"(^|[.!?]\s*)\0+\s*([a-z])", lambda m: m.group(1) + "\0" + m.group(2).upper(), marked)
+    stripped = re.sub(r"\s{2,}", " ", marked.replace("\0", " ")).strip()
+    stripped = re.sub(r"^[-:;,.!—–\s]+", "", stripped)
+    return stripped[:1].upper() + stripped[1:] if stripped else ""
+
+
+def cue_words(text: str) -> frozenset[str]:
+    """The lowercase words of ``text`` that belong only to its change-of-subject phrases."""
+    kept = set(_WORD.findall(strip_topic_cue(text).lower()))
+    return frozenset(w for w in _WORD.findall(text.lower()) if w not in kept)
 
 
 @dataclass(frozen=True)
@@ -98,6 +127,9 @@ class RoutingInput:
     previous_at: datetime | None
     llm_continuity: bool | None = None
     cue: bool = False
+    reply: bool = False  # answers the turn before it (see :func:`is_reply`)
+    answers_question: bool = False  # ... and that turn asked a question
+    may_create: bool = True  # False for an assistant: its turns never open a storyline
 
 
 @dataclass
@@ -117,6 +149,33 @@ def small_talk_default(text: str, defaults: dict[str, int], substantive: bool) -
         if name in defaults and pattern.search(text):
             return name, defaults[name]
     return None
+
+
+def small_talk_words(text: str) -> frozenset[str]:
+    """The lowercase words inside the greeting, thanks or about-the-assistant phrases of ``text``."""
+    found: set[str] = set()
+    for _description, pattern in DEFAULT_STORYLINES.values():
+        for match in pattern.finditer(text):
+            found.update(_WORD.findall(match.group(0).lower()))
+    return frozenset(found)
+
+
+def has_substance(text: str, tags: Sequence[str], entities: Sequence[tuple[str, str]]) -> bool:
+    """Whether a message names something beyond small talk: a topic tag that is not a word of its greeting,
+    thanks or question about the assistant ("Good morning!" is not about mornings), or an entity other than
+    an opened question that is itself small talk ("Are you an AI?").  ``entities`` are (type, name) pairs."""
+    greeting = small_talk_words(text)
+    if any(set(_WORD.findall(tag.lower())) - greeting for tag in tags):
+        return True
+    return any(not (kind == "question_opened" and small_talk_words(name)) for kind, name in entities)
+
+
+def is_reply(role: str, speaker: str, previous_role: str, previous_speaker: str) -> bool:
+    """A turn answers the one before it when the other side said that one: the user after the assistant or
+    the assistant after the user, or — two people talking, both with the same role — another speaker."""
+    if role != previous_role:
+        return True
+    return bool(speaker and previous_speaker and speaker.strip().casefold() != previous_speaker.strip().casefold())
 
 
 def fuse_candidates(
@@ -149,14 +208,24 @@ def continuity(
     if given.cue:
         return False, "explicit change of subject"
     recent = given.previous_at is not None and given.now - given.previous_at <= t.continuity_window
+    similarity = current_similarity if current_similarity is not None else 0.0
+    fits_better = best_other is not None and best_other.similarity >= t.switch_similarity and (
+        best_other.similarity >= similarity + t.switch_margin
+    )
+    if given.reply and not fits_better:
+        # a reply stays unless it announces a topic of its own: named (enough topical tags to make a storyline)
+        # and as far from the current storyline as a message that leaves it within the window; an answer to a
+        # question always stays with the question
+        own_topic = given.substantive and len(topical(given.topic_tags)) >= t.min_tags_to_create
+        drifted = current_similarity is not None and similarity < t.stay_similarity
+        if own_topic and drifted and not given.answers_question:
+            return False, f"a reply that moved to a topic of its own ({similarity:.2f})"
+        return True, "a reply stays with the turn it answers"
     if not recent:
         return False, "too long since the previous message"
     if not given.substantive:
         return True, "short follow-up within the continuity window"
-    similarity = current_similarity if current_similarity is not None else 0.0
-    if best_other is not None and best_other.similarity >= t.switch_similarity and (
-        best_other.similarity >= similarity + t.switch_margin
-    ):
+    if fits_better and best_other is not None:
         better = f"{best_other.similarity:.2f} vs {similarity:.2f}"
         return False, f"storyline {best_other.storyline_id} fits better ({better})"
     if current_similarity is None or similarity >= t.stay_similarity:
@@ -201,7 +270,7 @@ def decide(
     ):
         scores["reason"] = f"matches storyline {best.storyline_id} (similarity {best.similarity:.2f})"
         return Route("continue" if best.storyline_id == current_id else "switch", best.storyline_id, scores)
-    if given.substantive and len(topical(given.topic_tags)) >= t.min_tags_to_create:
+    if given.may_create and given.substantive and len(topical(given.topic_tags)) >= t.min_tags_to_create:
         top = 0.0 if best is None else best.similarity
         scores["reason"] = f"new topic: no storyline is similar enough (best {top:.2f})"
         return Route("create", None, scores, new_name=storyline_name(given.topic_tags))  # topical tags only

@@ -11,7 +11,7 @@ import numpy as np
 
 from narrative.model import Participant, Storyline, StorylineKind, StorylineStatus
 from narrative.store.protocol import Store
-from narrative.write.routing import DEFAULT_STORYLINES
+from narrative.write.routing import DEFAULT_STORYLINES, strip_topic_cue
 
 SUMMARY_POINTS = 4
 MAX_KEYWORDS = 8
@@ -35,6 +35,17 @@ def first_sentence(text: str, max_words: int = 25) -> str:
     sentence = _SENTENCE.split(text.strip(), maxsplit=1)[0]
     words = sentence.split()
     return " ".join(words[:max_words]) + ("…" if len(words) > max_words else "")
+
+
+def description_of(text: str) -> str:
+    """A new storyline's description: the first sentence of the message that is neither a change-of-subject
+    phrase nor small talk ("Morning! I want to start the garden app." → "I want to start the garden app.")."""
+    stripped = strip_topic_cue(text) or text
+    for sentence in _SENTENCE.split(stripped.strip()):
+        small = any(p.search(sentence) for _d, p in DEFAULT_STORYLINES.values()) and len(sentence.split()) <= 6
+        if sentence.strip() and not small:
+            return first_sentence(sentence)
+    return first_sentence(stripped)
 
 
 def merge_keywords(current: Sequence[str], tags: Sequence[str], weights: Counter[str] | None = None) -> tuple[str, ...]:

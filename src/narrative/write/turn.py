@@ -179,32 +179,52 @@ class TurnWriter:
         storyline's routing embedding), defaulting to ``vector``.  In a batch (``context``), ``previous`` is
         the message just before this one when the caller knows it."""
         user_id = message.user_id
-        routed = vector if routing_vector is None else routing_vector
+        alone = vector if routing_vector is None else routing_vector
+        topic, routed = self._without_cue(message, extraction, alone)  # what the storyline may learn from
         with self.store.transaction():
             previous = self._previous_message(message, previous, context)
-            route = self._route(message, routed, extraction, previous, defaults, your_story_id, context)
-            storyline = self._apply_route(message, route, routed, extraction, context)
+            route = self._route(message, routed, topic, previous, defaults, your_story_id, context)
+            storyline = self._apply_route(message, route, routed, topic, context)
             result = TurnResult(message, storyline, route.decision, route.scores)
             if route.decision in ("switch", "create"):  # a topic shift closes the thread(s) left behind
                 left = self._left_behind(message, storyline.id)
-                result.sealed = narrate.seal_open_links(self.store, user_id, left, message.created_at)
+                result.sealed = narrate.seal_open_links(
+                    self.store, user_id, left, message.created_at, retell=self.assist is None
+                )
             link = None
             if storyline.kind is not StorylineKind.DEFAULT:
                 link = narrate.running_link(
                     self.store, user_id, storyline.id, storyline.name, message.created_at, message.conversation_id
                 )
             answered = previous if self.settings.exchange_turns >= 2 else None
+            if answered is not None and answered.storyline_id != storyline.id:  # never pair across a switch
+                answered, vector = None, alone
             result.memories = self._store_memories(
                 message, vector, extraction, storyline, link, derived_vectors, answered
             )
             result.entities = self._store_entities(message, extraction, storyline, result.memories[0])
             if link is not None:
-                result.narrative = self._extend(link, storyline, message, extraction, result.memories)
-            result.storyline = self._update_storyline(storyline, message, extraction, routed, context)
+                result.narrative = self._extend(link, storyline, message, topic, result.memories)
+            result.storyline = self._update_storyline(storyline, message, topic, routed, context)
             result.reflections = self.maybe_reflect(message, storyline)
         if context is not None:
             context.routed[message.id] = storyline.id
         return result
+
+    def _without_cue(
+        self, message: Message, extraction: TurnExtraction, vector: np.ndarray | None
+    ) -> tuple[TurnExtraction, np.ndarray | None]:
+        """The extraction and routing vector without the phrases that announce a change of subject
+        ("Completely different topic: …"): they never become a storyline's keywords, summary or embedding."""
+        if not routing.TOPIC_CUE.search(message.content):
+            return extraction, vector
+        cue = routing.cue_words(message.content)
+        tags = tuple(t for t in extraction.topic_tags if set(t.lower().split()) - cue)
+        cleaned = replace(extraction, topic_tags=tags, key_points=routing.strip_topic_cue(extraction.key_points))
+        text = routing.strip_topic_cue(message.content)
+        if text and vector is not None and self.embed is not None:
+            vector = self.embed([conversation_text(replace(message, content=text))])[0]
+        return cleaned, vector
 
     def _left_behind(self, message: Message, target_id: int) -> list[int]:
         """Storylines of this conversation with a running link, other than ``target_id`` (even when small
@@ -241,12 +261,15 @@ class TurnWriter:
         context: TurnContext | None = None,
     ) -> routing.Route:
         user_id = message.user_id
-        substantive = bool(extraction.topic_tags or extraction.entities)
-        default = routing.small_talk_default(message.content, defaults, substantive)
-        in_topic = previous is not None and previous.storyline_id not in (None, *defaults.values())
-        if default is not None and not (in_topic and default[0] == routing.ACKNOWLEDGEMENTS):
-            name, sid = default
-            return routing.Route("default", sid, {"reason": f"small talk ({name})"})
+        substantive = routing.has_substance(
+            message.content, extraction.topic_tags, [(e.entity_type.value, e.name) for e in extraction.entities]
+        )
+        reply = previous is not None and routing.is_reply(
+            message.role.value, message.speaker, previous.role.value, previous.speaker
+        )
+        settled = self._settled_route(message, previous, defaults, substantive, reply)
+        if settled is not None:
+            return settled
         current = None
         if previous is not None and previous.storyline_id is not None:
             current = self._storyline(user_id, previous.storyline_id, context)
@@ -254,7 +277,8 @@ class TurnWriter:
         if vector is not None and self.model is not None:
             for sid, routing_vector in self.store.storyline_vectors(user_id, self.model).items():
                 similarities[sid] = float(np.dot(routing_vector, vector))
-        excluded = {*defaults.values(), your_story_id}
+        others = self._other_peoples(message, previous)
+        excluded = {*defaults.values(), your_story_id, *others}
         keyword = [(sid, s) for sid, s in self.store.keyword_search_storylines(user_id, message.content, limit=10)
                    if sid not in excluded]
         for sid in excluded:
@@ -273,9 +297,44 @@ class TurnWriter:
             previous_at=None if previous is None else previous.created_at,
             llm_continuity=llm_verdict,
             cue=bool(routing.TOPIC_CUE.search(message.content)),
+            reply=reply,
+            answers_question=reply and previous is not None and previous.content.rstrip().endswith("?"),
+            may_create=message.role is not Role.ASSISTANT,
         )
         current_similarity = None if current is None else similarities.get(current.id)
-        return routing.decide(given, candidates, current_similarity, your_story_id, self.settings.thresholds)
+        route = routing.decide(given, candidates, current_similarity, your_story_id, self.settings.thresholds)
+        if route.decision == "create" and others and message.speaker.strip():
+            clash = self.store.find_storyline(user_id, route.new_name)
+            if clash is not None and clash.id in others:  # other people's thread of the same name
+                route.new_name = f"{route.new_name} · {message.speaker.strip()}"
+        return route
+
+    @staticmethod
+    def _settled_route(
+        message: Message, previous: Message | None, defaults: dict[str, int], substantive: bool, reply: bool
+    ) -> routing.Route | None:
+        """Routes that need no search: small talk to its default storyline (inside a topic too; an
+        acknowledgement inside a topic stays there), an assistant's reply to the storyline of the turn it answers."""
+        default = routing.small_talk_default(message.content, defaults, substantive)
+        in_topic = previous is not None and previous.storyline_id not in (None, *defaults.values())
+        if default is not None and not (in_topic and default[0] == routing.ACKNOWLEDGEMENTS):
+            name, sid = default
+            return routing.Route("default", sid, {"reason": f"small talk ({name})"})
+        if message.role is Role.ASSISTANT and reply and previous is not None and previous.storyline_id is not None:
+            reason = "an assistant reply stays in the storyline of the turn it answers"
+            return routing.Route("continue", previous.storyline_id, {"reason": reason})
+        return None
+
+    def _other_peoples(self, message: Message, previous: Message | None) -> set[int]:
+        """Topic storylines none of whose participants speaks in this exchange: other people's threads,
+        which a turn never joins by similarity alone (none when the speakers are not named)."""
+        speakers = {s.strip().casefold() for s in (message.speaker, previous.speaker if previous else "") if s.strip()}
+        if not speakers:
+            return set()
+        return {
+            s.id for s in self.store.list_storylines(message.user_id)
+            if s.participants and not {p.name.strip().casefold() for p in s.participants} & speakers
+        }
 
     def _apply_route(
         self, message: Message, route: routing.Route, vector: np.ndarray | None, extraction: TurnExtraction,
@@ -291,7 +350,8 @@ class TurnWriter:
             else:
                 storyline = self.store.insert_storyline(
                     user_id, name, StorylineKind.DETECTED, message.created_at,
-                    description=storylines.first_sentence(message.content), keywords=tuple(extraction.topic_tags),
+                    description=storylines.description_of(message.content),
+                    keywords=tuple(routing.topical(extraction.topic_tags)),
                 )
                 if vector is not None and self.model is not None:
                     self.store.put_storyline_vector(user_id, storyline.id, self.model, vector)
@@ -402,7 +462,7 @@ class TurnWriter:
             sentence = narrate.narrative_sentence(storyline.name, message.speaker, extraction.key_points)
         link = narrate.extend_link(self.store, link, [m.id for m in memories], sentence)
         if len(link.memory_ids) >= narrate.MAX_LINK_MEMORIES:  # a long arc: seal and let the next link follow
-            link = self.store.seal_narrative(link.user_id, link.id, message.created_at)
+            link = narrate.seal(self.store, link, message.created_at, retell=self.assist is None)
         return link
 
     def _update_storyline(
@@ -491,7 +551,7 @@ class TurnWriter:
             return end
         with self.store.transaction():
             touched = list(dict.fromkeys(m.storyline_id for m in messages if m.storyline_id is not None))
-            for link in narrate.seal_open_links(self.store, user_id, touched, now):
+            for link in narrate.seal_open_links(self.store, user_id, touched, now, retell=self.assist is None):
                 end.sealed.append(link)
                 end.narrative_memories.append(self.store.insert_memory(Memory(
                     id=0, user_id=user_id, stream=Stream.NARRATIVE, source=Source.NARRATIVE, content=link.summary,

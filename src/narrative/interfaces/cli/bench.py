@@ -35,6 +35,18 @@ def bench_locomo(ctx: Context, path: str, limit: int | None, keep: str | None) -
     ctx.emit(report, lambda: locomo.format_report(report))
 
 
+@bench.command("routing", help="How storylines match source conversations: purity, storylines per session, NMI.")
+@click.argument("path", type=click.Path(exists=True, dir_okay=False))
+@click.option("--keep", default=None, help="Keep the databases in this folder.")
+@json_option
+@pass_ctx
+def bench_routing(ctx: Context, path: str, keep: str | None) -> None:
+    from narrative.bench import routing
+
+    report = routing.run_routing(path, embedder=ctx.embedder or "minilm", keep=keep)
+    ctx.emit(report, lambda: routing.format_routing(report))
+
+
 @bench.command("latency", help="Ingest speed and recall latency at the given sizes, against ChromaDB.")
 @click.option("--memories", default="10000,100000", show_default=True, help="Comma-separated store sizes.")
 @click.option("--queries", default=200, show_default=True, help="Queries per size.")
