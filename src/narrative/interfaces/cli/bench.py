@@ -20,19 +20,28 @@ def bench() -> None:
 @click.argument("path", type=click.Path(exists=True, dir_okay=False))
 @click.option("--limit", type=int, default=None, help="Only the first N conversations.")
 @click.option("--keep", default=None, help="Keep the per-conversation databases in this folder.")
+@click.option("--routing/--no-routing", default=True, show_default=True,
+              help="Also measure routing (`bench routing`: every conversation fed to one user).")
 @json_option
 @pass_ctx
-def bench_locomo(ctx: Context, path: str, limit: int | None, keep: str | None) -> None:
+def bench_locomo(ctx: Context, path: str, limit: int | None, keep: str | None, routing: bool) -> None:
     from narrative.bench import locomo
+    from narrative.bench import routing as routing_bench
 
     embedder = ctx.embedder or "minilm"
     with progress("locomo", enabled=not ctx.as_json) as report_progress:
         report = locomo.run(path, embedder=embedder, limit=limit, keep=keep, progress=report_progress)
+    if routing:
+        report["routing"] = routing_bench.run_routing(path, embedder=embedder)
+
+    def with_routing(text: str) -> str:
+        return text + ("\n\n" + routing_bench.format_routing(report["routing"]) if "routing" in report else "")
+
     if ctx.db and ctx.db.startswith(("postgresql://", "postgres://")):
         both = locomo.compare(report, locomo.run(path, embedder=embedder, limit=limit, db=ctx.db))
-        ctx.emit(both, lambda: locomo.format_comparison(both))
+        ctx.emit(both, lambda: with_routing(locomo.format_comparison(both)))
         return
-    ctx.emit(report, lambda: locomo.format_report(report))
+    ctx.emit(report, lambda: with_routing(locomo.format_report(report)))
 
 
 @bench.command("routing", help="How storylines match source conversations: purity, storylines per session, NMI.")
