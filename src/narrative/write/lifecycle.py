@@ -64,7 +64,14 @@ def current_or_start(store: Store, user_id: str, now: datetime) -> Conversation:
             f" talking in it (`narrative resume`), or start a new conversation explicitly"
             f" (`narrative conversation start`) and review {cid} later"
         )
-    return start(store, user_id, now)
+    try:
+        with store.transaction():  # a savepoint: losing the race below leaves the caller's transaction usable
+            return start(store, user_id, now)
+    except ConversationAlreadyActive:  # another process started one at the same moment: talk in that one
+        active = store.active_conversation(user_id)
+        if active is None:
+            raise
+        return active
 
 
 def add_message(
