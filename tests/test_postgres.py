@@ -351,3 +351,52 @@ def test_serve_workers_answer_over_one_database(url: str) -> None:
         server.wait(30)
         if server.stderr is not None:
             server.stderr.close()
+
+
+def test_mcp_http_workers_answer_over_one_database(url: str) -> None:
+    """``narrative mcp --transport http --workers 2``: stateless workers; a memory added through one call is
+    found by the next, whichever worker answers either."""
+    import asyncio
+    import os
+    import socket
+    import time
+
+    from mcp.client.session import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NARRATIVE_")}
+    server = subprocess.Popen(
+        [sys.executable, "-m", "narrative.interfaces.cli", "--db", url, "--user", "mcpw", "--embedder", "none",
+         "mcp", "--transport", "http", "--port", str(port), "--workers", "2"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
+    )
+
+    async def call(tool: str, arguments: dict[str, Any]) -> str:
+        async with streamable_http_client(f"http://127.0.0.1:{port}/mcp") as (read, write), \
+                ClientSession(read, write) as session:
+            await session.initialize()
+            result = await session.call_tool(tool, arguments)
+            assert not result.is_error, result
+            return " ".join(getattr(part, "text", "") for part in result.content)
+
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
+                    break
+            except OSError:
+                assert server.poll() is None, server.stderr.read() if server.stderr else ""
+                assert time.monotonic() < deadline, "server did not start"
+                time.sleep(0.3)
+        asyncio.run(call("remember", {"text": "The ferry timetable changes in May."}))
+        for _ in range(4):  # each call is a new session: either worker may answer it
+            assert "ferry timetable" in asyncio.run(call("search_memories", {"query": "ferry timetable"}))
+    finally:
+        server.terminate()
+        server.wait(30)
+        if server.stderr is not None:
+            server.stderr.close()

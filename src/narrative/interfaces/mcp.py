@@ -122,6 +122,35 @@ def serve(
         raise ValidationError(f"transport must be stdio or http, got {transport!r}", field="transport")
 
 
+def worker_app() -> Any:
+    """One worker of ``narrative mcp --transport http --workers N``: its own engine over the shared database
+    (``NARRATIVE_DB``, a ``postgresql://`` URL), serving streamable HTTP statelessly, so that any worker can
+    answer any request of any client session."""
+    import os
+
+    from narrative.engine import Memory as Engine
+
+    overrides: dict[str, Any] = {}
+    if os.environ.get("NARRATIVE_MCP_EMBEDDER"):
+        overrides["embedder"] = os.environ["NARRATIVE_MCP_EMBEDDER"]
+    memory = Engine(os.environ["NARRATIVE_DB"], **overrides)
+    return build_server(memory).streamable_http_app(streamable_http_path=HTTP_PATH, stateless_http=True)
+
+
+def run_workers(db: str, user: str, workers: int, host: str, port: int, embedder: str | None = None) -> None:
+    """Serve MCP over streamable HTTP with ``workers`` uvicorn processes (each builds :func:`worker_app`)."""
+    import os
+
+    import uvicorn
+
+    os.environ["NARRATIVE_DB"] = db
+    os.environ["NARRATIVE_USER"] = user
+    if embedder:
+        os.environ["NARRATIVE_MCP_EMBEDDER"] = embedder
+    uvicorn.run("narrative.interfaces.mcp:worker_app", factory=True, workers=workers, host=host, port=port,
+                log_level="warning", server_header=False)
+
+
 class _MarkedLines(io.RawIOBase):
     """The lines of a binary stream, each JSON message's lone surrogates replaced by U+FFFF.
 

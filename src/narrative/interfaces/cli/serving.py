@@ -31,19 +31,32 @@ def target_options(f: F) -> F:
               help="stdio for a client that starts the server; http for a long-running server.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="HTTP: interface to listen on.")
 @click.option("--port", default=8766, show_default=True, type=int, help="HTTP: port to listen on.")
+@click.option("--workers", default=1, show_default=True, type=click.IntRange(min=1),
+              help="HTTP: stateless worker processes over one database (above 1 needs --db postgresql://...).")
 @json_option
 @pass_ctx
-def mcp_command(ctx: Context, transport: str, host: str, port: int) -> None:
+def mcp_command(ctx: Context, transport: str, host: str, port: int, workers: int) -> None:
     try:
         from narrative.interfaces.mcp import HTTP_PATH, serve
     except ModuleNotFoundError as error:
         if error.name is None or not error.name.startswith(("mcp", "pydantic")):
             raise
         raise click.ClickException("the MCP server needs the 'mcp' package: pip install 'narrative[server]'") from error
+    if workers > 1 and transport != "http":
+        raise click.ClickException("--workers needs --transport http")
     memory = ctx.memory
     where = f"{memory.settings.db} (user {memory.user})"
     if transport == "http":
         click.echo(f"narrative MCP server for {where} on http://{host}:{port}{HTTP_PATH}", err=True)
+    if workers > 1:
+        if not memory.settings.db.startswith(("postgresql://", "postgres://")):
+            raise click.ClickException("--workers above 1 needs a shared database: --db postgresql://...")
+        from narrative.interfaces.mcp import run_workers
+
+        db, user = memory.settings.db, memory.user
+        memory.close()
+        run_workers(db, user, workers, host=host, port=port, embedder=ctx.embedder)
+        return
     serve(memory, transport="http" if transport == "http" else "stdio", host=host, port=port)
 
 
