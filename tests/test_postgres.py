@@ -91,7 +91,7 @@ def test_every_key_and_unique_constraint_includes_the_user(pg: PostgresStore, ur
             "SELECT c.relname, i.indexrelid::regclass::text, ARRAY(SELECT a.attname FROM pg_attribute a"
             " WHERE a.attrelid = c.oid AND a.attnum = ANY(i.indkey)) FROM pg_index i"
             " JOIN pg_class c ON c.oid = i.indrelid WHERE c.relnamespace = current_schema()::regnamespace"
-            " AND (i.indisunique OR i.indisprimary) AND c.relname NOT IN ('schema_migrations', 'memory_changes')"
+            " AND (i.indisunique OR i.indisprimary) AND c.relname NOT IN ('schema_migrations', 'memory_changes', 'memory_changes_pruned')"
         ).fetchall()
     assert rows
     for table, index, columns in rows:

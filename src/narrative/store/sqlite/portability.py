@@ -167,7 +167,7 @@ class PortabilityRows(SqliteBase):
             self._exec("DELETE FROM storyline_vectors WHERE user_id = ?", (user_id,))
             self._exec("DELETE FROM storylines WHERE user_id = ?", (user_id,))
             self._exec("DELETE FROM users WHERE id = ?", (user_id,))
-            ids = renumber(tables, self._first_free_id)
+            ids = self._fresh_ids(tables)
             for table in USER_TABLES:
                 counts[table] = self._insert_rows(table, user_id, tables.get(table, ()), ids)
             for key in keys:  # the caller's credentials survive the restore
@@ -189,6 +189,10 @@ class PortabilityRows(SqliteBase):
             for model, size in self._all(f"SELECT model, MIN(length(vector)) FROM {table} GROUP BY model"):
                 lengths.setdefault(str(model), int(size))
         return lengths
+
+    def _fresh_ids(self, tables: dict[str, list[dict[str, Any]]]) -> IdMap:
+        """Old id → fresh id per table: ids follow the largest in the file (one writer holds the file)."""
+        return renumber(tables, self._first_free_id)
 
     def _first_free_id(self, table: str) -> int:
         if table not in ID_TABLES:
