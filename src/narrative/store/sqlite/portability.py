@@ -18,6 +18,8 @@ import base64
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import numpy as np
+
 from narrative.errors import StoreError, ValidationError
 from narrative.store.dump_rows import (
     ID_TABLES,
@@ -87,9 +89,16 @@ def _encode(table: str, row: Mapping[str, Any]) -> dict[str, Any]:
         elif column in BOOL_COLUMNS.get(table, ()):
             value = bool(value)
         elif column in BLOB_COLUMNS.get(table, ()):
-            value = base64.b64encode(bytes(value)).decode("ascii")
+            value = base64.b64encode(_vector_bytes(value)).decode("ascii")
         out[column] = value
     return out
+
+
+def _vector_bytes(value: Any) -> bytes:
+    """A stored vector as little-endian float32 bytes: a BLOB already is; a pgvector value is converted."""
+    if hasattr(value, "to_numpy"):
+        return bytes(np.asarray(value.to_numpy(), dtype="<f4").tobytes())
+    return bytes(value)
 
 
 def _decode(table: str, row: Mapping[str, Any]) -> dict[str, Any]:
