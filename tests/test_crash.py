@@ -3,8 +3,8 @@
 A child process remembers turns as fast as it can with the real model and prints each message id
 once its turn has committed; the parent kills it with SIGKILL at a random moment, three times on
 one database (a SQLite file, and PostgreSQL).  After each kill: SQLite's and FTS5's integrity
-checks pass (on SQLite), every printed message is there, ``process_pending`` finishes the interrupted turn's work without duplicates, and the vector
-index holds every memory.
+checks pass (on SQLite), every printed message is there, ``process_pending`` finishes the
+interrupted turn's work without duplicates, and the vector index holds every memory.
 """
 
 from __future__ import annotations
