@@ -297,6 +297,24 @@ def test_recall_under_the_user_filter(pg: PostgresStore, monkeypatch: pytest.Mon
     assert float(np.mean(recalls)) >= (1.0 if path == "exact" else 0.9), recalls
 
 
+def test_an_import_draws_fresh_ids_from_the_sequences(url: str) -> None:
+    """A copy of a user takes ids no other row has, and every identity sequence is past them afterwards."""
+    import narrative
+
+    with narrative.Memory(url, user="alice", embedder="hashing", env={}) as mem:
+        mem.remember("we planted tomatoes by the shed", speaker="alice")
+        mem.add_memory("the shed key hangs by the door")
+        mem.import_data(mem.export("json"), user="carol")
+        store = mem.store
+        for table in ("storylines", "conversations", "messages", "memories"):
+            row = store._one(f"SELECT COUNT(*), COUNT(DISTINCT id), MAX(id) FROM {table}")
+            assert row is not None and row[0] == row[1], table  # no id twice, across users
+            sequence = store._one(f"SELECT pg_sequence_last_value(pg_get_serial_sequence('{table}', 'id'))")
+            assert sequence is not None and int(sequence[0]) >= int(row[2]), table
+        assert mem.add_memory("after the import", user="carol").id > int(row[2])
+        assert mem.search("shed key", user="carol", record=False)
+
+
 # --- opening by URL, the CLI ---------------------------------------------------------------
 
 
