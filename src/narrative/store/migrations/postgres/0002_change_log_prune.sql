@@ -12,13 +12,18 @@ CREATE TABLE memory_changes_pruned (
     xid        BIGINT NOT NULL DEFAULT 0
 );
 
--- Drop all but the newest `keep` entries; returns how many went.
+-- Drop all but the newest `keep` entries; returns how many went.  One pruner at a time, and nobody
+-- waits for it: while another transaction holds the prune lock, this call prunes nothing (the
+-- prune record's row lock, held to commit, could otherwise join a deadlock with a writer's locks).
 CREATE FUNCTION prune_memory_changes(keep BIGINT) RETURNS BIGINT LANGUAGE plpgsql AS $$
 DECLARE
     gone_count BIGINT;
     gone_seq   BIGINT;
     gone_xid   BIGINT;
 BEGIN
+    IF NOT pg_try_advisory_xact_lock(7246162) THEN
+        RETURN 0;
+    END IF;
     WITH gone AS (
         DELETE FROM memory_changes
         WHERE seq <= (SELECT MAX(seq) FROM memory_changes) - keep
