@@ -6,7 +6,9 @@ so a process answers with every write any process has committed.  Sequence
 numbers are handed out when a row is written but become visible when its
 transaction commits, possibly after a higher one; so each catch-up also re-reads
 the entries of transactions that were still running at the previous catch-up
-(``xid >= `` that snapshot's xmin).  Reading an entry twice is harmless.
+(``xid >= `` that snapshot's xmin).  Reading an entry twice is harmless.  The log prunes
+itself; a prune that took an entry the index may still need (``memory_changes_pruned``
+records how far prunes went) makes the index start afresh.
 """
 
 from __future__ import annotations
