@@ -40,8 +40,8 @@ _CATCH_UP = (
     "SELECT * FROM (SELECT 0 AS part, COALESCE((SELECT seq FROM memory_changes_pruned), 0) AS a,"
     " COALESCE((SELECT MAX(seq) FROM memory_changes), 0) AS b,"
     " pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS c,"
-    " COALESCE((SELECT xid FROM memory_changes_pruned), 0) AS d"
-    " UNION ALL SELECT 1, seq, memory_id, NULL, NULL FROM memory_changes WHERE seq > ? OR xid >= ?::text::xid8)"
+    " COALESCE((SELECT xid FROM memory_changes_pruned), 0) AS d, (SELECT MIN(seq) FROM memory_changes) AS e"
+    " UNION ALL SELECT 1, seq, memory_id, NULL, NULL, NULL FROM memory_changes WHERE seq > ? OR xid >= ?::text::xid8)"
     " AS log ORDER BY part, a"
 )
 
@@ -101,7 +101,9 @@ class PostgresSearch(PostgresBase):
         pruned_seq, highest, xmin, pruned_xid = int(head[1]), int(head[2]), int(head[3]), int(head[4])
         index = self._keywords
         seen_seq, seen_xid = self._keywords_pruned  # a prune seen before is already accounted for
-        pruned = pruned_seq > max(self._keywords_seq, seen_seq) or (
+        lowest = head[5]  # entries deleted by hand (not through prune_memory_changes) leave a gap at least
+        gap = int(lowest) > self._keywords_seq + 1 if lowest is not None else self._keywords_seq > 0
+        pruned = gap or pruned_seq > max(self._keywords_seq, seen_seq) or (
             pruned_xid > seen_xid and pruned_xid >= self._keywords_xmin
         )
         self._keywords_pruned = (pruned_seq, pruned_xid)
