@@ -7,7 +7,9 @@ Sections (add new fixtures to the section they belong to, or start a new one):
              uses ``store`` or ``mem`` runs on both), ``db`` (the SQLite file or a fresh PostgreSQL schema),
              ``store`` (the migrated store on it), ``snapshot`` (every row of every table, to assert "the database
              is unchanged").  ``@pytest.mark.sqlite_only`` keeps a test that reads the SQLite file itself off
-             PostgreSQL.  PostgreSQL 18 + pgvector is started once per session (tests/pg_server.py).
+             PostgreSQL.  ``module_db`` is one database per module and backend (for costly shared setups);
+             ``databases.fresh()`` gives more databases of the test's backend.  PostgreSQL 18 + pgvector is
+             started once per session (tests/pg_server.py).
 * engine   — ``mem``: ``narrative.Memory`` for user "alice", keyword-only (no model), on the fake clock
 
 Everything runs against real SQLite files in ``tmp_path`` and a real PostgreSQL; nothing here mocks our own code.
@@ -127,6 +129,50 @@ def db(backend: str, db_path: Path) -> Iterator[str]:
     server.release(url)
 
 
+@pytest.fixture(scope="module", params=BACKENDS)
+def module_db(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One database shared by a module's tests, on each backend in turn (for costly module-wide setups)."""
+    if request.param == "sqlite":
+        yield str(tmp_path_factory.mktemp("module") / "shared.db")
+        return
+    server = pg_server()
+    url = server.fresh_schema()
+    yield url
+    if _PG_STATE.get("server") is server:  # the last module's teardown may come after the server stopped
+        server.release(url)
+
+
+class Databases:
+    """Fresh databases of one backend on demand (``fresh()``), each given back with ``release``."""
+
+    def __init__(self, backend: str, tmp_path_factory: pytest.TempPathFactory) -> None:
+        self.backend, self._paths, self._taken = backend, tmp_path_factory, set[str]()
+
+    def fresh(self) -> str:
+        if self.backend == "sqlite":
+            return str(self._paths.mktemp("fresh") / "narrative.db")
+        url = str(pg_server().fresh_schema())
+        self._taken.add(url)
+        return url
+
+    def release(self, name: str) -> None:
+        if name in self._taken:
+            self._taken.discard(name)
+            pg_server().release(name)
+
+    def release_all(self) -> None:
+        for name in list(self._taken):
+            self.release(name)
+
+
+@pytest.fixture
+def databases(backend: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Databases]:
+    """``databases.fresh()`` → a new database of this test's backend (for tests that need several)."""
+    made = Databases(backend, tmp_path_factory)
+    yield made
+    made.release_all()
+
+
 @pytest.fixture
 def store(db: str) -> Iterator[Store]:
     """A migrated store on a fresh database (SQLite file or PostgreSQL), closed after the test."""
@@ -184,7 +230,8 @@ _ON_POSTGRES: set[str] = set()
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         params = getattr(getattr(item, "callspec", None), "params", {})
-        if params.get("backend") == "postgres" or item.get_closest_marker("postgres") is not None:
+        on_postgres = "postgres" in (params.get("backend"), params.get("module_db"))
+        if on_postgres or item.get_closest_marker("postgres") is not None:
             _ON_POSTGRES.add(item.nodeid)
 
 

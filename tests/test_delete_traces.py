@@ -1,4 +1,5 @@
-"""Delete leaves nothing: after deleting, a marker word is nowhere in the database file's bytes (issue 12)."""
+"""Delete leaves nothing (issue 12): after deleting, a marker word is in no row of any table and no search
+finds it (both stores), and it is nowhere in the SQLite file's bytes."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import narrative
+from conftest import take_snapshot
 from narrative.providers.embed import MiniLMEmbedder
 
 MARKER = "zqxmarkerword"
@@ -21,8 +23,8 @@ def minilm() -> MiniLMEmbedder:
 
 
 @pytest.fixture
-def mem(db_path: Path, minilm: MiniLMEmbedder) -> Iterator[narrative.Memory]:
-    memory = narrative.Memory(db_path, user="alice", embedder=minilm, env={})
+def mem(db: str, minilm: MiniLMEmbedder) -> Iterator[narrative.Memory]:
+    memory = narrative.Memory(db, user="alice", embedder=minilm, env={})
     for i in range(30):  # enough other text that the full-text index has several segments
         memory.add_memory(f"ordinary note number {i} about the garden, the bicycle and the weekly market")
     yield memory
@@ -33,33 +35,45 @@ def file_bytes(path: Path) -> bytes:
     return b"".join(p.read_bytes() for p in (path, Path(f"{path}-wal"), Path(f"{path}-shm")) if p.exists())
 
 
-def test_a_deleted_memory_leaves_no_marker_in_the_file(mem: narrative.Memory, db_path: Path) -> None:
+def no_trace(mem: narrative.Memory, backend: str, db_path: Path, user: str = "alice") -> bool:
+    """No row of any table holds the marker, no keyword search finds it, and (SQLite) nor do the file's bytes."""
+    rows = take_snapshot(mem.store)
+    if any(MARKER in repr(row) for table in rows.values() for row in table):
+        return False
+    if backend == "sqlite" and MARKER.encode() in file_bytes(db_path):
+        return False
+    if mem.store._one("SELECT 1 FROM users WHERE id = ?", (user,)) is None:
+        return True  # a search would make the user again
+    return not mem.search(MARKER, mode="keyword", user=user, record=False)
+
+
+def test_a_deleted_memory_leaves_no_marker_in_the_file(mem: narrative.Memory, backend: str, db_path: Path) -> None:
     memory = mem.add_memory(f"the locker code is {MARKER} and nobody else may know it")
     hits = mem.search(f"locker code {MARKER}", record=True)  # a recorded use quoting the marker
     assert hits and hits[0].memory.id == memory.id and mem.list_uses()
-    assert MARKER.encode() in file_bytes(db_path)
+    assert not no_trace(mem, backend, db_path)
     mem.delete_memory(memory.id)
-    assert MARKER.encode() not in file_bytes(db_path)
-    assert not mem.search(MARKER, mode="keyword", record=False)
+    assert no_trace(mem, backend, db_path)
     assert mem.search("garden bicycle market", mode="hybrid", record=False)  # the rest still works
 
 
-def test_a_deleted_conversation_leaves_no_marker(mem: narrative.Memory, db_path: Path) -> None:
+def test_a_deleted_conversation_leaves_no_marker(mem: narrative.Memory, backend: str, db_path: Path) -> None:
     mem.remember(f"my passport number is {MARKER}", speaker="alice")
     mem.remember("and the weather is fine", speaker="alice")
     mem.search(MARKER, record=True)
     conversation = mem.active_conversation()
     assert conversation is not None
     mem.delete_conversation(conversation.id)
-    assert MARKER.encode() not in file_bytes(db_path)
+    assert no_trace(mem, backend, db_path)
 
 
-def test_a_deleted_user_leaves_no_marker(mem: narrative.Memory, db_path: Path) -> None:
+def test_a_deleted_user_leaves_no_marker(mem: narrative.Memory, backend: str, db_path: Path) -> None:
     mem.remember(f"bob's secret is {MARKER}", user="bob")
     mem.add_memory(f"bob keeps {MARKER} in a drawer", user="bob")
     mem.search(MARKER, user="bob", record=True)
+    assert not no_trace(mem, backend, db_path, "bob")
     mem.delete_user("bob")
-    assert MARKER.encode() not in file_bytes(db_path)
+    assert no_trace(mem, backend, db_path, "bob")
 
 
 def test_the_change_log_is_pruned(mem: narrative.Memory) -> None:

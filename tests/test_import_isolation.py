@@ -1,6 +1,6 @@
 """Crafted imports cannot reach other users (issue 12).
 
-A real server over loopback, the real MiniLM model: alice and bob hold memories; mallory posts
+A real server over loopback, the real MiniLM model, on each store: alice and bob hold memories; mallory posts
 crafted exports to ``POST /api/v1/import``.  Each is refused with a 4xx (or made harmless), and
 afterwards alice's and bob's vector search, hybrid search and context still work, their rows are
 untouched, and no reply names an id of theirs.
@@ -34,9 +34,8 @@ def minilm() -> MiniLMEmbedder:
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory: pytest.TempPathFactory, minilm: MiniLMEmbedder) -> Iterator[dict[str, Any]]:
-    path = tmp_path_factory.mktemp("isolation") / "shared.db"
-    engine = narrative.Memory(path, user="alice", embedder=minilm, env={})
+def world(module_db: str, minilm: MiniLMEmbedder) -> Iterator[dict[str, Any]]:
+    engine = narrative.Memory(module_db, user="alice", embedder=minilm, env={})
     for user, lines in {"alice": ["I ride my bicycle to Lisbon in spring.", "The bicycle needs new brakes."],
                         "bob": ["Priya and I plant tomatoes in raised beds.", "The tomatoes need more sun."]}.items():
         for line in lines:
@@ -181,8 +180,8 @@ def _numbers_in_export_rows(document: dict[str, Any]) -> set[str]:
     return _numbers(json.dumps(document)) | {str(n) for n in range(1, 1000)}
 
 
-def test_a_crafted_import_through_python_is_refused_too(tmp_path: Path) -> None:
-    with narrative.Memory(tmp_path / "p.db", user="alice", embedder="hashing", env={}) as mem:
+def test_a_crafted_import_through_python_is_refused_too(db: str) -> None:
+    with narrative.Memory(db, user="alice", embedder="hashing", env={}) as mem:
         mem.add_memory("the lighthouse keeper painted the railing blue")
         document = mallory_document(json.loads(mem.export("json")))
         shorter_vector(document, document)
@@ -191,6 +190,7 @@ def test_a_crafted_import_through_python_is_refused_too(tmp_path: Path) -> None:
         assert mem.search("lighthouse railing", mode="vector", record=False)
 
 
+@pytest.mark.sqlite_only
 def test_reindex_repairs_a_vector_of_the_wrong_length(tmp_path: Path) -> None:
     """A file damaged before imports were checked: one vector too short under the right name."""
     with narrative.Memory(tmp_path / "damaged.db", user="alice", embedder="hashing", env={}) as mem:

@@ -21,6 +21,7 @@ import psycopg
 import pytest
 
 from conftest import pg_server
+from narrative.errors import StoreError
 from narrative.model import Memory, Role, Source, Stream
 from narrative.store.postgres import PostgresStore
 from narrative.store.postgres import base as pg_base
@@ -91,7 +92,8 @@ def test_every_key_and_unique_constraint_includes_the_user(pg: PostgresStore, ur
             "SELECT c.relname, i.indexrelid::regclass::text, ARRAY(SELECT a.attname FROM pg_attribute a"
             " WHERE a.attrelid = c.oid AND a.attnum = ANY(i.indkey)) FROM pg_index i"
             " JOIN pg_class c ON c.oid = i.indrelid WHERE c.relnamespace = current_schema()::regnamespace"
-            " AND (i.indisunique OR i.indisprimary) AND c.relname NOT IN ('schema_migrations', 'memory_changes')"
+            " AND (i.indisunique OR i.indisprimary)"
+            " AND c.relname NOT IN ('schema_migrations', 'memory_changes', 'memory_changes_pruned')"
         ).fetchall()
     assert rows
     for table, index, columns in rows:
@@ -222,6 +224,47 @@ def test_a_commit_that_lands_out_of_order_is_not_missed(pg: PostgresStore, url: 
         other.close()
 
 
+def test_a_prune_of_an_entry_committed_out_of_order_rebuilds_the_index(pg: PostgresStore, url: str) -> None:
+    """The log is pruned past an entry of a transaction that was running at this index's last catch-up,
+    while later entries stay: the index sees the prune marks and rebuilds (it would miss the entry)."""
+    other = PostgresStore(url)
+    try:
+        started, release = threading.Event(), threading.Event()
+
+        def slow_writer() -> None:
+            with other.transaction():
+                other.insert_memory(memory("alice", "the slow tortoise"))
+                started.set()
+                release.wait(30)
+
+        thread = threading.Thread(target=slow_writer)
+        thread.start()
+        started.wait(30)
+        pg.insert_memory(memory("alice", "the quick hare"))  # a later change number, committed first
+        assert len(pg.keyword_search_memories("alice", "hare")) == 1  # caught up while the tortoise is running
+        release.set()
+        thread.join()
+        pg.insert_memory(memory("alice", "a third note"))
+        newest = pg._one("SELECT MAX(seq) FROM memory_changes")
+        assert newest is not None
+        assert pg.prune_memory_changes(keep=int(newest[0]) - pg._keywords_seq) >= 1  # the tortoise's entry goes
+        assert pg._one("SELECT seq, xid FROM memory_changes_pruned") is not None
+        assert len(pg.keyword_search_memories("alice", "tortoise")) == 1
+        assert len(pg.keyword_search_memories("alice", "third")) == 1
+    finally:
+        other.close()
+
+
+def test_the_change_log_prunes_itself_and_scrub_prunes_it(pg: PostgresStore) -> None:
+    with pg.transaction():
+        pg._exec("INSERT INTO memory_changes(memory_id) SELECT 0 FROM generate_series(1, 12000)")
+    assert pg.count_rows("memory_changes") <= 6000
+    assert pg.scrub_deleted(keep_changes=10)["pruned_changes"] > 0
+    assert pg.count_rows("memory_changes") == 10
+    with pytest.raises(StoreError), pg.transaction():
+        pg.scrub_deleted()
+
+
 # --- vectors ---------------------------------------------------------------------------------
 
 
@@ -252,6 +295,24 @@ def test_recall_under_the_user_filter(pg: PostgresStore, monkeypatch: pytest.Mon
         found = {hit[0] for hit in pg.vector_search("u3", query, "m:384", k=10)}
         recalls.append(len(found & exact) / 10)
     assert float(np.mean(recalls)) >= (1.0 if path == "exact" else 0.9), recalls
+
+
+def test_an_import_draws_fresh_ids_from_the_sequences(url: str) -> None:
+    """A copy of a user takes ids no other row has, and every identity sequence is past them afterwards."""
+    import narrative
+
+    with narrative.Memory(url, user="alice", embedder="hashing", env={}) as mem:
+        mem.remember("we planted tomatoes by the shed", speaker="alice")
+        mem.add_memory("the shed key hangs by the door")
+        mem.import_data(mem.export("json"), user="carol")
+        store = mem.store
+        for table in ("storylines", "conversations", "messages", "memories"):
+            row = store._one(f"SELECT COUNT(*), COUNT(DISTINCT id), MAX(id) FROM {table}")
+            assert row is not None and row[0] == row[1], table  # no id twice, across users
+            sequence = store._one(f"SELECT pg_sequence_last_value(pg_get_serial_sequence('{table}', 'id'))")
+            assert sequence is not None and int(sequence[0]) >= int(row[2]), table
+        assert mem.add_memory("after the import", user="carol").id > int(row[2])
+        assert mem.search("shed key", user="carol", record=False)
 
 
 # --- opening by URL, the CLI ---------------------------------------------------------------

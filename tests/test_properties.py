@@ -16,7 +16,7 @@ import inspect
 import json
 import os
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import narrative
-from conftest import FakeClock
+from conftest import Databases, FakeClock
 from narrative.engine.turns import Turn
 
 CALLS = int(os.environ.get("NARRATIVE_PROPERTY_EXAMPLES", "400"))
@@ -109,9 +109,8 @@ def calls(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[narrative.Memory]:
-    path = tmp_path_factory.mktemp("props") / "props.db"
-    mem = narrative.Memory(path, user="alice", embedder="hashing", clock=FakeClock(), env={})
+def world(module_db: str) -> Iterator[narrative.Memory]:
+    mem = narrative.Memory(module_db, user="alice", embedder="hashing", clock=FakeClock(), env={})
     for text in ("I ride my bicycle to the garden.", "We decided to plant tomatoes.", "Waiting on Sam for seeds."):
         mem.remember(text, speaker="alice")
     mem.add_memory("The market opens at nine.", importance=3)
@@ -138,9 +137,11 @@ def test_public_calls_raise_only_narrative_errors(world: narrative.Memory, call:
             raise
         CRASHES.append(f"{name}: {type(error).__name__}: {str(error)[:120]}")
     finally:
-        if world.store.conn.in_transaction:  # a crash must not leave a transaction open either
-            CRASHES.append(f"{name}: left a transaction open")
-            world.store.conn.execute("ROLLBACK")
+        conn = getattr(world.store, "conn", None)  # the SQLite store's connection (PostgreSQL: per thread)
+        if conn.in_transaction if conn is not None else getattr(world.store, "in_transaction", False):
+            CRASHES.append(f"{name}: left a transaction open")  # a crash must not leave a transaction open either
+            if conn is not None:
+                conn.execute("ROLLBACK")
 
 
 # --- export → import → export ------------------------------------------------------------------------
@@ -183,22 +184,29 @@ EXPORTS: Counter[str] = Counter()
 @settings(max_examples=int(os.environ.get("NARRATIVE_EXPORT_EXAMPLES", "15")), deadline=None, derandomize=True,
           suppress_health_check=list(HealthCheck))
 @given(history=steps)
-def test_export_import_export_is_identical(tmp_path_factory: pytest.TempPathFactory,
-                                           history: list[tuple[str, str]]) -> None:
+def test_export_import_export_is_identical(databases: Databases, history: list[tuple[str, str]]) -> None:
     from test_export import canonical
 
-    base = tmp_path_factory.mktemp("roundtrip")
+    names = [databases.fresh() for _ in range(3)]
+    try:
+        _round_trip(names, history, canonical)
+    finally:
+        for name in names:
+            databases.release(name)
     EXPORTS["cases"] += 1
-    with narrative.Memory(base / "a.db", user="alice", embedder="hashing", clock=FakeClock(), env={}) as mem:
+
+
+def _round_trip(names: list[str], history: list[tuple[str, str]], canonical: Callable[[Any], Any]) -> None:
+    with narrative.Memory(names[0], user="alice", embedder="hashing", clock=FakeClock(), env={}) as mem:
         mem.your_story(user="bob")  # another user first, so ids in the copy cannot simply repeat
         play(mem, history)
         first = mem.export("json")
         mem.import_data(first, user="carol")  # a copy in the same file
         copied = mem.export("json", user="carol")
-    with narrative.Memory(base / "b.db", user="alice", embedder="hashing", clock=FakeClock(), env={}) as other:
+    with narrative.Memory(names[1], user="alice", embedder="hashing", clock=FakeClock(), env={}) as other:
         other.import_data(first)
         second = other.export("json")
-    with narrative.Memory(base / "c.db", user="alice", embedder="hashing", clock=FakeClock(), env={}) as third:
+    with narrative.Memory(names[2], user="alice", embedder="hashing", clock=FakeClock(), env={}) as third:
         third.import_data(second)
         assert third.export("json") == second  # a restored export is a fixed point, byte for byte
     assert canonical(json.loads(second)) == canonical(json.loads(first))

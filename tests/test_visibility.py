@@ -1,8 +1,8 @@
 """Every connection sees every committed memory: the in-process indexes follow the change log.
 
-Two ``Memory`` objects (and two processes) write to one file and search it; each must find every
+Two ``Memory`` objects (and two processes) write to one database and search it; each must find every
 memory, its own and the other's, by vector and by hybrid search (issue 12: a process that both
-wrote and searched used to miss the other process's vectors).
+wrote and searched used to miss the other process's vectors).  On both stores.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ import subprocess
 import sys
 import textwrap
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -38,9 +37,9 @@ def minilm() -> MiniLMEmbedder:
 
 
 @pytest.fixture
-def pair(db_path: Path, minilm: MiniLMEmbedder) -> Iterator[tuple[narrative.Memory, narrative.Memory]]:
-    first = narrative.Memory(db_path, user="alice", embedder=minilm, env={})
-    second = narrative.Memory(db_path, user="alice", embedder=minilm, env={})
+def pair(db: str, minilm: MiniLMEmbedder) -> Iterator[tuple[narrative.Memory, narrative.Memory]]:
+    first = narrative.Memory(db, user="alice", embedder=minilm, env={})
+    second = narrative.Memory(db, user="alice", embedder=minilm, env={})
     yield first, second
     first.close()
     second.close()
@@ -86,13 +85,13 @@ CHILD = textwrap.dedent(
 
 
 def test_two_processes_writing_and_searching_see_each_other(
-    db_path: Path, pair: tuple[narrative.Memory, narrative.Memory]
+    db: str, pair: tuple[narrative.Memory, narrative.Memory]
 ) -> None:
     parent = pair[0]
     parent.search("warm the index", mode="vector", record=False)
     written: list[tuple[str, int]] = []
     with subprocess.Popen(
-        [sys.executable, "-c", CHILD, str(db_path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", CHILD, db], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
     ) as child:
         assert child.stdin is not None and child.stdout is not None
         for i, text in enumerate(TOPICS):
@@ -129,11 +128,9 @@ def test_the_change_log_prunes_itself(pair: tuple[narrative.Memory, narrative.Me
     first, second = pair
     first.add_memory(TOPICS[0])
     assert found(second, TOPICS[0], first.list_memories(limit=1)[0].id, "vector")
-    conn = first.store.conn
-    conn.execute("BEGIN")
-    conn.execute("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 12000)"
-                 " INSERT INTO memory_changes(memory_id) SELECT 0 FROM n")
-    conn.execute("COMMIT")
+    with first.store.transaction():  # 12,000 log entries at once (the same SQL on both stores)
+        first.store._exec("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 12000)"
+                          " INSERT INTO memory_changes(memory_id) SELECT 0 FROM n")
     assert first.store.count_rows("memory_changes") <= 6000
     late = first.add_memory(TOPICS[2]).id  # the other object's index is far behind: it rebuilds
     assert found(second, TOPICS[2], late, "vector") and found(second, TOPICS[2], late, "hybrid")

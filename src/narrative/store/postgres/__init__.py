@@ -11,6 +11,7 @@ immutable) and cascading foreign keys (deletes leave nothing behind).
 
 from __future__ import annotations
 
+from narrative.store.postgres.portability import PostgresPortability
 from narrative.store.postgres.rows import PostgresRows
 from narrative.store.postgres.search import PostgresSearch
 from narrative.store.sqlite.conversations import ConversationRows
@@ -26,6 +27,7 @@ __all__ = ["PostgresStore"]
 class PostgresStore(  # type: ignore[misc]  # the PostgreSQL base replaces the SQLite one's connection methods
     PostgresSearch,
     PostgresRows,
+    PostgresPortability,
     ConversationRows,
     MemoryRows,
     NarrativeRows,

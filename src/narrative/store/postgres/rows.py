@@ -1,26 +1,21 @@
-"""Where PostgreSQL needs its own SQL: message positions, text search, vectors as pgvector, portability."""
+"""Where PostgreSQL needs its own SQL: message positions, text search, vectors as pgvector, delete helpers."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
 import numpy as np
 
-from narrative.errors import StoreError, ValidationError
+from narrative.errors import StoreError
 from narrative.model import Message, Narrative, Role
 from narrative.store.keyword_index import KeywordIndex, query_terms
 from narrative.store.postgres.base import PostgresBase
 from narrative.store.sqlite.base import dumps, loads, placeholders, to_text, to_time_required
 from narrative.store.sqlite.conversations import _message
 from narrative.store.sqlite.narratives import _narrative
-from narrative.store.sqlite.portability import USER_TABLES, _decode
-
-#: Columns PostgreSQL keeps that the portable dump does not carry (the owner of rows that hang off a parent).
-_OWNER_ONLY = {"memory_sources": "user_id", "use_references": "user_id"}
-_VECTOR_TABLES = frozenset({"memory_vectors", "storyline_vectors"})
 
 
 def vector_value(vector: Any) -> np.ndarray:
@@ -147,59 +142,7 @@ class PostgresRows(PostgresBase):
         )
         return {int(r[0]): vector_value(r[1]) for r in rows}
 
-    # --- portability and deletes -----------------------------------------------------
-
-    def table_columns(self, table: str) -> list[str]:
-        if table not in USER_TABLES:
-            raise StoreError(f"not a user table: {table!r}")
-        rows = self._all(
-            "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema()"
-            " AND table_name = ? ORDER BY ordinal_position",
-            (table,),
-        )
-        return [str(r[0]) for r in rows if r[0] != _OWNER_ONLY.get(table)]
-
-    def export_user_rows(self, user_id: str) -> dict[str, list[dict[str, Any]]]:
-        tables: dict[str, list[dict[str, Any]]] = super().export_user_rows(user_id)  # type: ignore[misc]
-        for table, column in _OWNER_ONLY.items():
-            for row in tables.get(table, []):
-                row.pop(column, None)
-        return tables
-
-    def _insert_rows(self, table: str, user_id: str, rows: Iterable[Mapping[str, Any]]) -> int:
-        if table not in _VECTOR_TABLES:
-            count: int = super()._insert_rows(table, user_id, rows)  # type: ignore[misc]
-            return count
-        columns = set(self.table_columns(table))
-        count = 0
-        for raw in rows:
-            if not isinstance(raw, Mapping):
-                raise ValidationError(f"a row of {table} is not an object", field=table)
-            extra = set(raw) - columns
-            if extra:
-                message = f"{table} has unknown columns {sorted(extra)}: made by a newer schema?"
-                raise ValidationError(message, field=table)
-            row = _decode(table, raw)
-            row["user_id"] = user_id
-            row["vector"] = np.frombuffer(bytes(row["vector"]), dtype=np.float32)
-            names = list(row)
-            self._exec(
-                f"INSERT INTO {table} ({', '.join(names)}) VALUES ({placeholders(names)})", [row[n] for n in names]
-            )
-            count += 1
-        return count
-
-    def import_user_rows(self, user_id: str, tables: dict[str, list[dict[str, Any]]]) -> dict[str, int]:
-        """As the SQLite store does; then every identity sequence moves past the ids the dump brought."""
-        with self.transaction():
-            counts: dict[str, int] = super().import_user_rows(user_id, tables)  # type: ignore[misc]
-            for table in sorted({"storylines", "conversations", "messages", "narratives", "memories", "entities",
-                                 "state_deltas", "uses", "routing_decisions", "api_keys"}):
-                self._exec(
-                    f"SELECT setval(pg_get_serial_sequence('{table}', 'id'),"
-                    f" GREATEST((SELECT COALESCE(MAX(id), 0) FROM {table}), 1))"
-                )
-        return counts
+    # --- helpers for deletes ---------------------------------------------------------
 
     def narratives_with_memories(self, user_id: str, memory_ids: Iterable[int]) -> list[int]:
         wanted = set(memory_ids)

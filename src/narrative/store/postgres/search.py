@@ -6,7 +6,9 @@ so a process answers with every write any process has committed.  Sequence
 numbers are handed out when a row is written but become visible when its
 transaction commits, possibly after a higher one; so each catch-up also re-reads
 the entries of transactions that were still running at the previous catch-up
-(``xid >= `` that snapshot's xmin).  Reading an entry twice is harmless.
+(``xid >= `` that snapshot's xmin).  Reading an entry twice is harmless.  The log prunes
+itself; a prune that took an entry the index may still need (``memory_changes_pruned``
+records how far prunes went) makes the index start afresh.
 """
 
 from __future__ import annotations
@@ -33,11 +35,14 @@ EXACT_LIMIT = 5000
 
 
 #: The log's bounds and the snapshot's xmin (first row), then the entries to (re)read, in one statement.
+#: The head row also says how far pruning went (highest seq and xid ever pruned: see migration 0002).
 _CATCH_UP = (
-    "SELECT * FROM (SELECT 0 AS part, MIN(seq) AS a, COALESCE(MAX(seq), 0) AS b,"
-    " pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS c FROM memory_changes"
-    " UNION ALL SELECT 1, seq, memory_id, NULL FROM memory_changes WHERE seq > ? OR xid >= ?::text::xid8) AS log"
-    " ORDER BY part, a"
+    "SELECT * FROM (SELECT 0 AS part, COALESCE((SELECT seq FROM memory_changes_pruned), 0) AS a,"
+    " COALESCE((SELECT MAX(seq) FROM memory_changes), 0) AS b,"
+    " pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS c,"
+    " COALESCE((SELECT xid FROM memory_changes_pruned), 0) AS d, (SELECT MIN(seq) FROM memory_changes) AS e"
+    " UNION ALL SELECT 1, seq, memory_id, NULL, NULL, NULL FROM memory_changes WHERE seq > ? OR xid >= ?::text::xid8)"
+    " AS log ORDER BY part, a"
 )
 
 
@@ -46,6 +51,7 @@ class PostgresSearch(PostgresBase):
         self._keywords: KeywordIndex | None = None
         self._keywords_seq = 0
         self._keywords_xmin = 0
+        self._keywords_pruned = (0, 0)  # the log's pruned marks (seq, xid) at the last catch-up
         self._keywords_dirty = False  # the index holds rows read inside a transaction not yet committed
         self._keyword_users: set[str] = set()  # users whose memories the index holds (loaded on their first search)
 
@@ -79,25 +85,48 @@ class PostgresSearch(PostgresBase):
         """
         outermost = not self.in_transaction
         with self.pinned(), self._lock:
-            if outermost:
-                self._keywords_dirty = False  # whatever was taken inside earlier transactions is settled
-            rows = self._all(_CATCH_UP, (self._keywords_seq, str(self._keywords_xmin)))
-            head, changes = rows[0], rows[1:]
-            lowest, highest, xmin = head[1], int(head[2]), int(head[3])
-            index = self._keywords
-            pruned = lowest is not None and int(lowest) > self._keywords_seq + 1
-            if index is None or pruned or (lowest is None and self._keywords_seq):
-                index = KeywordIndex()  # first use, or the log was pruned past what this index has read
-                self._keywords, self._keywords_seq, self._keywords_xmin = index, highest, xmin
-                self._keyword_users = set()
-                self._keywords_dirty = not outermost
-                return self._with_user(index, user_id, outermost)
-            if changes:
-                self._keywords_seq = max(self._keywords_seq, max(int(r[1]) for r in changes))
-                self._refresh_keywords(index, {int(r[2]) for r in changes})
-                self._keywords_dirty = self._keywords_dirty or not outermost
-            self._keywords_xmin = xmin
-            return self._with_user(index, user_id, outermost)
+            return self._with_user(self._caught_up(outermost), user_id, outermost)
+
+    def _caught_up(self, outermost: bool) -> KeywordIndex:
+        """The index with every logged change applied, or a fresh one when a prune took an entry it needed.
+
+        After a catch-up at sequence S with snapshot xmin X, the index still needs only the
+        entries with seq > S or xid >= X; if a prune since the last catch-up took any such entry
+        (the log's pruned marks moved past S or to X), it starts afresh.
+        """
+        if outermost:
+            self._keywords_dirty = False  # whatever was taken inside earlier transactions is settled
+        rows = self._all(_CATCH_UP, (self._keywords_seq, str(self._keywords_xmin)))
+        head, changes = rows[0], rows[1:]
+        pruned_seq, highest, xmin, pruned_xid = int(head[1]), int(head[2]), int(head[3]), int(head[4])
+        index = self._keywords
+        seen_seq, seen_xid = self._keywords_pruned  # a prune seen before is already accounted for
+        lowest = head[5]  # entries deleted by hand (not through prune_memory_changes) leave a gap at least
+        gap = int(lowest) > self._keywords_seq + 1 if lowest is not None else self._keywords_seq > 0
+        pruned = gap or pruned_seq > max(self._keywords_seq, seen_seq) or (
+            pruned_xid > seen_xid and pruned_xid >= self._keywords_xmin
+        )
+        self._keywords_pruned = (pruned_seq, pruned_xid)
+        if index is None or pruned:
+            index = KeywordIndex()  # first use, or the log was pruned past what this index has read
+            self._keywords, self._keywords_seq, self._keywords_xmin = index, highest, xmin
+            self._keyword_users = set()
+            self._keywords_dirty = not outermost
+            return index
+        if changes:
+            self._keywords_seq = max(self._keywords_seq, max(int(r[1]) for r in changes))
+            self._refresh_keywords(index, {int(r[2]) for r in changes})
+            self._keywords_dirty = self._keywords_dirty or not outermost
+        self._keywords_xmin = xmin
+        return index
+
+    def catch_up_keywords(self) -> None:
+        """Apply the change log now (a delete's scrub): deleted memories leave this process's index at once."""
+        if self._keywords is None:
+            return
+        outermost = not self.in_transaction
+        with self.pinned(), self._lock:
+            self._caught_up(outermost)
 
     def _with_user(self, index: KeywordIndex, user_id: str, outermost: bool) -> KeywordIndex:
         if user_id not in self._keyword_users:

@@ -18,6 +18,8 @@ import base64
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import numpy as np
+
 from narrative.errors import StoreError, ValidationError
 from narrative.store.dump_rows import (
     ID_TABLES,
@@ -87,9 +89,16 @@ def _encode(table: str, row: Mapping[str, Any]) -> dict[str, Any]:
         elif column in BOOL_COLUMNS.get(table, ()):
             value = bool(value)
         elif column in BLOB_COLUMNS.get(table, ()):
-            value = base64.b64encode(bytes(value)).decode("ascii")
+            value = base64.b64encode(_vector_bytes(value)).decode("ascii")
         out[column] = value
     return out
+
+
+def _vector_bytes(value: Any) -> bytes:
+    """A stored vector as little-endian float32 bytes: a BLOB already is; a pgvector value is converted."""
+    if hasattr(value, "to_numpy"):
+        return bytes(np.asarray(value.to_numpy(), dtype="<f4").tobytes())
+    return bytes(value)
 
 
 def _decode(table: str, row: Mapping[str, Any]) -> dict[str, Any]:
@@ -167,7 +176,7 @@ class PortabilityRows(SqliteBase):
             self._exec("DELETE FROM storyline_vectors WHERE user_id = ?", (user_id,))
             self._exec("DELETE FROM storylines WHERE user_id = ?", (user_id,))
             self._exec("DELETE FROM users WHERE id = ?", (user_id,))
-            ids = renumber(tables, self._first_free_id)
+            ids = self._fresh_ids(tables)
             for table in USER_TABLES:
                 counts[table] = self._insert_rows(table, user_id, tables.get(table, ()), ids)
             for key in keys:  # the caller's credentials survive the restore
@@ -189,6 +198,10 @@ class PortabilityRows(SqliteBase):
             for model, size in self._all(f"SELECT model, MIN(length(vector)) FROM {table} GROUP BY model"):
                 lengths.setdefault(str(model), int(size))
         return lengths
+
+    def _fresh_ids(self, tables: dict[str, list[dict[str, Any]]]) -> IdMap:
+        """Old id → fresh id per table: ids follow the largest in the file (one writer holds the file)."""
+        return renumber(tables, self._first_free_id)
 
     def _first_free_id(self, table: str) -> int:
         if table not in ID_TABLES:
