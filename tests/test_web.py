@@ -39,6 +39,13 @@ LAST_SESSION = [
 ]
 
 
+
+def wait_title(page: Any, expected: str) -> None:
+    """The tab's title is set when a view finishes (after its fetches): wait for it rather than race it."""
+    page.wait_for_function("expected => document.title === expected", arg=expected, timeout=15_000)
+    assert page.title() == expected
+
+
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     if not Path(CHROMIUM).exists():
@@ -282,7 +289,7 @@ def test_the_review_card_shows_the_conversation_and_the_title_follows(page: Any,
     assert "Sam to confirm who takes the Saturday shift" in transcript.inner_text()
     assert "Rock" in transcript.inner_text() and "Maya" in transcript.inner_text()
     assert page.locator("#preview-transcript-box").get_attribute("open") is not None
-    assert page.title() == "Review: Volunteer rota — narrative"
+    wait_title(page, "Review: Volunteer rota — narrative")
     shot(page, "review-conversation.png")
     page.get_by_role("link", name="Search", exact=True).click()
     page.wait_for_function("() => document.title === 'Search memories — narrative'")
@@ -294,7 +301,7 @@ def test_conversations_list(page: Any, site: dict[str, Any]) -> None:
     page.get_by_role("link", name="Volunteer rota").wait_for()
     assert rows.count() == 5  # the four demo sessions and the one waiting
     assert "waiting for review" in rows.filter(has_text="Volunteer rota").inner_text()
-    assert page.title() == "Conversations — narrative"
+    wait_title(page, "Conversations — narrative")
     shot(page, "conversations.png")
     page.get_by_label("Show").select_option(label="archived")
     page.wait_for_function("() => document.querySelectorAll('#conversation-list li').length === 4")
@@ -349,7 +356,7 @@ def test_rename_a_storyline_and_its_summary_keeps_its_bullets(page: Any, site: d
     bullets = page.locator("#storyline-summary ul li")
     assert bullets.count() == bulleted.summary.count("\n") + 1
     assert not bullets.first.inner_text().startswith("-")
-    assert page.title() == f"{bulleted.name} — narrative"
+    wait_title(page, f"{bulleted.name} — narrative")
     page.get_by_role("button", name="Rename").click()
     page.get_by_label("New name").fill("The plot map")
     shot(page, "storyline-rename.png")
@@ -425,7 +432,7 @@ def test_an_unknown_route_says_not_found(page: Any, site: dict[str, Any]) -> Non
     open_page(page, site, "/nowhere/at/all")
     page.get_by_role("heading", name="Not found").wait_for()
     assert "#/nowhere/at/all" in page.locator("#notfound-what").inner_text()
-    assert page.title() == "Not found — narrative"
+    wait_title(page, "Not found — narrative")
     assert page.locator("#view-review").is_hidden()
     shot(page, "not-found.png")
     page.evaluate("location.hash = '#/archive/987654'")
@@ -440,7 +447,7 @@ def test_the_login_hint_names_the_database(page: Any, site: dict[str, Any]) -> N
     hint = page.locator("#login .hint").inner_text()
     assert "narrative --db PATH keys create --user NAME" in hint
     assert "narrative --db PATH serve --open-user NAME" in hint
-    assert page.title() == "Open your memory — narrative"
+    wait_title(page, "Open your memory — narrative")
 
 
 def test_the_api_docs_render_offline(page: Any, site: dict[str, Any]) -> None:
