@@ -170,7 +170,7 @@ def test_a_pruned_change_log_rebuilds_the_index(store: SqliteStore, alice: str) 
     old = store.insert_memory(memory(alice, "the harbour walk"))
     assert ids(store.keyword_search_memories(alice, "harbour")) == [old.id]
     new = store.insert_memory(memory(alice, "another harbour"))
-    store._exec("DELETE FROM memory_changes")  # type: ignore[attr-defined]  # e.g. pruned by maintenance
+    store._exec("DELETE FROM memory_changes")  # e.g. pruned by maintenance
     store.insert_memory(memory(alice, "unrelated"))
     assert set(ids(store.keyword_search_memories(alice, "harbour"))) == {old.id, new.id}
 

@@ -148,7 +148,7 @@ def test_positions_have_no_gap_or_duplicate_under_concurrent_writers(pg: Postgre
     context = multiprocessing.get_context("spawn")
     processes = [context.Process(target=_write_messages, args=(url, conversation.id, 15, f"p{i}")) for i in range(2)]
     for worker in [*threads, *processes]:
-        worker.start()
+        worker.start()  # type: ignore[attr-defined]  # a Thread or a Process: both start()
     for thread in threads:
         thread.join()
     for process in processes:

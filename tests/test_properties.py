@@ -138,9 +138,9 @@ def test_public_calls_raise_only_narrative_errors(world: narrative.Memory, call:
             raise
         CRASHES.append(f"{name}: {type(error).__name__}: {str(error)[:120]}")
     finally:
-        if world.store.conn.in_transaction:  # a crash must not leave a transaction open either
+        if world.store.conn.in_transaction:  # type: ignore[attr-defined]  # a crash must not leave a transaction open either
             CRASHES.append(f"{name}: left a transaction open")
-            world.store.conn.execute("ROLLBACK")
+            world.store.conn.execute("ROLLBACK")  # type: ignore[attr-defined]
 
 
 # --- export → import → export ------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -33,7 +34,7 @@ FOLLOW_UPS = [
 
 def every3(db_path: Path, **settings: object) -> narrative.Memory:
     """Keyword-only memory that reflects every three exchanges (unless ``settings`` say otherwise)."""
-    chosen = {"reflect_every": 3, **settings}
+    chosen: dict[str, Any] = {"reflect_every": 3, **settings}
     return narrative.Memory(db_path, user="alice", embedder="none", clock=FakeClock(), env={}, **chosen)
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -11,9 +10,8 @@ from typing import Any
 import pytest
 
 import narrative
-from conftest import FakeClock
+from conftest import DEMO_NOW, DemoBuilder, FakeClock, copy_db
 from llm_server import Reply, ScriptedLLMServer, scripted_llm_server
-from narrative import demo
 from narrative.errors import InvalidTransition, NotFound, ValidationError
 from narrative.model import DeltaType, Entity, EntityType, Message, Role
 from narrative.write import resolve
@@ -23,20 +21,11 @@ llm_server = pytest.fixture(scripted_llm_server)
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 
 
-@pytest.fixture(scope="module")
-def demo_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The bundled sample, closed and confirmed session by session (built once, copied per test)."""
-    path = tmp_path_factory.mktemp("demo") / "demo.db"
-    with narrative.Memory(path, user="maya", embedder="none", clock=FakeClock(), env={}) as mem:
-        demo.load(mem)
-    return path
-
-
 @pytest.fixture
-def maya(demo_template: Path, tmp_path: Path, clock: FakeClock) -> Iterator[narrative.Memory]:
-    path = tmp_path / "demo.db"
-    shutil.copy(demo_template, path)
-    clock.now = datetime(2026, 3, 13, 9, 0, tzinfo=UTC)
+def maya(build_demo: DemoBuilder, tmp_path: Path, clock: FakeClock) -> Iterator[narrative.Memory]:
+    """A copy of the bundled sample (closed and confirmed session by session), the morning after."""
+    path = copy_db(build_demo(embedder="none"), tmp_path / "demo.db")
+    clock.now = DEMO_NOW
     memory = narrative.Memory(path, user="maya", embedder="none", clock=clock, env={})
     yield memory
     memory.close()

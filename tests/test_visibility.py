@@ -129,7 +129,7 @@ def test_the_change_log_prunes_itself(pair: tuple[narrative.Memory, narrative.Me
     first, second = pair
     first.add_memory(TOPICS[0])
     assert found(second, TOPICS[0], first.list_memories(limit=1)[0].id, "vector")
-    conn = first.store.conn
+    conn = first.store.conn  # type: ignore[attr-defined]
     conn.execute("BEGIN")
     conn.execute("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 12000)"
                  " INSERT INTO memory_changes(memory_id) SELECT 0 FROM n")

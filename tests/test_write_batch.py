@@ -46,7 +46,8 @@ def line(turn: Turn) -> str:
 
 
 def unit(vector: np.ndarray) -> np.ndarray:
-    return vector / np.linalg.norm(vector)
+    normed: np.ndarray = vector / np.linalg.norm(vector)
+    return normed
 
 
 def composed(first: str, first_vector: np.ndarray, second: str, second_vector: np.ndarray) -> np.ndarray:
@@ -237,6 +238,7 @@ def test_closing_embeds_in_one_call_and_keeps_what_it_compared(tmp_path: Path) -
             compared.append(embedder.calls[before:])  # the preview embeds only what the similarity needs
             before = len(embedder.calls)
             confirmed = mem.confirm_memory()
+            assert confirmed.end is not None
             made = [*confirmed.memories, *confirmed.end.narrative_memories, *confirmed.end.reflections]
             assert len(made) >= 2 and embedder.calls[before:] == [[m.content for m in made]]  # one call
             assert {m.id for m in made} <= set(vectors_of(mem))
