@@ -14,6 +14,7 @@ from conftest import DEMO_NOW, DemoBuilder, FakeClock, copy_db
 from llm_server import Reply, ScriptedLLMServer, scripted_llm_server
 from narrative.errors import InvalidTransition, NotFound, ValidationError
 from narrative.model import DeltaType, Entity, EntityType, Message, Role
+from narrative.text.words import past_forms
 from narrative.write import resolve
 
 Snap = Callable[[Any], dict[str, list[tuple[Any, ...]]]]
@@ -186,10 +187,10 @@ def test_embedding_similarity_can_stand_in_for_shared_words() -> None:
 
 
 def test_past_forms() -> None:
-    assert resolve.past_forms("call") == ("called",)
-    assert "wrote" in resolve.past_forms("write") and "drawn" in resolve.past_forms("draw")
-    assert "planned" in resolve.past_forms("plan") and "tried" in resolve.past_forms("try")
-    assert resolve.past_forms("bake") == ("baked",)
+    assert past_forms("call") == ("called",)
+    assert "wrote" in past_forms("write") and "drawn" in past_forms("draw")
+    assert "planned" in past_forms("plan") and "tried" in past_forms("try")
+    assert past_forms("bake") == ("baked",)
 
 
 def test_an_llm_judges_candidate_pairs(llm_server: ScriptedLLMServer) -> None:

@@ -19,6 +19,7 @@ import narrative
 from conftest import FakeClock
 from narrative.errors import InvalidTransition
 from narrative.model import Participant, Storyline, StorylineKind, StorylineStatus
+from narrative.read import scene
 from narrative.store.sqlite import SqliteStore
 from narrative.write import routing, storylines
 from narrative.write.routing import Candidate, RoutingInput, RoutingThresholds
@@ -305,7 +306,7 @@ def test_auxiliary_storylines_are_other_recent_topics() -> None:
         return replace(storyline(sid, kind), last_message_at=NOW + timedelta(minutes=minutes))
 
     pool = [at(1, 5), at(2, 9, StorylineKind.DEFAULT), at(3, 7), at(4, 8, StorylineKind.USER), at(5, 1)]
-    assert [s.id for s in storylines.auxiliary(pool, main_id=4)] == [3, 1]
+    assert [s.id for s in scene.auxiliary(pool, main_id=4)] == [3, 1]
 
 
 def test_a_detected_storyline_takes_its_name_from_its_keywords(store: SqliteStore) -> None:

@@ -17,6 +17,7 @@ from narrative.errors import InvalidTransition, NotFound, ValidationError
 from narrative.model import Conversation, ConversationStatus, Entity, EntityType
 from narrative.read import greeting as greeting_
 from narrative.read.greeting import Greeting
+from narrative.read.open_items import open_entities, stale_entities
 from narrative.store.filters import MemoryFilter
 from narrative.write import close, lifecycle, resolve
 from narrative.write.close import ConfirmResult, Part, Preview
@@ -246,13 +247,13 @@ class ClosingAPI(TurnsAPI, ConversationsAPI, MemoriesAPI):
         """Unresolved items (open questions, tasks, waiting-ons; or one given type), oldest first."""
         user_id = self._user(user)
         kind = None if entity_type is None else require_choice(EntityType, entity_type, "entity_type")
-        return resolve.open_entities(self.store, user_id, kind, storyline_id)
+        return open_entities(self.store, user_id, kind, storyline_id)
 
     def stale_threads(self, days: int | None = None, *, user: str | None = None) -> list[Entity]:
         """Open items nothing has moved for ``days`` days (default ``Settings.stale_after_days``)."""
         user_id = self._user(user)
         wait = self.settings.stale_after_days if days is None else days
-        return resolve.stale_entities(self.store, user_id, self.clock(), wait)
+        return stale_entities(self.store, user_id, self.clock(), wait)
 
     def resolve_thread(
         self, entity_id: int, *, by_memory_id: int | None = None, user: str | None = None

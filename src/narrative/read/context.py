@@ -74,11 +74,10 @@ from narrative.model import (
     Stream,
 )
 from narrative.providers.tokens import ApproxTokenCounter, TokenCounter
-from narrative.read.scene import Scene, SceneItem, SceneSettings, build_scene
+from narrative.read.scene import Scene, SceneItem, SceneSettings, auxiliary, build_scene
 from narrative.read.search import SearchHit
 from narrative.store.filters import MemoryFilter
 from narrative.store.protocol import Store
-from narrative.write.storylines import auxiliary
 
 __all__ = [
     "LAYOUT", "MAX_RECENT", "MIN_BUDGET", "SHARES", "ContextBlock", "LineCachedCounter", "Recalled", "SectionInfo",

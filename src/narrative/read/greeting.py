@@ -31,9 +31,10 @@ from narrative.model import (
     Source,
     Stream,
 )
+from narrative.read.open_items import open_entities, recent_entities
 from narrative.store.filters import MemoryFilter
 from narrative.store.protocol import Store
-from narrative.write import resolve
+from narrative.text.lines import entity_label
 
 __all__ = ["IDLE_INVITATION", "Greeting", "build_greeting", "idle_due"]
 
@@ -92,7 +93,7 @@ class Greeting:
 
 def _entity_dict(e: Entity) -> dict[str, Any]:
     return {"id": e.id, "type": e.entity_type.value, "name": e.name,
-            "label": resolve.entity_label(e.entity_type, e.name, e.data), "conversation_id": e.conversation_id,
+            "label": entity_label(e.entity_type, e.name, e.data), "conversation_id": e.conversation_id,
             "storyline_id": e.storyline_id, "created_at": e.created_at.isoformat(), "due": e.data.get("due")}
 
 
@@ -118,7 +119,7 @@ def _ago(then: datetime, now: datetime) -> str:
 
 
 def _line(e: Entity, now: datetime, stale: bool = False) -> str:
-    label = resolve.entity_label(e.entity_type, e.name, e.data)
+    label = entity_label(e.entity_type, e.name, e.data)
     if e.entity_type is EntityType.QUESTION_OPENED:
         label = f"“{label}”"
     extras = []
@@ -185,13 +186,13 @@ def _latest_memory(store: Store, user_id: str) -> Memory | None:
 def _fresh(
     store: Store, user_id: str, now: datetime, stale_after_days: int, decision_days: int
 ) -> Greeting:
-    open_items = resolve.open_entities(store, user_id)
+    open_items = open_entities(store, user_id)
     stale_cut = now - timedelta(days=stale_after_days)
     stale = [e for e in open_items if e.created_at <= stale_cut]
     fresh = [e for e in open_items if e.created_at > stale_cut]
     threads = [e for e in fresh if e.entity_type is not EntityType.WAITING_ON]
     waiting = [e for e in fresh if e.entity_type is EntityType.WAITING_ON]
-    decisions = resolve.recent_entities(store, user_id, EntityType.DECISION, now, decision_days)
+    decisions = recent_entities(store, user_id, EntityType.DECISION, now, decision_days)
     pending = store.list_conversations(user_id, status=ConversationStatus.READY_TO_CLOSE, limit=1)
     latest_memory = _latest_memory(store, user_id)
     latest_link = store.latest_narrative(user_id)

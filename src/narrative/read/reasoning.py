@@ -49,7 +49,7 @@ from narrative.providers.prompts import render_prompt
 from narrative.read.search import SearchHit
 from narrative.store.filters import MemoryFilter
 from narrative.store.protocol import Store
-from narrative.write.patterns import STOPWORDS
+from narrative.text.patterns import STOPWORDS
 
 __all__ = [
     "KINDS",

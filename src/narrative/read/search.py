@@ -28,6 +28,7 @@ from narrative.model import Memory, Message, Stream
 from narrative.store.filters import MemoryFilter
 from narrative.store.keyword_index import query_terms, terms
 from narrative.store.protocol import Store
+from narrative.text.lines import turn_line
 
 
 class SearchMode(StrEnum):
@@ -235,11 +236,6 @@ def shown_text(memory: Memory, shown: Sequence[int], messages: Mapping[int, Mess
     if not shown or len(shown) == len(memory.message_ids) or not all(m in messages for m in shown):
         return memory.content
     return "\n".join(turn_line(messages[m]) for m in shown)
-
-
-def turn_line(message: Message) -> str:
-    """One turn as a line, as conversation memories write it: who said it, then what was said."""
-    return f"{message.speaker}: {message.content}" if message.speaker else message.content
 
 
 def collapsed(

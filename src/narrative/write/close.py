@@ -221,7 +221,9 @@ def _resolutions(
     """Open items this conversation settles: earlier ones, and its own when a later turn settles them."""
     own = [e for e in store.list_entities(user_id, conversation_id=conversation_id, active=True, limit=100_000)
            if e.entity_type in OPEN_ENTITY_TYPES]
-    earlier = resolve.open_entities(store, user_id, exclude_conversation=conversation_id)
+    earlier = [e for e in store.list_entities(user_id, entity_types=list(OPEN_ENTITY_TYPES), active=True, limit=500)
+               if e.conversation_id != conversation_id]
+    earlier.sort(key=lambda e: (e.created_at, e.id))
     tagged = [(e.entity_type, e.entity_ids[0] if e.entity_ids else None, None if e.entity_ids else e.key,
                e.message_id or -1, str(e.data.get("sentence", ""))) for e in entities]
     evidence = resolve.evidence_from(messages, tagged)

@@ -2,7 +2,7 @@
 
 A turn needs three kinds of vector:
 
-* its **message alone** (``conversation_text`` of write/turn.py): routing compares it with the
+* its **message alone** (``turn_line`` of text/lines.py): routing compares it with the
   storylines' routing embeddings, and it drifts the chosen storyline's one;
 * its **exchange** (the conversation memory: the turn and the one it answers);
 * its **derived memories** (decisions, research), one per text.
@@ -27,8 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from narrative.model import Message
-from narrative.write.turn import conversation_text as message_text
-from narrative.write.turn import exchange_text
+from narrative.text.lines import exchange_text
+from narrative.text.lines import turn_line as message_text
 
 Embed = Callable[[Sequence[str]], np.ndarray]
 

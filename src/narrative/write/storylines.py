@@ -117,16 +117,6 @@ def needs_embedding_refresh(storyline: Storyline, every: int) -> bool:
     return storyline.interaction_count <= 1 or storyline.interaction_count % every == 0
 
 
-def auxiliary(storylines: Sequence[Storyline], main_id: int | None, limit: int = 2) -> list[Storyline]:
-    """Up to two other recent topic storylines to show beside the main one."""
-    others = [
-        s for s in storylines
-        if s.id != main_id and s.kind in (StorylineKind.DETECTED, StorylineKind.USER) and s.last_message_at
-    ]
-    others.sort(key=lambda s: s.last_message_at or s.created_at, reverse=True)
-    return others[:limit]
-
-
 DRIFT = 0.1  # how far each new message pulls the routing embedding
 
 

@@ -37,6 +37,7 @@ from narrative.model import (
 )
 from narrative.store.filters import MemoryFilter
 from narrative.store.protocol import Store
+from narrative.text.lines import exchange_text, turn_line
 from narrative.write import narrate, reflect, routing, storylines
 
 if TYPE_CHECKING:
@@ -126,18 +127,6 @@ class WriteSettings:
     thresholds: routing.RoutingThresholds = field(default_factory=routing.RoutingThresholds)
 
 
-def conversation_text(message: Message) -> str:
-    """One turn as a line: who said it, then what was said."""
-    return f"{message.speaker}: {message.content}" if message.speaker else message.content
-
-
-def exchange_text(previous: Message | None, message: Message) -> str:
-    """An exchange (ITSERR's conversation-stream unit): the turn it answers, then the turn."""
-    if previous is None:
-        return conversation_text(message)
-    return f"{conversation_text(previous)}\n{conversation_text(message)}"
-
-
 class TurnWriter:
     """Runs the derived work of one stored message.  Holds no state between turns."""
 
@@ -223,7 +212,7 @@ class TurnWriter:
         cleaned = replace(extraction, topic_tags=tags, key_points=routing.strip_topic_cue(extraction.key_points))
         text = routing.strip_topic_cue(message.content)
         if text and vector is not None and self.embed is not None:
-            vector = self.embed([conversation_text(replace(message, content=text))])[0]
+            vector = self.embed([turn_line(replace(message, content=text))])[0]
         return cleaned, vector
 
     def _left_behind(self, message: Message, target_id: int) -> list[int]:
