@@ -21,7 +21,7 @@ from narrative.errors import InvalidTransition
 from narrative.model import Participant, Storyline, StorylineKind, StorylineStatus
 from narrative.read import scene
 from narrative.store.sqlite import SqliteStore
-from narrative.write import routing, storylines
+from narrative.write import embedding, routing, storylines
 from narrative.write.routing import Candidate, RoutingInput, RoutingThresholds
 from narrative.write.turn import TurnResult
 
@@ -288,11 +288,11 @@ def test_participants_first_speaker_creates_and_each_appears_once() -> None:
 def test_routing_embedding_drifts_and_refreshes_on_schedule() -> None:
     a = np.array([1.0, 0.0], dtype=np.float32)
     b = np.array([0.0, 1.0], dtype=np.float32)
-    first = storylines.drift(None, 3 * a)
+    first = embedding.drift(None, 3 * a)
     assert np.allclose(first, a)
-    moved = storylines.drift(a, b)
+    moved = embedding.drift(a, b)
     assert np.linalg.norm(moved) == pytest.approx(1.0) and 0 < moved[1] < moved[0]
-    assert np.allclose(storylines.blend(a, b), np.array([1, 1]) / np.sqrt(2))
+    assert np.allclose(embedding.blend(a, b), np.array([1, 1]) / np.sqrt(2))
     topic = storyline()
     assert [storylines.needs_embedding_refresh(replace(topic, interaction_count=n), 5) for n in (1, 2, 5, 6, 10)] == [
         True, False, True, False, True,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -296,38 +296,3 @@ class ClosingAPI(TurnsAPI, ConversationsAPI, MemoriesAPI):
             "entities": self.store.list_entities(user_id, conversation_id=conversation_id, limit=100_000),
             "deltas": self.store.list_state_deltas(user_id, conversation_id=conversation_id),
         }
-
-    def edit_memory(
-        self,
-        memory_id: int,
-        *,
-        content: str | None = None,
-        importance: int | None = None,
-        emotions: Sequence[str] | None = None,
-        entities_to_remove: Iterable[int] = (),
-        entities_to_add: Iterable[dict[str, Any]] = (),
-        user: str | None = None,
-    ) -> model.Memory:
-        """Change a memory after the fact: text (original kept), importance, emotions and its entities.
-
-        ``entities_to_add``: ``[{"type": "task", "name": "…", "data": {...}}]``.
-        """
-        user_id = self._user(user)
-        remove, add = list(entities_to_remove), list(entities_to_add)
-        with self.store.transaction():
-            memory = super().edit_memory(memory_id, content=content, importance=importance, emotions=emotions,
-                                         user=user_id)
-            for eid in remove:
-                if self.store.get_entity(user_id, eid).memory_id != memory_id:
-                    raise NotFound(f"entity {eid} does not belong to memory {memory_id}")
-            self.store.delete_entities(user_id, remove)
-            for item in add:
-                if not isinstance(item, dict):
-                    raise ValidationError("each entity to add must be an object", field="entities_to_add")
-                kind = require_choice(EntityType, item.get("type") or item.get("entity_type"), "entities_to_add.type")
-                name = require_text(item.get("name"), "entities_to_add.name", 500).strip()
-                self.store.insert_entity(user_id, kind, name, self.clock(), data=dict(item.get("data") or {}),
-                                         memory_id=memory_id, conversation_id=memory.conversation_id,
-                                         storyline_id=memory.storyline_id)
-        return memory
-

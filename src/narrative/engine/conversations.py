@@ -74,13 +74,6 @@ class ConversationsAPI(EngineBase):
         user_id = self._user(user)
         return lifecycle.unpause(self.store, user_id, self._active_id(user_id, conversation_id))
 
-    def close_conversation(
-        self, conversation_id: int | None = None, *, at: datetime | None = None, user: str | None = None
-    ) -> object:
-        """active → ready_to_close (the close path adds the preview)."""
-        user_id = self._user(user)
-        return lifecycle.close(self.store, user_id, conversation_id, at or self.clock())
-
     def resume_conversation(self, conversation_id: int | None = None, *, user: str | None = None) -> Conversation:
         """ready_to_close → active: cancel the closure, nothing is stored."""
         return lifecycle.resume(self.store, self._user(user), conversation_id)

@@ -21,15 +21,12 @@ import numpy as np
 from narrative.checks import require_positive, require_user
 from narrative.engine.memories import MemoriesAPI
 from narrative.errors import ValidationError
-from narrative.model import Storyline, Stream
-from narrative.store.filters import MemoryFilter
-from narrative.write import storylines as storyline_text
+from narrative.write import embedding
 
 if TYPE_CHECKING:
     from narrative.providers.embed import Embedder
 
 DEFAULT_BATCH = 256  # memories per transaction: an interrupted reindex keeps what it finished
-ROUTING_HISTORY = 10  # recent conversation memories replayed into a rebuilt routing embedding
 
 
 class MaintenanceAPI(MemoriesAPI):
@@ -139,8 +136,7 @@ class MaintenanceAPI(MemoriesAPI):
         for owner, ids in by_user.items():
             memories = self.store.get_memories(owner, ids)
             if memories:
-                vectors = embedder.embed_batch([self._embedding_text(m) for m in memories])
-                made[owner] = {m.id: vectors[i] for i, m in enumerate(memories)}
+                made[owner] = embedding.memory_vectors(embedder.embed_batch, memories)
         with self.store.transaction():
             for owner, vectors_by_id in made.items():
                 self.store.put_memory_vectors(owner, embedder.identity, vectors_by_id)
@@ -150,7 +146,8 @@ class MaintenanceAPI(MemoriesAPI):
         model = embedder.identity
         stale = sorted(sid for sid, made_by in self.store.storyline_vector_identities(user_id).items()
                        if force or made_by != model)
-        made = {sid: self._routing_vector(embedder, self.store.get_storyline(user_id, sid)) for sid in stale}
+        storylines = [self.store.get_storyline(user_id, sid) for sid in stale]
+        made = embedding.routing_vectors(self.store, embedder.embed_batch, storylines)
         with self.store.transaction():
             for sid, vector in made.items():
                 self.store.put_storyline_vector(user_id, sid, model, vector)
@@ -161,22 +158,3 @@ class MaintenanceAPI(MemoriesAPI):
         indexes and checkpoint the WAL (deletes do this by themselves; ``narrative compact``)."""
         require_positive(keep_changes, "keep_changes", allow_zero=True)
         return self.store.scrub_deleted(keep_changes)
-
-    def _routing_vector(self, embedder: Embedder, storyline: Storyline) -> np.ndarray:
-        """What the write path would hold: the recent exchanges drifted in order, blended with the text.
-
-        The write path pulls the routing embedding toward each routed message and
-        blends it with the storyline's own text every few turns; replaying the last
-        exchanges and one final blend gives the same kind of vector from scratch.
-        """
-        recent = self.store.list_memories(
-            storyline.user_id,
-            MemoryFilter(storyline_ids=[storyline.id], streams=[Stream.CONVERSATION], limit=ROUTING_HISTORY),
-        )
-        texts = [storyline_text.routing_text(storyline) or storyline.name]
-        texts += [self._embedding_text(m) for m in reversed(recent)]  # oldest first
-        vectors = embedder.embed_batch(texts)
-        routing: np.ndarray | None = None
-        for row in vectors[1:]:
-            routing = storyline_text.drift(routing, row)
-        return storyline_text.blend(routing, vectors[0])

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -12,11 +12,11 @@ import numpy as np
 from narrative import model
 from narrative.checks import require_choice, require_importance, require_text
 from narrative.engine.core import EngineBase
-from narrative.errors import ValidationError
-from narrative.model import Narrative, Source, Stream
+from narrative.errors import NotFound, ValidationError
+from narrative.model import EntityType, Narrative, Source, Stream
 from narrative.read import chain
 from narrative.store.filters import MemoryFilter
-from narrative.write import narrate
+from narrative.write import embedding, narrate
 
 
 class MemoriesAPI(EngineBase):
@@ -158,13 +158,8 @@ class MemoriesAPI(EngineBase):
         embedder = self.embedder
         if embedder is None or not memories:
             return
-        vectors = embedder.embed_batch([self._embedding_text(m) for m in memories])
-        self.store.put_memory_vectors(
-            user_id, embedder.identity, {m.id: vectors[i] for i, m in enumerate(memories)}
-        )
-
-    def _embedding_text(self, memory: model.Memory) -> str:
-        return memory.content
+        vectors = embedding.memory_vectors(embedder.embed_batch, memories)
+        self.store.put_memory_vectors(user_id, embedder.identity, vectors)
 
     def get_memory(self, memory_id: int, *, user: str | None = None) -> model.Memory:
         return self.store.get_memory(self._user(user), memory_id)
@@ -196,10 +191,36 @@ class MemoriesAPI(EngineBase):
         content: str | None = None,
         importance: int | None = None,
         emotions: Sequence[str] | None = None,
+        entities_to_remove: Iterable[int] = (),
+        entities_to_add: Iterable[dict[str, Any]] = (),
         user: str | None = None,
     ) -> model.Memory:
-        """Change a memory; the first edit of its text keeps the original and marks it user_edited."""
+        """Change a memory after the fact: text (the first edit keeps the original and marks it user_edited),
+        importance, emotions and its entities.
+
+        ``entities_to_add``: ``[{"type": "task", "name": "…", "data": {...}}]``.
+        """
         user_id = self._user(user)
+        changes = self._memory_changes(user_id, memory_id, content, importance, emotions)
+        remove, add = list(entities_to_remove), list(entities_to_add)
+        with self.store.transaction():
+            memory = self.store.get_memory(user_id, memory_id)
+            if changes:
+                memory = self.store.update_memory(user_id, memory_id, **changes)
+                if content is not None:
+                    self._embed_memories(user_id, [memory])
+            for eid in remove:
+                if self.store.get_entity(user_id, eid).memory_id != memory_id:
+                    raise NotFound(f"entity {eid} does not belong to memory {memory_id}")
+            self.store.delete_entities(user_id, remove)
+            for item in add:
+                self._add_entity(user_id, memory, item)
+        return memory
+
+    def _memory_changes(
+        self, user_id: str, memory_id: int, content: str | None, importance: int | None,
+        emotions: Sequence[str] | None,
+    ) -> dict[str, object]:
         current = self.store.get_memory(user_id, memory_id)
         changes: dict[str, object] = {}
         if content is not None:
@@ -211,13 +232,16 @@ class MemoriesAPI(EngineBase):
             changes["importance"] = require_importance(importance)
         if emotions is not None:
             changes["emotions"] = tuple(emotions)
-        if not changes:
-            return current
-        with self.store.transaction():
-            updated = self.store.update_memory(user_id, memory_id, **changes)
-            if content is not None:
-                self._embed_memories(user_id, [updated])
-        return updated
+        return changes
+
+    def _add_entity(self, user_id: str, memory: model.Memory, item: object) -> None:
+        if not isinstance(item, dict):
+            raise ValidationError("each entity to add must be an object", field="entities_to_add")
+        kind = require_choice(EntityType, item.get("type") or item.get("entity_type"), "entities_to_add.type")
+        name = require_text(item.get("name"), "entities_to_add.name", 500).strip()
+        self.store.insert_entity(user_id, kind, name, self.clock(), data=dict(item.get("data") or {}),
+                                 memory_id=memory.id, conversation_id=memory.conversation_id,
+                                 storyline_id=memory.storyline_id)
 
     # --- the narrative chain (Koshi) ------------------------------------------------
 

@@ -3,29 +3,24 @@
 * ``export("json")`` is lossless (every row of the user; docs/export-format.md), ``export("markdown")``
   readable; ``import_data`` restores a JSON export into an empty user under fresh ids, re-embedding what
   the current embedder did not make.
-* Deletes leave nothing behind: the rows, their full-text entries (triggers), their vectors (rows and
-  the in-process index), the uses that drew on deleted memories (their recorded queries); afterwards
-  the full-text indexes are merged, freed pages zeroed (``secure_delete``), the change log pruned and
-  the WAL checkpointed, so a deleted word is nowhere in the file's bytes.  Entities a deleted memory
-  had resolved are reopened (the resolution came from it); narrative links left without memories
-  are spliced out of the chain; sealed links that keep other memories stay as they are (they are
-  immutable), their pointer to a deleted memory simply resolves to nothing.
+* Deletes leave nothing behind: what a delete takes with it is decided in :mod:`narrative.write.forget`;
+  afterwards the full-text indexes are merged, freed pages zeroed (``secure_delete``), the change log pruned
+  and the WAL checkpointed (``store.scrub_deleted``), so a deleted word is nowhere in the file's bytes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from enum import StrEnum
 from typing import Any
 
 from narrative.checks import require_choice, require_user
 from narrative.engine.memories import MemoriesAPI
 from narrative.engine.turns import TurnsAPI
-from narrative.errors import InvalidTransition, NotFound
-from narrative.model import Message, StorylineKind
+from narrative.errors import InvalidTransition
+from narrative.model import StorylineKind
 from narrative.read import export as exporting
-from narrative.store.filters import MemoryFilter
-from narrative.write import storylines as storylines_
+from narrative.write import embedding, forget
 
 REEMBED_CHUNK = 256  # memories per model call when an import re-embeds (a progress step each)
 
@@ -116,10 +111,8 @@ class SovereigntyAPI(TurnsAPI, MemoriesAPI):
         new = sorted(s.id for s in self.store.list_storylines(user_id, include_archived=True))
         renamed = dict(zip(old, new, strict=False))
         storylines = [self.store.get_storyline(user_id, renamed[i]) for i in sorted(old_storyline_ids) if i in renamed]
-        if storylines:
-            vectors = embedder.embed_batch([storylines_.routing_text(s) for s in storylines])
-            for storyline, vector in zip(storylines, vectors, strict=True):
-                self.store.put_storyline_vector(user_id, storyline.id, embedder.identity, vector)
+        for sid, vector in embedding.routing_vectors(self.store, embedder.embed_batch, storylines).items():
+            self.store.put_storyline_vector(user_id, sid, embedder.identity, vector)
         return {"memories": len(memories), "storylines": len(storylines)}
 
     def _forget_defaults(self, user_id: str) -> None:
@@ -128,36 +121,12 @@ class SovereigntyAPI(TurnsAPI, MemoriesAPI):
 
     # --- deletes -----------------------------------------------------------------------------
 
-    def _forget_memories(
-        self, user_id: str, memory_ids: Iterable[int], conversation_id: int | None = None
-    ) -> dict[str, int]:
-        """Delete memories and what only they held: resolutions they made, links left empty."""
-        ids = sorted(set(memory_ids))
-        gone = set(ids)
-        reopened = self.store.reopen_resolved_by(user_id, ids)
-        emptied: list[int] = []
-        for nid in self.store.narratives_with_memories(user_id, ids):
-            link = self.store.get_narrative(user_id, nid)
-            alive = [m.id for m in self.store.get_memories(user_id, link.memory_ids) if m.id not in gone]
-            if not alive:
-                emptied.append(nid)
-            elif not link.sealed:
-                self.store.update_narrative(user_id, nid, memory_ids=alive)
-        if conversation_id is not None:  # the conversation's own links that never held a memory
-            emptied += [n.id for n in self.store.list_narratives(user_id, limit=1_000_000)
-                        if n.conversation_id == conversation_id and n.id not in emptied
-                        and not [m for m in self.store.get_memories(user_id, n.memory_ids) if m.id not in gone]]
-        links = self.store.splice_out_narratives(user_id, emptied)
-        uses = self.store.delete_uses_of_memories(user_id, ids)  # their recorded queries name what is deleted
-        deleted = self.store.delete_memories(user_id, ids)
-        return {"memories": deleted, "narratives": links, "reopened_entities": reopened, "uses": uses}
-
     def delete_memory(self, memory_id: int, *, user: str | None = None) -> dict[str, int]:
         """Delete one memory with its entities, deltas, sources, vector and full-text entry."""
         user_id = self._user(user)
         self.store.get_memory(user_id, memory_id)
         with self.store.transaction():
-            counts = self._forget_memories(user_id, [memory_id])
+            counts = forget.forget_memories(self.store, user_id, [memory_id])
         self.store.scrub_deleted()
         return counts
 
@@ -165,44 +134,12 @@ class SovereigntyAPI(TurnsAPI, MemoriesAPI):
         """Delete a conversation and what came only from it: messages, memories, links, entities, uses."""
         user_id = self._user(user)
         self.store.get_conversation(user_id, conversation_id)
-        messages = self.store.list_messages(user_id, conversation_id=conversation_id)
+        embedder = self.embedder
+        embed, model = (None, None) if embedder is None else (embedder.embed_batch, embedder.identity)
         with self.store.transaction():
-            counts = self._forget_memories(
-                user_id, self.store.conversation_memory_ids(user_id, conversation_id), conversation_id
-            )
-            counts["uses"] += self.store.delete_conversation_uses(user_id, conversation_id)
-            counts["entities"] = len(self.store.list_entities(user_id, conversation_id=conversation_id,
-                                                              limit=1_000_000))
-            self.store.delete_conversation(user_id, conversation_id)
-            counts["messages"] = len(messages)
-            counts["storylines"] = self._tidy_storylines(user_id, messages)
+            counts = forget.forget_conversation(self.store, user_id, conversation_id, embed, model)
         self.store.scrub_deleted()
         return counts
-
-    def _tidy_storylines(self, user_id: str, messages: list[Message]) -> int:
-        """Drop detected storylines left empty; in the others, scrub what quoted the deleted messages:
-        summary lines, the description, keywords no remaining message supports, the routing embedding."""
-        unused = self.store.unused_storylines(user_id)
-        for sid in unused:
-            self.store.delete_storyline(user_id, sid)
-        said = [m.content.lower() for m in messages]
-        for sid in {m.storyline_id for m in messages if m.storyline_id is not None} - set(unused):
-            try:
-                storyline = self.store.get_storyline(user_id, sid)
-            except NotFound:
-                continue
-            remaining = " ".join(m.content.lower() for m in self.store.list_messages(user_id, storyline_id=sid))
-            summary = "\n".join(line for line in storyline.summary.splitlines() if not _quotes(line, said))
-            description = "" if _quotes(storyline.description, said) else storyline.description
-            keywords = tuple(k for k in storyline.keywords if k.lower() in remaining)
-            if (summary, description, keywords) != (storyline.summary, storyline.description, storyline.keywords):
-                storyline = self.store.update_storyline(user_id, sid, summary=summary, description=description,
-                                                        keywords=keywords)
-            embedder = self.embedder
-            if embedder is not None and self.store.storyline_vector(user_id, sid, embedder.identity) is not None:
-                vector = embedder.embed_batch([storylines_.routing_text(storyline)])[0]
-                self.store.put_storyline_vector(user_id, sid, embedder.identity, vector)
-        return len(unused)
 
     def delete_storyline(
         self, storyline_id: int, *, move_to_your_story: bool = True, user: str | None = None
@@ -216,28 +153,9 @@ class SovereigntyAPI(TurnsAPI, MemoriesAPI):
         storyline = self.store.get_storyline(user_id, storyline_id)
         if storyline.kind is StorylineKind.YOUR_STORY:
             raise InvalidTransition("Your Story is permanent: it cannot be deleted")
-        counts: dict[str, int] = {}
         with self.store.transaction():
-            if move_to_your_story:
-                target = self._your_story_id(user_id)
-                counts["moved_memories"] = self.store.count_memories(
-                    user_id, MemoryFilter(storyline_ids=[storyline_id])
-                )
-                self.store.move_storyline_rows(user_id, storyline_id, target)
-            else:
-                ids = self.store.memory_ids_matching(user_id, MemoryFilter(storyline_ids=[storyline_id]))
-                counts.update(self._forget_memories(user_id, ids))
-                links = [n.id for n in self.store.list_narratives(user_id, storyline_id=storyline_id,
-                                                                  limit=1_000_000)]
-                counts["narratives"] += self.store.splice_out_narratives(user_id, links)
-                entities = self.store.list_entities(user_id, storyline_id=storyline_id, limit=1_000_000)
-                self.store.delete_entities(user_id, [e.id for e in entities])
-                routed = self.store.list_messages(user_id, storyline_id=storyline_id)
-                counts["entities"], counts["messages"] = len(entities), self.store.delete_messages(
-                    user_id, [m.id for m in routed]
-                )
-            self.store.delete_storyline(user_id, storyline_id)
-        counts["storylines"] = 1
+            target = self._your_story_id(user_id) if move_to_your_story else None
+            counts = forget.forget_storyline(self.store, user_id, storyline_id, target)
         if storyline.kind is StorylineKind.DEFAULT:
             self._forget_defaults(user_id)
         self.store.scrub_deleted()
@@ -254,13 +172,4 @@ class SovereigntyAPI(TurnsAPI, MemoriesAPI):
         self._known_users.discard(user_id)
         self._forget_defaults(user_id)
         return {"user": user_id, "deleted": counts}
-
-
-def _quotes(text: str, said: list[str]) -> bool:
-    """Does a summary line (or description) repeat one of these (lowercased) messages?"""
-    body = text.strip().lstrip("-• ").strip()
-    if ": " in body:
-        body = body.split(": ", 1)[1]
-    probe = body.rstrip("…").strip().lower()[:40]
-    return len(probe) >= 12 and any(probe in s for s in said)
 

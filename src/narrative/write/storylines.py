@@ -7,8 +7,6 @@ from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime
 
-import numpy as np
-
 from narrative.model import Participant, Storyline, StorylineKind, StorylineStatus
 from narrative.store.protocol import Store
 from narrative.write.routing import DEFAULT_STORYLINES, strip_topic_cue
@@ -76,12 +74,6 @@ def with_participant(participants: Sequence[Participant], name: str, role: str) 
     return (*participants, Participant(name=name, role=role))
 
 
-def routing_text(storyline: Storyline) -> str:
-    """What the routing embedding is made from: name, description, keywords, summary."""
-    parts = [storyline.name, storyline.description, ", ".join(storyline.keywords), storyline.summary]
-    return ". ".join(p for p in parts if p)
-
-
 def update_after_turn(
     store: Store,
     storyline: Storyline,
@@ -115,28 +107,6 @@ def needs_embedding_refresh(storyline: Storyline, every: int) -> bool:
     if storyline.kind is StorylineKind.DEFAULT:
         return False
     return storyline.interaction_count <= 1 or storyline.interaction_count % every == 0
-
-
-DRIFT = 0.1  # how far each new message pulls the routing embedding
-
-
-def _unit(vector: np.ndarray) -> np.ndarray:
-    norm = float(np.linalg.norm(vector))
-    return vector if norm == 0 else (vector / norm).astype(np.float32)
-
-
-def drift(routing_vector: np.ndarray | None, message_vector: np.ndarray) -> np.ndarray:
-    """Move the routing embedding a little toward each message routed to the storyline."""
-    if routing_vector is None:
-        return _unit(np.asarray(message_vector, dtype=np.float32))
-    return _unit((1 - DRIFT) * routing_vector + DRIFT * message_vector)
-
-
-def blend(routing_vector: np.ndarray | None, text_vector: np.ndarray) -> np.ndarray:
-    """The periodic refresh: half the running embedding, half the embedding of the storyline's text."""
-    if routing_vector is None:
-        return _unit(np.asarray(text_vector, dtype=np.float32))
-    return _unit(0.5 * routing_vector + 0.5 * text_vector)
 
 
 def maybe_rename(store: Store, storyline: Storyline) -> Storyline:

@@ -38,7 +38,7 @@ from narrative.model import (
 from narrative.store.filters import MemoryFilter
 from narrative.store.protocol import Store
 from narrative.text.lines import exchange_text, turn_line
-from narrative.write import narrate, reflect, routing, storylines
+from narrative.write import embedding, narrate, reflect, routing, storylines
 
 if TYPE_CHECKING:
     from narrative.write.extract import TurnExtraction
@@ -473,13 +473,13 @@ class TurnWriter:
             return updated
         routing_vector = self.store.storyline_vector(updated.user_id, updated.id, self.model)
         if vector is not None:
-            routing_vector = storylines.drift(routing_vector, vector)
+            routing_vector = embedding.drift(routing_vector, vector)
         if self.embed is not None and storylines.needs_embedding_refresh(updated, self.settings.refresh_every):
             updated = storylines.maybe_rename(self.store, updated)
             if context is not None:
                 context.remember(updated)
-            text_vector = self.embed([storylines.routing_text(updated)])[0]
-            routing_vector = storylines.blend(routing_vector, text_vector)
+            text_vector = self.embed([embedding.routing_text(updated)])[0]
+            routing_vector = embedding.blend(routing_vector, text_vector)
         if routing_vector is not None:
             self.store.put_storyline_vector(updated.user_id, updated.id, self.model, routing_vector)
         return updated
