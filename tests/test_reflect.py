@@ -132,12 +132,12 @@ def test_small_talk_reflections_belong_to_no_storyline(mem3: narrative.Memory) -
 def test_closing_reflects_on_what_the_last_reflection_did_not_cover(mem3: narrative.Memory) -> None:
     turns = say(mem3, [QUESTION, DECISION, RESEARCH, INSIGHT])
     cid = turns[0].message.conversation_id
-    end = mem3._turn_writer().finish_conversation("alice", cid, mem3.clock())
+    end = mem3._turns.writer().finish_conversation("alice", cid, mem3.clock())
     assert end.reflections
     assert {details(m).exchange_count for m in end.reflections} == {1}
     assert all(m.message_ids == exchanges(mem3)[-1].message_ids for m in end.reflections)
     assert any("realized that" in m.content for m in end.reflections)
-    again = mem3._turn_writer().finish_conversation("alice", cid, mem3.clock())
+    again = mem3._turns.writer().finish_conversation("alice", cid, mem3.clock())
     assert again.reflections == []
 
 
@@ -145,7 +145,7 @@ def test_closing_on_a_reflected_count_adds_no_duplicate(mem3: narrative.Memory) 
     turns = say(mem3, [QUESTION, DECISION, RESEARCH])
     before = reflections(mem3)
     assert before
-    end = mem3._turn_writer().finish_conversation("alice", turns[0].message.conversation_id, mem3.clock())
+    end = mem3._turns.writer().finish_conversation("alice", turns[0].message.conversation_id, mem3.clock())
     assert end.reflections == []
     assert reflections(mem3) == before
     counts = [details(m).reflection_type for m in reflections(mem3)]

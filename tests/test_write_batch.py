@@ -147,7 +147,7 @@ def test_a_turn_failing_inside_a_batch_keeps_the_turns_before_it(tmp_path: Path)
     ]
     turns[0] = Turn("The first bed will explode the key points step.", speaker="maya")
     with narrative.Memory(tmp_path / "b.db", user="maya", embedder="none", clock=FakeClock(), env={}) as mem:
-        writer = mem._turn_writer()
+        writer = mem._turns.writer()
         working = writer.key_points
 
         def key_points(text: str) -> str:  # a failing plug-in: retention reads the first exchange at turn 11

@@ -15,7 +15,7 @@ import secrets
 from typing import Any
 
 from narrative.checks import require_user
-from narrative.engine.core import EngineBase
+from narrative.engine.core import Runtime
 from narrative.errors import NotFound
 
 KEY_PREFIX = "nk_"
@@ -28,23 +28,28 @@ def hash_key(key: str) -> str:
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
 
 
-class KeysAPI(EngineBase):
+class Keys:
+    """API keys for the HTTP server: create, list, revoke, look up."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.rt = runtime
+
     def create_api_key(self, *, label: str = "", user: str | None = None) -> str:
         """Mint a key for ``user``; the plaintext is returned now and cannot be recovered later."""
-        user_id = self._user(user)
+        user_id = self.rt.user_id(user)
         key = KEY_PREFIX + secrets.token_urlsafe(KEY_BYTES)
-        self.store.insert_api_key(user_id, hash_key(key), label.strip()[:200], self.clock())
+        self.rt.store.insert_api_key(user_id, hash_key(key), label.strip()[:200], self.rt.clock())
         return key
 
     def list_api_keys(self, *, user: str | None = None) -> list[dict[str, Any]]:
         """``user``'s keys (never the keys themselves): id, label, created_at, and a fingerprint (the
         first 12 hex digits of the stored digest) to tell them apart."""
-        return self.store.list_keys(require_user(self.settings.user if user is None else user))
+        return self.rt.store.list_keys(require_user(self.rt.settings.user if user is None else user))
 
     def revoke_api_key(self, key_id: int, *, user: str | None = None) -> dict[str, Any]:
         """Revoke one of ``user``'s keys; its next request is refused.  Another user's key id is not found."""
-        user_id = require_user(self.settings.user if user is None else user)
-        if not self.store.revoke_key(user_id, key_id):
+        user_id = require_user(self.rt.settings.user if user is None else user)
+        if not self.rt.store.revoke_key(user_id, key_id):
             raise NotFound(f"key {key_id} not found")
         return {"user": user_id, "revoked": key_id}
 
@@ -52,4 +57,4 @@ class KeysAPI(EngineBase):
         """Whose key this is, or None for an unknown, revoked or malformed key."""
         if not isinstance(key, str) or not key.startswith(KEY_PREFIX) or len(key) > MAX_KEY_LENGTH:
             return None
-        return self.store.user_for_key_hash(hash_key(key))
+        return self.rt.store.user_for_key_hash(hash_key(key))

@@ -11,7 +11,7 @@ import numpy as np
 
 from narrative import model
 from narrative.checks import require_choice, require_importance, require_text
-from narrative.engine.core import EngineBase
+from narrative.engine.core import Runtime
 from narrative.errors import NotFound, ValidationError
 from narrative.model import EntityType, Narrative, Source, Stream
 from narrative.read import chain
@@ -19,7 +19,12 @@ from narrative.store.filters import MemoryFilter
 from narrative.write import embedding, narrate
 
 
-class MemoriesAPI(EngineBase):
+class Memories:
+    """Memories (add, edit, list) and the Koshi narrative chain."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.rt = runtime
+
     # --- memories ----------------------------------------------------------------------
 
     def add_memory(
@@ -38,15 +43,15 @@ class MemoriesAPI(EngineBase):
         user: str | None = None,
     ) -> model.Memory:
         """Store one memory, stamped with the narrative active now, embedded when an embedder is set."""
-        user_id = self._user(user)
+        user_id = self.rt.user_id(user)
         memory = self._new_memory(
             user_id, content, stream=stream, source=source, importance=importance, emotions=emotions,
             message_ids=message_ids, details=details, storyline_id=storyline_id, conversation_id=conversation_id,
             event_at=event_at,
         )
-        with self.store.transaction():
+        with self.rt.store.transaction():
             self._check_refs(user_id, memory)
-            return self._store_memories(user_id, [memory])[0]
+            return self.store_memories(user_id, [memory])[0]
 
     def add_memories(
         self,
@@ -60,7 +65,7 @@ class MemoriesAPI(EngineBase):
         Each item takes :meth:`add_memory`'s keyword arguments (``content`` required).
         ``vectors`` (one row per item, made by this engine's embedder) skips embedding.
         """
-        user_id = self._user(user)
+        user_id = self.rt.user_id(user)
         for index, item in enumerate(items):
             unknown = set(item) - _ITEM_KEYS if isinstance(item, Mapping) else {"(not an object)"}
             if unknown or "content" not in item:
@@ -69,17 +74,17 @@ class MemoriesAPI(EngineBase):
                     field="items",
                 )
         memories = [self._new_memory(user_id, **dict(item)) for item in items]
-        if vectors is not None and (self.embedder is None or len(vectors) != len(memories)):
+        if vectors is not None and (self.rt.embedder is None or len(vectors) != len(memories)):
             raise ValidationError("vectors need an embedder and one row per item", field="vectors")
-        with self.store.transaction():
+        with self.rt.store.transaction():
             for memory in memories:
                 self._check_refs(user_id, memory)
             if vectors is None:
-                return self._store_memories(user_id, memories)
-            stored = [self.store.insert_memory(m) for m in memories]
-            assert self.embedder is not None
-            self.store.put_memory_vectors(
-                user_id, self.embedder.identity, {m.id: vectors[i] for i, m in enumerate(stored)}
+                return self.store_memories(user_id, memories)
+            stored = [self.rt.store.insert_memory(m) for m in memories]
+            assert self.rt.embedder is not None
+            self.rt.store.put_memory_vectors(
+                user_id, self.rt.embedder.identity, {m.id: vectors[i] for i, m in enumerate(stored)}
             )
             return stored
 
@@ -115,16 +120,16 @@ class MemoriesAPI(EngineBase):
             storyline_id=storyline_id,
             conversation_id=conversation_id,
             event_at=event_at,
-            created_at=self.clock(),
+            created_at=self.rt.clock(),
         )
 
     def _check_refs(self, user_id: str, memory: model.Memory) -> None:
         if memory.storyline_id is not None:
-            self.store.get_storyline(user_id, memory.storyline_id)
+            self.rt.store.get_storyline(user_id, memory.storyline_id)
         if memory.conversation_id is not None:
-            self.store.get_conversation(user_id, memory.conversation_id)
+            self.rt.store.get_conversation(user_id, memory.conversation_id)
         if memory.message_ids:
-            found = {m.id for m in self.store.get_messages(user_id, list(memory.message_ids))}
+            found = {m.id for m in self.rt.store.get_messages(user_id, list(memory.message_ids))}
             missing = [i for i in memory.message_ids if i not in found]
             if missing:
                 raise ValidationError(f"messages not found: {missing}", field="message_ids")
@@ -132,37 +137,37 @@ class MemoriesAPI(EngineBase):
     def _active_narrative_id(self, user_id: str, storyline_id: int | None) -> int | None:
         """Koshi stamping: the storyline's running link, else the user's latest link."""
         if storyline_id is not None:
-            running = self.store.open_narrative(user_id, storyline_id)
+            running = self.rt.store.open_narrative(user_id, storyline_id)
             if running is not None:
                 return running.id
-        latest = self.store.latest_narrative(user_id)
+        latest = self.rt.store.latest_narrative(user_id)
         return None if latest is None else latest.id
 
-    def _store_memories(
+    def store_memories(
         self, user_id: str, memories: Sequence[model.Memory], *, embed: bool = True
     ) -> list[model.Memory]:
         """Insert memories (stamping their narrative) and their vectors in one transaction (``embed=False``:
         the caller embeds them, in a batch of its own)."""
         stored: list[model.Memory] = []
-        with self.store.transaction():
+        with self.rt.store.transaction():
             for memory in memories:
                 if memory.narrative_id is None:
                     stamp = self._active_narrative_id(user_id, memory.storyline_id)
                     memory = model.Memory(**{**memory.__dict__, "narrative_id": stamp})
-                stored.append(self.store.insert_memory(memory))
+                stored.append(self.rt.store.insert_memory(memory))
             if embed:
-                self._embed_memories(user_id, stored)
+                self.embed_memories(user_id, stored)
         return stored
 
-    def _embed_memories(self, user_id: str, memories: Sequence[model.Memory]) -> None:
-        embedder = self.embedder
+    def embed_memories(self, user_id: str, memories: Sequence[model.Memory]) -> None:
+        embedder = self.rt.embedder
         if embedder is None or not memories:
             return
         vectors = embedding.memory_vectors(embedder.embed_batch, memories)
-        self.store.put_memory_vectors(user_id, embedder.identity, vectors)
+        self.rt.store.put_memory_vectors(user_id, embedder.identity, vectors)
 
     def get_memory(self, memory_id: int, *, user: str | None = None) -> model.Memory:
-        return self.store.get_memory(self._user(user), memory_id)
+        return self.rt.store.get_memory(self.rt.user_id(user), memory_id)
 
     def list_memories(
         self,
@@ -182,7 +187,7 @@ class MemoriesAPI(EngineBase):
             limit=limit,
             offset=offset,
         )
-        return self.store.list_memories(self._user(user), where)
+        return self.rt.store.list_memories(self.rt.user_id(user), where)
 
     def edit_memory(
         self,
@@ -200,19 +205,19 @@ class MemoriesAPI(EngineBase):
 
         ``entities_to_add``: ``[{"type": "task", "name": "…", "data": {...}}]``.
         """
-        user_id = self._user(user)
+        user_id = self.rt.user_id(user)
         changes = self._memory_changes(user_id, memory_id, content, importance, emotions)
         remove, add = list(entities_to_remove), list(entities_to_add)
-        with self.store.transaction():
-            memory = self.store.get_memory(user_id, memory_id)
+        with self.rt.store.transaction():
+            memory = self.rt.store.get_memory(user_id, memory_id)
             if changes:
-                memory = self.store.update_memory(user_id, memory_id, **changes)
+                memory = self.rt.store.update_memory(user_id, memory_id, **changes)
                 if content is not None:
-                    self._embed_memories(user_id, [memory])
+                    self.embed_memories(user_id, [memory])
             for eid in remove:
-                if self.store.get_entity(user_id, eid).memory_id != memory_id:
+                if self.rt.store.get_entity(user_id, eid).memory_id != memory_id:
                     raise NotFound(f"entity {eid} does not belong to memory {memory_id}")
-            self.store.delete_entities(user_id, remove)
+            self.rt.store.delete_entities(user_id, remove)
             for item in add:
                 self._add_entity(user_id, memory, item)
         return memory
@@ -221,7 +226,7 @@ class MemoriesAPI(EngineBase):
         self, user_id: str, memory_id: int, content: str | None, importance: int | None,
         emotions: Sequence[str] | None,
     ) -> dict[str, object]:
-        current = self.store.get_memory(user_id, memory_id)
+        current = self.rt.store.get_memory(user_id, memory_id)
         changes: dict[str, object] = {}
         if content is not None:
             changes["content"] = require_text(content, "content").strip()
@@ -239,7 +244,7 @@ class MemoriesAPI(EngineBase):
             raise ValidationError("each entity to add must be an object", field="entities_to_add")
         kind = require_choice(EntityType, item.get("type") or item.get("entity_type"), "entities_to_add.type")
         name = require_text(item.get("name"), "entities_to_add.name", 500).strip()
-        self.store.insert_entity(user_id, kind, name, self.clock(), data=dict(item.get("data") or {}),
+        self.rt.store.insert_entity(user_id, kind, name, self.rt.clock(), data=dict(item.get("data") or {}),
                                  memory_id=memory.id, conversation_id=memory.conversation_id,
                                  storyline_id=memory.storyline_id)
 
@@ -256,9 +261,9 @@ class MemoriesAPI(EngineBase):
         user: str | None = None,
     ) -> Narrative:
         """Append a sealed link: one-sentence summary, the memories it connects, the previous link."""
-        user_id = self._user(user)
+        user_id = self.rt.user_id(user)
         return narrate.narrative_update(
-            self.store, user_id, summary, memory_ids, previous_narrative_id, topic, self.clock(),
+            self.rt.store, user_id, summary, memory_ids, previous_narrative_id, topic, self.rt.clock(),
             storyline_id=storyline_id,
         )
 
@@ -266,31 +271,32 @@ class MemoriesAPI(EngineBase):
         self, narrative_id: int | None = None, query: str | None = None, *, limit: int = 10, user: str | None = None
     ) -> list[Narrative]:
         """By id, by keyword, or (no arguments) the latest link: "where was I?"."""
-        return chain.narrative_search(self.store, self._user(user), narrative_id, query, limit)
+        return chain.narrative_search(self.rt.store, self.rt.user_id(user), narrative_id, query, limit)
 
     def narratives_after(self, narrative_id: int, *, user: str | None = None) -> list[Narrative]:
         """Forward traversal: the links whose previous link is this one."""
-        user_id = self._user(user)
-        self.store.get_narrative(user_id, narrative_id)
-        return self.store.narratives_after(user_id, narrative_id)
+        user_id = self.rt.user_id(user)
+        self.rt.store.get_narrative(user_id, narrative_id)
+        return self.rt.store.narratives_after(user_id, narrative_id)
 
     def walk_back(self, narrative_id: int, depth: int | None = None, *, user: str | None = None) -> list[Narrative]:
-        return chain.walk_back(self.store, self._user(user), narrative_id, depth)
+        return chain.walk_back(self.rt.store, self.rt.user_id(user), narrative_id, depth)
 
     def walk_forward(
         self, narrative_id: int, depth: int | None = None, *, user: str | None = None
     ) -> list[Narrative]:
-        return chain.walk_forward(self.store, self._user(user), narrative_id, depth)
+        return chain.walk_forward(self.rt.store, self.rt.user_id(user), narrative_id, depth)
 
     def recall_chain(self, memory_id: int, depth: int = 3, *, user: str | None = None) -> chain.RecallChain:
         """memory → narrative → sibling memories → earlier links."""
-        return chain.recall_chain(self.store, self._user(user), memory_id, depth)
+        return chain.recall_chain(self.rt.store, self.rt.user_id(user), memory_id, depth)
 
     def list_narratives(
         self, *, storyline_id: int | None = None, limit: int = 50, offset: int = 0, user: str | None = None
     ) -> list[Narrative]:
-        return self.store.list_narratives(self._user(user), storyline_id=storyline_id, limit=limit, offset=offset)
+        user_id = self.rt.user_id(user)
+        return self.rt.store.list_narratives(user_id, storyline_id=storyline_id, limit=limit, offset=offset)
 
 
 #: The keys an ``add_memories`` item may carry (``add_memory``'s arguments).
-_ITEM_KEYS = frozenset(inspect.signature(MemoriesAPI._new_memory).parameters) - {"self", "user_id"}
+_ITEM_KEYS = frozenset(inspect.signature(Memories._new_memory).parameters) - {"self", "user_id"}
