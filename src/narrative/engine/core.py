@@ -61,6 +61,10 @@ class Runtime:
         elif db is not None or user is not None or overrides:
             settings = Settings.resolve({}, **{**settings.__dict__, **_given(db=db, user=user), **overrides})
         self.settings = settings
+        if llm is None and settings.llm_provider.strip().lower() not in ("", "none"):
+            from narrative.providers.llm import LLMSettings, provider_class
+
+            provider_class(LLMSettings.from_settings(settings).provider)  # an unknown name fails here, not later
         if store is None:
             from narrative.store.opening import open_store
 
@@ -112,18 +116,7 @@ class Runtime:
         if self._llm is None:
             from narrative.providers.llm import LLMSettings, build_llm
 
-            s = self.settings
-            self._llm = build_llm(
-                LLMSettings(
-                    provider=s.llm_provider,
-                    base_url=s.llm_url,
-                    model=s.llm_model,
-                    api_key=s.llm_api_key,
-                    timeout_s=s.llm_timeout_s,
-                    max_calls_per_turn=s.llm_max_calls_per_turn,
-                    max_tokens_per_turn=s.llm_max_tokens_per_turn,
-                )
-            )
+            self._llm = build_llm(LLMSettings.from_settings(self.settings))
         return self._llm
 
     # --- users ---------------------------------------------------------------------
