@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from narrative.model import Memory, Source, Stream
+from narrative.model import MemoryItem, Source, Stream
 from narrative.store.filters import MemoryFilter
 from narrative.store.keyword_index import KeywordIndex, query_terms, terms
 from narrative.store.porter import stem
@@ -101,8 +101,10 @@ def test_allowed_ids_filter_before_the_top_k() -> None:
 # --- inside the store -----------------------------------------------------------------------
 
 
-def memory(user: str, content: str, stream: Stream = Stream.FACT) -> Memory:
-    return Memory(id=0, user_id=user, stream=stream, source=Source.AGENT, content=content, importance=2, created_at=NOW)
+def memory(user: str, content: str, stream: Stream = Stream.FACT) -> MemoryItem:
+    return MemoryItem(
+        id=0, user_id=user, stream=stream, source=Source.AGENT, content=content, importance=2, created_at=NOW
+    )
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ import psycopg
 import pytest
 
 from conftest import pg_server
-from narrative.model import Memory, Role, Source, Stream
+from narrative.model import MemoryItem, Role, Source, Stream
 from narrative.store.postgres import PostgresStore
 from narrative.store.postgres import base as pg_base
 
@@ -30,8 +30,8 @@ pytestmark = pytest.mark.postgres
 NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
 
-def memory(user: str, content: str, seconds: int = 0) -> Memory:
-    return Memory(
+def memory(user: str, content: str, seconds: int = 0) -> MemoryItem:
+    return MemoryItem(
         id=0, user_id=user, stream=Stream.FACT, source=Source.AGENT, content=content, importance=2,
         created_at=NOW + timedelta(seconds=seconds),
     )
@@ -167,11 +167,11 @@ _WRITER = textwrap.dedent(
     import sys
     from datetime import UTC, datetime
     import numpy as np
-    from narrative.model import Memory, Source, Stream
+    from narrative.model import MemoryItem, Source, Stream
     from narrative.store.postgres import PostgresStore
 
     store = PostgresStore(sys.argv[1])
-    made = store.insert_memory(Memory(id=0, user_id="alice", stream=Stream.FACT, source=Source.AGENT,
+    made = store.insert_memory(MemoryItem(id=0, user_id="alice", stream=Stream.FACT, source=Source.AGENT,
                                content=sys.argv[2], importance=2, created_at=datetime.now(UTC)))
     vector = np.zeros(384, dtype=np.float32)
     vector[int(sys.argv[3])] = 1.0

@@ -16,7 +16,7 @@ import pytest
 import narrative
 from conftest import FakeClock
 from narrative.engine import Turn
-from narrative.model import Memory, ReflectionDetails, Retention, Source, StorylineKind, Stream
+from narrative.model import MemoryItem, ReflectionDetails, Retention, Source, StorylineKind, Stream
 from narrative.write import reflect
 from narrative.write.turn import TurnResult
 
@@ -49,17 +49,17 @@ def say(mem: narrative.Memory, texts: list[str]) -> list[TurnResult]:
     return [mem.remember(text, speaker="maya") for text in texts]
 
 
-def reflections(mem: narrative.Memory) -> list[Memory]:
+def reflections(mem: narrative.Memory) -> list[MemoryItem]:
     """Reflection memories, oldest first."""
     return list(reversed(mem.list_memories(stream="reflection", limit=500)))
 
 
-def exchanges(mem: narrative.Memory, conversation_id: int | None = None) -> list[Memory]:
+def exchanges(mem: narrative.Memory, conversation_id: int | None = None) -> list[MemoryItem]:
     """Conversation memories, oldest first."""
     return list(reversed(mem.list_memories(stream="conversation", conversation_id=conversation_id, limit=500)))
 
 
-def details(memory: Memory) -> ReflectionDetails:
+def details(memory: MemoryItem) -> ReflectionDetails:
     assert isinstance(memory.details, ReflectionDetails)
     return memory.details
 

@@ -1,4 +1,4 @@
-"""The write path of one turn: ``Memory.remember`` / ``remember_many`` and the Koshi running narrative.
+"""The write path of one turn: ``MemoryItem.remember`` / ``remember_many`` and the Koshi running narrative.
 
 message (stored first, with its position) → routed (decision and scores recorded) → memories in their
 streams (conversation exchange, decisions, research) → entities → the storyline's running narrative link.
@@ -24,7 +24,7 @@ from narrative.model import (
     ConversationDetails,
     DecisionDetails,
     EntityType,
-    Memory,
+    MemoryItem,
     Narrative,
     ResearchDetails,
     Role,
@@ -49,7 +49,7 @@ def link(mem: narrative.Memory, narrative_id: int) -> Narrative:
     return mem.store.get_narrative(mem.user, narrative_id)
 
 
-def memories_of(mem: narrative.Memory, message_id: int) -> list[Memory]:
+def memories_of(mem: narrative.Memory, message_id: int) -> list[MemoryItem]:
     return [m for m in mem.list_memories(limit=500) if message_id in m.message_ids]
 
 

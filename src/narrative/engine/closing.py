@@ -90,9 +90,9 @@ class Closing:
         """Confirm: every memory it makes (the reviewed one, sealed links, reflections) is embedded in one call."""
         writer = self.turns.writer()
         cid = preview.conversation_id
-        reviewed: list[model.Memory] = []
+        reviewed: list[model.MemoryItem] = []
 
-        def store_memories(memories: list[model.Memory]) -> list[model.Memory]:
+        def store_memories(memories: list[model.MemoryItem]) -> list[model.MemoryItem]:
             reviewed.extend(self.memories.store_memories(user_id, memories, embed=False))
             return reviewed
 

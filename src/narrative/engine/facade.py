@@ -262,7 +262,7 @@ class Memory:
         conversation_id: int | None = None,
         event_at: datetime | None = None,
         user: str | None = None,
-    ) -> model.Memory:
+    ) -> model.MemoryItem:
         """Store one memory, stamped with the narrative active now, embedded when an embedder is set."""
         return self._memories.add_memory(
             content, stream=stream, source=source, importance=importance, emotions=emotions, message_ids=message_ids,
@@ -275,11 +275,11 @@ class Memory:
         *,
         vectors: np.ndarray | None = None,
         user: str | None = None,
-    ) -> list[model.Memory]:
+    ) -> list[model.MemoryItem]:
         """Bulk insert for importers and benchmarks: one transaction, embeddings in batches."""
         return self._memories.add_memories(items, vectors=vectors, user=user)
 
-    def get_memory(self, memory_id: int, *, user: str | None = None) -> model.Memory:
+    def get_memory(self, memory_id: int, *, user: str | None = None) -> model.MemoryItem:
         return self._memories.get_memory(memory_id, user=user)
 
     def list_memories(
@@ -291,7 +291,7 @@ class Memory:
         limit: int = 50,
         offset: int = 0,
         user: str | None = None,
-    ) -> list[model.Memory]:
+    ) -> list[model.MemoryItem]:
         """Memories newest first, optionally of one stream, storyline or conversation."""
         return self._memories.list_memories(
             stream=stream, storyline_id=storyline_id, conversation_id=conversation_id, limit=limit, offset=offset,
@@ -308,7 +308,7 @@ class Memory:
         entities_to_remove: Iterable[int] = (),
         entities_to_add: Iterable[dict[str, Any]] = (),
         user: str | None = None,
-    ) -> model.Memory:
+    ) -> model.MemoryItem:
         """Change a memory after the fact: text (the first edit keeps the original and marks it user_edited),"""
         return self._memories.edit_memory(
             memory_id, content=content, importance=importance, emotions=emotions,

@@ -41,7 +41,7 @@ class Memories:
         conversation_id: int | None = None,
         event_at: datetime | None = None,
         user: str | None = None,
-    ) -> model.Memory:
+    ) -> model.MemoryItem:
         """Store one memory, stamped with the narrative active now, embedded when an embedder is set."""
         user_id = self.rt.user_id(user)
         memory = self._new_memory(
@@ -59,7 +59,7 @@ class Memories:
         *,
         vectors: np.ndarray | None = None,
         user: str | None = None,
-    ) -> list[model.Memory]:
+    ) -> list[model.MemoryItem]:
         """Bulk insert for importers and benchmarks: one transaction, embeddings in batches.
 
         Each item takes :meth:`add_memory`'s keyword arguments (``content`` required).
@@ -102,12 +102,12 @@ class Memories:
         storyline_id: int | None = None,
         conversation_id: int | None = None,
         event_at: datetime | None = None,
-    ) -> model.Memory:
+    ) -> model.MemoryItem:
         if isinstance(emotions, str):
             emotions = [emotions]
         if any(isinstance(i, bool) or not isinstance(i, int) for i in message_ids):
             raise ValidationError("message_ids must be integers", field="message_ids")
-        return model.Memory(
+        return model.MemoryItem(
             id=0,
             user_id=user_id,
             stream=require_choice(Stream, stream, "stream"),
@@ -123,7 +123,7 @@ class Memories:
             created_at=self.rt.clock(),
         )
 
-    def _check_refs(self, user_id: str, memory: model.Memory) -> None:
+    def _check_refs(self, user_id: str, memory: model.MemoryItem) -> None:
         if memory.storyline_id is not None:
             self.rt.store.get_storyline(user_id, memory.storyline_id)
         if memory.conversation_id is not None:
@@ -144,29 +144,29 @@ class Memories:
         return None if latest is None else latest.id
 
     def store_memories(
-        self, user_id: str, memories: Sequence[model.Memory], *, embed: bool = True
-    ) -> list[model.Memory]:
+        self, user_id: str, memories: Sequence[model.MemoryItem], *, embed: bool = True
+    ) -> list[model.MemoryItem]:
         """Insert memories (stamping their narrative) and their vectors in one transaction (``embed=False``:
         the caller embeds them, in a batch of its own)."""
-        stored: list[model.Memory] = []
+        stored: list[model.MemoryItem] = []
         with self.rt.store.transaction():
             for memory in memories:
                 if memory.narrative_id is None:
                     stamp = self._active_narrative_id(user_id, memory.storyline_id)
-                    memory = model.Memory(**{**memory.__dict__, "narrative_id": stamp})
+                    memory = model.MemoryItem(**{**memory.__dict__, "narrative_id": stamp})
                 stored.append(self.rt.store.insert_memory(memory))
             if embed:
                 self.embed_memories(user_id, stored)
         return stored
 
-    def embed_memories(self, user_id: str, memories: Sequence[model.Memory]) -> None:
+    def embed_memories(self, user_id: str, memories: Sequence[model.MemoryItem]) -> None:
         embedder = self.rt.embedder
         if embedder is None or not memories:
             return
         vectors = embedding.memory_vectors(embedder.embed_batch, memories)
         self.rt.store.put_memory_vectors(user_id, embedder.identity, vectors)
 
-    def get_memory(self, memory_id: int, *, user: str | None = None) -> model.Memory:
+    def get_memory(self, memory_id: int, *, user: str | None = None) -> model.MemoryItem:
         return self.rt.store.get_memory(self.rt.user_id(user), memory_id)
 
     def list_memories(
@@ -178,7 +178,7 @@ class Memories:
         limit: int = 50,
         offset: int = 0,
         user: str | None = None,
-    ) -> list[model.Memory]:
+    ) -> list[model.MemoryItem]:
         """Memories newest first, optionally of one stream, storyline or conversation."""
         where = MemoryFilter(
             streams=None if stream is None else [require_choice(Stream, stream, "stream")],
@@ -199,7 +199,7 @@ class Memories:
         entities_to_remove: Iterable[int] = (),
         entities_to_add: Iterable[dict[str, Any]] = (),
         user: str | None = None,
-    ) -> model.Memory:
+    ) -> model.MemoryItem:
         """Change a memory after the fact: text (the first edit keeps the original and marks it user_edited),
         importance, emotions and its entities.
 
@@ -239,7 +239,7 @@ class Memories:
             changes["emotions"] = tuple(emotions)
         return changes
 
-    def _add_entity(self, user_id: str, memory: model.Memory, item: object) -> None:
+    def _add_entity(self, user_id: str, memory: model.MemoryItem, item: object) -> None:
         if not isinstance(item, dict):
             raise ValidationError("each entity to add must be an object", field="entities_to_add")
         kind = require_choice(EntityType, item.get("type") or item.get("entity_type"), "entities_to_add.type")

@@ -29,7 +29,7 @@ Depth = Annotated[int | None, Query(ge=1, le=1000)]
 # --- memories ---------------------------------------------------------------------------------
 
 
-@router.get("/memories", tags=["memories"], summary="List memories, newest first", response_model=S.Page[S.Memory])
+@router.get("/memories", tags=["memories"], summary="List memories, newest first", response_model=S.Page[S.MemoryItem])
 def list_memories(
     who: Who,
     at: Paging,
@@ -49,7 +49,7 @@ def list_memories(
 
 
 @router.post("/memories", tags=["memories"], status_code=201, summary="Add a memory directly (an agent's note)",
-             response_model=S.Memory)
+             response_model=S.MemoryItem)
 def add_memory(who: Who, body: MemoryIn) -> JSONResponse:
     memory = who.memory.add_memory(
         body.content, stream=body.stream, source=body.source, importance=body.importance, emotions=body.emotions,
@@ -59,13 +59,13 @@ def add_memory(who: Who, body: MemoryIn) -> JSONResponse:
     return ok(memory, 201)
 
 
-@router.get("/memories/{memory_id}", tags=["memories"], summary="One memory", response_model=S.Memory)
+@router.get("/memories/{memory_id}", tags=["memories"], summary="One memory", response_model=S.MemoryItem)
 def get_memory(who: Who, memory_id: int) -> JSONResponse:
     return ok(who.memory.get_memory(memory_id, user=who.user))
 
 
 @router.patch("/memories/{memory_id}", tags=["memories"],
-              summary="Edit a memory (text, importance, emotions, entities)", response_model=S.Memory)
+              summary="Edit a memory (text, importance, emotions, entities)", response_model=S.MemoryItem)
 def edit_memory(who: Who, memory_id: int, body: MemoryChange) -> JSONResponse:
     changes: dict[str, Any] = {"content": body.content, "importance": body.importance, "emotions": body.emotions}
     if body.entities_to_remove:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from narrative.errors import ValidationError
-from narrative.model import Conversation, Entity, EntityType, Memory, Storyline, StorylineKind, Stream
+from narrative.model import Conversation, Entity, EntityType, MemoryItem, Storyline, StorylineKind, Stream
 from narrative.read.open_items import open_entities
 from narrative.store.filters import MemoryFilter
 from narrative.store.protocol import Store
@@ -101,7 +101,7 @@ def _entity_line(e: Entity) -> str:
     return f"  - {kind}: {label}{state}"
 
 
-def _memory_block(store: Store, user_id: str, m: Memory, conversations: dict[int, Conversation]) -> list[str]:
+def _memory_block(store: Store, user_id: str, m: MemoryItem, conversations: dict[int, Conversation]) -> list[str]:
     when = m.event_at or m.created_at
     source = _link(conversations, m.conversation_id)
     lines = [f"### {when:%Y-%m-%d}" + (f" · from {source}" if source else ""), "", m.content]
@@ -115,7 +115,7 @@ def _memory_block(store: Store, user_id: str, m: Memory, conversations: dict[int
 
 
 def _storyline_section(
-    store: Store, user_id: str, storyline: Storyline | None, memories: list[Memory],
+    store: Store, user_id: str, storyline: Storyline | None, memories: list[MemoryItem],
     conversations: dict[int, Conversation],
 ) -> list[str]:
     closing = [m for m in memories if m.stream is Stream.NARRATIVE and m.user_reviewed]
@@ -155,7 +155,7 @@ def export_markdown(store: Store, user_id: str) -> str:
     storylines = store.list_storylines(user_id, include_archived=True)
     conversations = {c.id: c for c in store.list_conversations(user_id, limit=1_000_000)}
     memories = store.list_memories(user_id, MemoryFilter())
-    by_storyline: dict[int | None, list[Memory]] = {}
+    by_storyline: dict[int | None, list[MemoryItem]] = {}
     for m in memories:
         by_storyline.setdefault(m.storyline_id, []).append(m)
     lines = [f"# The narrative memory of {user_id}", "",

@@ -25,7 +25,7 @@ from narrative.model import (
     ConversationStatus,
     Entity,
     EntityType,
-    Memory,
+    MemoryItem,
     Message,
     Narrative,
     Source,
@@ -55,7 +55,7 @@ class Greeting:
     waiting_ons: list[Entity] = field(default_factory=list)
     recent_decisions: list[Entity] = field(default_factory=list)
     stale: list[Entity] = field(default_factory=list)
-    latest_memory: Memory | None = None
+    latest_memory: MemoryItem | None = None
     latest_narrative: Narrative | None = None
     pending_review: Conversation | None = None
 
@@ -177,7 +177,7 @@ def _clip(text: str, limit: int = 160) -> str:
 # --- fresh --------------------------------------------------------------------------------------
 
 
-def _latest_memory(store: Store, user_id: str) -> Memory | None:
+def _latest_memory(store: Store, user_id: str) -> MemoryItem | None:
     """The newest user-reviewed memory of a closed conversation."""
     where = MemoryFilter(streams=[Stream.NARRATIVE], sources=[Source.NARRATIVE], limit=50)
     return next((m for m in store.list_memories(user_id, where) if m.user_reviewed), None)

@@ -31,7 +31,7 @@ from narrative.model import (
     ConversationDetails,
     DeltaType,
     EntityType,
-    Memory,
+    MemoryItem,
     Message,
     Role,
     Storyline,
@@ -218,7 +218,7 @@ def duration_text(messages: Sequence[Message]) -> str:
 
 
 def importance_of(entities: Sequence[PreviewEntity], resolutions: Sequence[resolve.Resolution],
-                exchanges: Sequence[Memory]) -> int:
+                exchanges: Sequence[MemoryItem]) -> int:
     score = 3
     if any(e.entity_type is EntityType.DECISION for e in entities) or resolutions:
         score += 1
@@ -327,7 +327,7 @@ def _open_phrase(e: PreviewEntity) -> str:
 
 def compose_narrative(
     messages: Sequence[Message], entities: Sequence[PreviewEntity], resolutions: Sequence[resolve.Resolution],
-    exchanges: Sequence[Memory],
+    exchanges: Sequence[MemoryItem],
 ) -> str:
     """2–4 sentences of meaning, most significant first: decisions (and why), insights, what was
     settled, what stays open, the feeling, who was involved; a key moment stands in for decisions."""
@@ -386,7 +386,7 @@ def _distinct(sentences: Sequence[str]) -> list[str]:
     return kept
 
 
-def _filler(name: str, exchanges: Sequence[Memory], said: Sequence[str], *, decided: bool,
+def _filler(name: str, exchanges: Sequence[MemoryItem], said: Sequence[str], *, decided: bool,
             open_left: bool) -> list[str]:
     """Sentences that round a thin memory up to two: the most salient thing the user said (retold), and
     what the conversation did not do."""
@@ -409,7 +409,7 @@ def _filler(name: str, exchanges: Sequence[Memory], said: Sequence[str], *, deci
     return out
 
 
-def user_said(memory: Memory) -> str:
+def user_said(memory: MemoryItem) -> str:
     """What the user said in a conversation-stream memory of a user's turn ("" for the assistant's)."""
     details = memory.details
     if not isinstance(details, ConversationDetails) or details.agent_response:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from narrative.model import Memory, Message, Storyline, Stream
+from narrative.model import MemoryItem, Message, Storyline, Stream
 from narrative.store.filters import MemoryFilter
 from narrative.store.protocol import Store
 from narrative.text.lines import exchange_text
@@ -185,12 +185,12 @@ class TextVectors:
 # --- memories and routing embeddings -----------------------------------------------------------
 
 
-def memory_text(memory: Memory) -> str:
+def memory_text(memory: MemoryItem) -> str:
     """What a memory's vector is made from: its text."""
     return memory.content
 
 
-def memory_vectors(embed: Embed, memories: Sequence[Memory]) -> dict[int, np.ndarray]:
+def memory_vectors(embed: Embed, memories: Sequence[MemoryItem]) -> dict[int, np.ndarray]:
     """The memories' vectors by id, from one model call (none for no memories)."""
     if not memories:
         return {}
