@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 
 from narrative.checks import require_user
 from narrative.config import Settings
-from narrative.model import StorylineKind, StorylineStatus
 from narrative.store.protocol import Store
 from narrative.write import storylines
 
@@ -28,8 +27,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("narrative")
 
-YOUR_STORY = "Your Story"
-YOUR_STORY_DESCRIPTION = "The ongoing narrative of who you are, across all storylines and all time."
 
 
 def utc_now() -> datetime:
@@ -134,27 +131,10 @@ class Runtime:
         return user_id
 
     def bootstrap_user(self, user_id: str) -> None:
-        now = self.clock()
-        with self.store.transaction():
-            self.store.ensure_user(user_id, now)
-            if self.store.your_story(user_id) is None:
-                self.store.insert_storyline(
-                    user_id,
-                    YOUR_STORY,
-                    StorylineKind.YOUR_STORY,
-                    now,
-                    description=YOUR_STORY_DESCRIPTION,
-                    status=StorylineStatus.PERMANENT,
-                )
-            storylines.ensure_defaults(self.store, user_id, now)
+        storylines.ensure_user(self.store, user_id, self.clock())
 
     def your_story_id(self, user_id: str) -> int:
-        story = self.store.your_story(user_id)
-        if story is None:
-            self.bootstrap_user(user_id)
-            story = self.store.your_story(user_id)
-        assert story is not None
-        return story.id
+        return storylines.your_story(self.store, user_id, self.clock()).id
 
     def default_ids(self, user_id: str) -> dict[str, int]:
         """The ids of the user's default storylines (made on first need)."""

@@ -7,6 +7,7 @@ from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime
 
+from narrative.errors import InvalidTransition
 from narrative.model import Participant, Storyline, StorylineKind, StorylineStatus
 from narrative.store.protocol import Store
 from narrative.write.routing import DEFAULT_STORYLINES, strip_topic_cue
@@ -14,6 +15,61 @@ from narrative.write.routing import DEFAULT_STORYLINES, strip_topic_cue
 SUMMARY_POINTS = 4
 MAX_KEYWORDS = 8
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
+
+
+YOUR_STORY = "Your Story"
+YOUR_STORY_DESCRIPTION = "The ongoing narrative of who you are, across all storylines and all time."
+
+
+def ensure_user(store: Store, user_id: str, now: datetime) -> None:
+    """A user's first sight: the user row, Your Story (permanent) and the default storylines, made once."""
+    with store.transaction():
+        store.ensure_user(user_id, now)
+        if store.your_story(user_id) is None:
+            store.insert_storyline(
+                user_id, YOUR_STORY, StorylineKind.YOUR_STORY, now,
+                description=YOUR_STORY_DESCRIPTION, status=StorylineStatus.PERMANENT,
+            )
+        ensure_defaults(store, user_id, now)
+
+
+def your_story(store: Store, user_id: str, now: datetime) -> Storyline:
+    """The user's Your Story (made, with the user, when it is missing: e.g. after the user was deleted)."""
+    story = store.your_story(user_id)
+    if story is None:
+        ensure_user(store, user_id, now)
+        story = store.your_story(user_id)
+    assert story is not None
+    return story
+
+
+def create_by_hand(
+    store: Store, user_id: str, name: str, description: str, keywords: Sequence[str], now: datetime
+) -> Storyline:
+    """A storyline the user made (kind ``user``); keywords lower-cased, empty ones dropped."""
+    return store.insert_storyline(
+        user_id, name, StorylineKind.USER, now,
+        description=description, keywords=tuple(k.strip().lower() for k in keywords if k.strip()),
+    )
+
+
+def rename(store: Store, user_id: str, storyline_id: int, name: str, now: datetime) -> Storyline:
+    """Rename a storyline; a detected one becomes the user's (it keeps the name they gave it)."""
+    storyline = _changeable(store, user_id, storyline_id, "rename")
+    kind = StorylineKind.USER if storyline.kind is StorylineKind.DETECTED else storyline.kind
+    return store.update_storyline(user_id, storyline_id, name=name, kind=kind, updated_at=now)
+
+
+def archive(store: Store, user_id: str, storyline_id: int, now: datetime) -> Storyline:
+    _changeable(store, user_id, storyline_id, "archive")
+    return store.update_storyline(user_id, storyline_id, status=StorylineStatus.ARCHIVED, updated_at=now)
+
+
+def _changeable(store: Store, user_id: str, storyline_id: int, step: str) -> Storyline:
+    storyline = store.get_storyline(user_id, storyline_id)
+    if storyline.kind is StorylineKind.YOUR_STORY:
+        raise InvalidTransition(f"Your Story is permanent: it cannot be {step}d")
+    return storyline
 
 
 def ensure_defaults(store: Store, user_id: str, now: datetime) -> dict[str, int]:
