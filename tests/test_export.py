@@ -167,9 +167,9 @@ def test_import_reembeds_when_the_model_differs(maya: narrative.Memory, tmp_path
 def test_import_reports_its_re_embedding_progress(
     maya: narrative.Memory, tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from narrative.engine import sovereignty
+    from narrative.write import restore
 
-    monkeypatch.setattr(sovereignty, "REEMBED_CHUNK", 7)
+    monkeypatch.setattr(restore, "REEMBED_CHUNK", 7)
     seen: list[tuple[int, int]] = []
     with fresh(tmp_path, clock, embedder=HashingEmbedder(dims=64)) as restored:
         result = restored.import_data(maya.export("json"), progress=lambda done, total: seen.append((done, total)))

@@ -247,7 +247,7 @@ def engine_calls(module: str) -> tuple[int, int]:
 
 
 def test_the_call_count_sees_both_kinds() -> None:
-    store, pipeline = engine_calls("narrative.engine.sovereignty")
+    store, pipeline = engine_calls("narrative.engine.closing")
     assert store > 0 and pipeline > 0
 
 

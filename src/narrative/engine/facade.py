@@ -10,7 +10,7 @@ services, each a plain class in its own module that receives the runtime and the
     Search         searching.py       search and recall
     Turns          turns.py           the write path (remember)
     Maintenance    maintenance.py     embedder identity, reindex, compact
-    Sovereignty    sovereignty.py     export, import, delete            (uses Memories)
+    Sovereignty    sovereignty.py     export, import, delete
     Context        context.py         context blocks, uses, explanations (uses Conversations, Search)
     Closing        closing.py         close, review, open threads, greeting (uses Turns, Memories)
 
@@ -91,7 +91,7 @@ class Memory:
         self._search = Search(rt)
         self._turns = Turns(rt)
         self._maintenance = Maintenance(rt)
-        self._sovereignty = Sovereignty(rt, self._memories)
+        self._sovereignty = Sovereignty(rt)
         self._context = Context(rt, self._conversations, self._search)
         self._closing = Closing(rt, self._turns, self._memories)
 

@@ -1,8 +1,8 @@
 """Deletes that leave nothing behind: what goes with a memory, a conversation or a storyline.
 
-The engine checks the request, opens the transaction and scrubs the file afterwards (``store.scrub_deleted``:
-full-text merge, zeroed pages, pruned change log, WAL checkpoint); these functions decide what the delete
-takes with it:
+Each ``delete_*`` checks that the thing exists, deletes it and what goes with it in one transaction, then
+scrubs the file (``store.scrub_deleted``: full-text merge, zeroed pages, pruned change log, WAL checkpoint),
+so a deleted word is nowhere in the file's bytes.  What a delete takes with it:
 
 * memories take their entities, deltas, sources, vectors and full-text entries (the store's cascade), the
   uses that drew on them (their recorded queries name what is deleted), and the resolutions they made
@@ -17,16 +17,73 @@ takes with it:
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime
 
-from narrative.errors import NotFound
-from narrative.model import Message
+from narrative.errors import InvalidTransition, NotFound
+from narrative.model import Message, Storyline, StorylineKind
 from narrative.store.filters import MemoryFilter
 from narrative.store.protocol import Store
 from narrative.write.embedding import Embed, routing_vectors
+from narrative.write.storylines import your_story
 
-__all__ = ["forget_conversation", "forget_memories", "forget_storyline", "scrub_storylines"]
+__all__ = [
+    "delete_conversation",
+    "delete_memory",
+    "delete_storyline",
+    "delete_user",
+    "forget_conversation",
+    "forget_memories",
+    "forget_storyline",
+    "scrub_storylines",
+]
 
 EVERYTHING = 1_000_000  # a limit no user reaches: list every row
+
+
+USER_TABLES = ("conversations", "messages", "memories", "narratives", "storylines", "entities")
+
+
+def delete_memory(store: Store, user_id: str, memory_id: int) -> dict[str, int]:
+    """Delete one memory with its entities, deltas, sources, vector and full-text entry."""
+    store.get_memory(user_id, memory_id)
+    with store.transaction():
+        counts = forget_memories(store, user_id, [memory_id])
+    store.scrub_deleted()
+    return counts
+
+
+def delete_conversation(
+    store: Store, user_id: str, conversation_id: int, embed: Embed | None, model: str | None
+) -> dict[str, int]:
+    """Delete a conversation and what came only from it (see :func:`forget_conversation`)."""
+    store.get_conversation(user_id, conversation_id)
+    with store.transaction():
+        counts = forget_conversation(store, user_id, conversation_id, embed, model)
+    store.scrub_deleted()
+    return counts
+
+
+def delete_storyline(
+    store: Store, user_id: str, storyline_id: int, *, move_to_your_story: bool, now: datetime
+) -> tuple[Storyline, dict[str, int]]:
+    """Delete a storyline (never Your Story); returns it (as it was) with the counts."""
+    storyline = store.get_storyline(user_id, storyline_id)
+    if storyline.kind is StorylineKind.YOUR_STORY:
+        raise InvalidTransition("Your Story is permanent: it cannot be deleted")
+    with store.transaction():
+        target = your_story(store, user_id, now).id if move_to_your_story else None
+        counts = forget_storyline(store, user_id, storyline_id, target)
+    store.scrub_deleted()
+    return storyline, counts
+
+
+def delete_user(store: Store, user_id: str) -> dict[str, int]:
+    """Delete a user and every row they own; returns how many rows of each kind there were."""
+    store.get_user(user_id)
+    counts = {table: store.count_rows(table, user_id) for table in USER_TABLES}
+    store.delete_user(user_id)
+    store.scrub_deleted()
+    return counts
 
 
 def forget_memories(
