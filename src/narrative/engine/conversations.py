@@ -7,8 +7,8 @@ from typing import Any
 
 from narrative.checks import require_choice
 from narrative.engine.core import Runtime
-from narrative.errors import InvalidTransition
 from narrative.model import Conversation, ConversationStatus, Message, Role
+from narrative.read import status
 from narrative.write import lifecycle
 
 
@@ -65,19 +65,13 @@ class Conversations:
         self, conversation_id: int | None = None, *, limit: int | None = None, user: str | None = None
     ) -> list[Message]:
         """Messages in order: of one conversation, or the user's latest ``limit`` across all."""
-        user_id = self.rt.user_id(user)
-        if conversation_id is not None:
-            self.rt.store.get_conversation(user_id, conversation_id)
-            return self.rt.store.list_messages(user_id, conversation_id=conversation_id, limit=limit)
-        return self.rt.store.list_messages(user_id, limit=limit, latest=limit is not None)
+        return status.messages(self.rt.store, self.rt.user_id(user), conversation_id, limit)
 
     def pause_conversation(self, conversation_id: int | None = None, *, user: str | None = None) -> Conversation:
-        user_id = self.rt.user_id(user)
-        return lifecycle.pause(self.rt.store, user_id, self._active_id(user_id, conversation_id), self.rt.clock())
+        return lifecycle.pause(self.rt.store, self.rt.user_id(user), conversation_id, self.rt.clock())
 
     def unpause_conversation(self, conversation_id: int | None = None, *, user: str | None = None) -> Conversation:
-        user_id = self.rt.user_id(user)
-        return lifecycle.unpause(self.rt.store, user_id, self._active_id(user_id, conversation_id))
+        return lifecycle.unpause(self.rt.store, self.rt.user_id(user), conversation_id)
 
     def resume_conversation(self, conversation_id: int | None = None, *, user: str | None = None) -> Conversation:
         """ready_to_close → active: cancel the closure, nothing is stored."""
@@ -85,27 +79,9 @@ class Conversations:
 
     def describe(self, *, user: str | None = None) -> dict[str, Any]:
         """Where the memory lives and what it holds (for ``narrative init`` and status pages)."""
-        user_id = self.rt.user_id(user)
-        return {
-            "db": self.rt.settings.db,
-            "backend": self.rt.store.backend,
-            "user": user_id,
-            "migrations": self.rt.store.applied_migrations(),
-            "counts": {
-                table: self.rt.store.count_rows(table, user_id)
-                for table in ("conversations", "messages", "memories", "narratives", "storylines", "entities")
-            },
-        }
+        return status.describe(self.rt.store, self.rt.settings.db, self.rt.user_id(user))
 
     def users(self) -> dict[str, dict[str, int]]:
         """Every user of this file with what they hold beyond a fresh start (rows per table; empty for a user
         with nothing yet).  Reads only: it creates no user, so interfaces can say whose data a file holds."""
-        return {u.id: self.rt.store.user_content(u.id) for u in self.rt.store.list_users()}
-
-    def _active_id(self, user_id: str, conversation_id: int | None) -> int:
-        if conversation_id is not None:
-            return conversation_id
-        active = self.rt.store.active_conversation(user_id)
-        if active is None:
-            raise InvalidTransition("there is no active conversation")
-        return active.id
+        return status.users(self.rt.store)

@@ -40,7 +40,7 @@ __all__ = [
 EVERYTHING = 1_000_000  # a limit no user reaches: list every row
 
 
-USER_TABLES = ("conversations", "messages", "memories", "narratives", "storylines", "entities")
+USER_TABLES = ("conversations", "messages", "memories", "narratives", "storylines", "entities")  # counted on delete
 
 
 def delete_memory(store: Store, user_id: str, memory_id: int) -> dict[str, int]:
