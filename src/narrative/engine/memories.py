@@ -12,11 +12,12 @@ import numpy as np
 from narrative import model
 from narrative.checks import require_choice, require_importance, require_text
 from narrative.engine.core import Runtime
-from narrative.errors import NotFound, ValidationError
-from narrative.model import EntityType, Narrative, Source, Stream
+from narrative.errors import ValidationError
+from narrative.model import Narrative, Source, Stream
 from narrative.read import chain
 from narrative.store.filters import MemoryFilter
-from narrative.write import embedding, narrate
+from narrative.write import memories as written
+from narrative.write import narrate
 
 
 class Memories:
@@ -49,9 +50,7 @@ class Memories:
             message_ids=message_ids, details=details, storyline_id=storyline_id, conversation_id=conversation_id,
             event_at=event_at,
         )
-        with self.rt.store.transaction():
-            self._check_refs(user_id, memory)
-            return self.store_memories(user_id, [memory])[0]
+        return written.add_memories(self.rt.store, user_id, [memory], self._embedder())[0]
 
     def add_memories(
         self,
@@ -76,17 +75,7 @@ class Memories:
         memories = [self._new_memory(user_id, **dict(item)) for item in items]
         if vectors is not None and (self.rt.embedder is None or len(vectors) != len(memories)):
             raise ValidationError("vectors need an embedder and one row per item", field="vectors")
-        with self.rt.store.transaction():
-            for memory in memories:
-                self._check_refs(user_id, memory)
-            if vectors is None:
-                return self.store_memories(user_id, memories)
-            stored = [self.rt.store.insert_memory(m) for m in memories]
-            assert self.rt.embedder is not None
-            self.rt.store.put_memory_vectors(
-                user_id, self.rt.embedder.identity, {m.id: vectors[i] for i, m in enumerate(stored)}
-            )
-            return stored
+        return written.add_memories(self.rt.store, user_id, memories, self._embedder(), vectors)
 
     def _new_memory(
         self,
@@ -123,48 +112,19 @@ class Memories:
             created_at=self.rt.clock(),
         )
 
-    def _check_refs(self, user_id: str, memory: model.MemoryItem) -> None:
-        if memory.storyline_id is not None:
-            self.rt.store.get_storyline(user_id, memory.storyline_id)
-        if memory.conversation_id is not None:
-            self.rt.store.get_conversation(user_id, memory.conversation_id)
-        if memory.message_ids:
-            found = {m.id for m in self.rt.store.get_messages(user_id, list(memory.message_ids))}
-            missing = [i for i in memory.message_ids if i not in found]
-            if missing:
-                raise ValidationError(f"messages not found: {missing}", field="message_ids")
-
-    def _active_narrative_id(self, user_id: str, storyline_id: int | None) -> int | None:
-        """Koshi stamping: the storyline's running link, else the user's latest link."""
-        if storyline_id is not None:
-            running = self.rt.store.open_narrative(user_id, storyline_id)
-            if running is not None:
-                return running.id
-        latest = self.rt.store.latest_narrative(user_id)
-        return None if latest is None else latest.id
+    def _embedder(self) -> written.Embedder:
+        embedder = self.rt.embedder
+        return None if embedder is None else (embedder.embed_batch, embedder.identity)
 
     def store_memories(
         self, user_id: str, memories: Sequence[model.MemoryItem], *, embed: bool = True
     ) -> list[model.MemoryItem]:
         """Insert memories (stamping their narrative) and their vectors in one transaction (``embed=False``:
         the caller embeds them, in a batch of its own)."""
-        stored: list[model.MemoryItem] = []
-        with self.rt.store.transaction():
-            for memory in memories:
-                if memory.narrative_id is None:
-                    stamp = self._active_narrative_id(user_id, memory.storyline_id)
-                    memory = model.MemoryItem(**{**memory.__dict__, "narrative_id": stamp})
-                stored.append(self.rt.store.insert_memory(memory))
-            if embed:
-                self.embed_memories(user_id, stored)
-        return stored
+        return written.store_memories(self.rt.store, user_id, memories, self._embedder() if embed else None)
 
     def embed_memories(self, user_id: str, memories: Sequence[model.MemoryItem]) -> None:
-        embedder = self.rt.embedder
-        if embedder is None or not memories:
-            return
-        vectors = embedding.memory_vectors(embedder.embed_batch, memories)
-        self.rt.store.put_memory_vectors(user_id, embedder.identity, vectors)
+        written.put_vectors(self.rt.store, user_id, memories, self._embedder())
 
     def get_memory(self, memory_id: int, *, user: str | None = None) -> model.MemoryItem:
         return self.rt.store.get_memory(self.rt.user_id(user), memory_id)
@@ -206,47 +166,9 @@ class Memories:
         ``entities_to_add``: ``[{"type": "task", "name": "…", "data": {...}}]``.
         """
         user_id = self.rt.user_id(user)
-        changes = self._memory_changes(user_id, memory_id, content, importance, emotions)
-        remove, add = list(entities_to_remove), list(entities_to_add)
-        with self.rt.store.transaction():
-            memory = self.rt.store.get_memory(user_id, memory_id)
-            if changes:
-                memory = self.rt.store.update_memory(user_id, memory_id, **changes)
-                if content is not None:
-                    self.embed_memories(user_id, [memory])
-            for eid in remove:
-                if self.rt.store.get_entity(user_id, eid).memory_id != memory_id:
-                    raise NotFound(f"entity {eid} does not belong to memory {memory_id}")
-            self.rt.store.delete_entities(user_id, remove)
-            for item in add:
-                self._add_entity(user_id, memory, item)
-        return memory
-
-    def _memory_changes(
-        self, user_id: str, memory_id: int, content: str | None, importance: int | None,
-        emotions: Sequence[str] | None,
-    ) -> dict[str, object]:
-        current = self.rt.store.get_memory(user_id, memory_id)
-        changes: dict[str, object] = {}
-        if content is not None:
-            changes["content"] = require_text(content, "content").strip()
-            changes["user_edited"] = True
-            if current.original_content is None:
-                changes["original_content"] = current.content
-        if importance is not None:
-            changes["importance"] = require_importance(importance)
-        if emotions is not None:
-            changes["emotions"] = tuple(emotions)
-        return changes
-
-    def _add_entity(self, user_id: str, memory: model.MemoryItem, item: object) -> None:
-        if not isinstance(item, dict):
-            raise ValidationError("each entity to add must be an object", field="entities_to_add")
-        kind = require_choice(EntityType, item.get("type") or item.get("entity_type"), "entities_to_add.type")
-        name = require_text(item.get("name"), "entities_to_add.name", 500).strip()
-        self.rt.store.insert_entity(user_id, kind, name, self.rt.clock(), data=dict(item.get("data") or {}),
-                                 memory_id=memory.id, conversation_id=memory.conversation_id,
-                                 storyline_id=memory.storyline_id)
+        changes = written.memory_changes(self.rt.store, user_id, memory_id, content, importance, emotions)
+        return written.edit_memory(self.rt.store, user_id, memory_id, changes, entities_to_remove, entities_to_add,
+                                   self._embedder(), self.rt.clock())
 
     # --- the narrative chain (Koshi) ------------------------------------------------
 
