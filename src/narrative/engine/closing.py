@@ -15,7 +15,7 @@ from narrative.engine.memories import Memories
 from narrative.engine.turns import Turns
 from narrative.errors import InvalidTransition, NotFound, ValidationError
 from narrative.model import Conversation, ConversationStatus, Entity, EntityType
-from narrative.read import greeting as greeting_
+from narrative.read import greeting
 from narrative.read.greeting import Greeting
 from narrative.read.open_items import open_entities, stale_entities
 from narrative.store.filters import MemoryFilter
@@ -272,7 +272,7 @@ class Closing:
     def greet(self, *, user: str | None = None) -> Greeting:
         """Resume the active conversation, or say what is open, waiting, decided and stale."""
         user_id = self.rt.user_id(user)
-        return greeting_.build_greeting(
+        return greeting.build_greeting(
             self.rt.store, user_id, self.rt.clock(), stale_after_days=self.rt.settings.stale_after_days
         )
 
@@ -281,10 +281,10 @@ class Closing:
         user_id = self.rt.user_id(user)
         now = self.rt.clock()
         active = self.rt.store.active_conversation(user_id)
-        if active is None or not greeting_.idle_due(active, now, self.rt.settings.idle_after_minutes):
+        if active is None or not greeting.idle_due(active, now, self.rt.settings.idle_after_minutes):
             return None
         self.rt.store.update_conversation(user_id, active.id, idle_notified_at=now)
-        return greeting_.IDLE_INVITATION
+        return greeting.IDLE_INVITATION
 
     # --- the archive and editing after the fact --------------------------------------------------
 

@@ -19,7 +19,7 @@ from narrative.engine.searching import Search
 from narrative.errors import ValidationError
 from narrative.model import InfluenceType, Role, Use, UseKind, UseReference
 from narrative.providers.tokens import ApproxTokenCounter, TokenCounter
-from narrative.read import explain as explaining
+from narrative.read import explain
 from narrative.read.context import ContextBlock, LineCachedCounter, build_context
 from narrative.read.reasoning import ReasoningContext, build_reasoning
 from narrative.read.search import SearchHit, hybrid_search
@@ -143,7 +143,7 @@ class Context:
         chosen = require_choice(UseKind, kind, "kind")
         require_text(query, "query", max_length=10_000)
         with self.rt.store.transaction():
-            refs = explaining.check_references(self.rt.store, user_id, references)
+            refs = explain.check_references(self.rt.store, user_id, references)
             return self._insert_use(user_id, chosen, query, refs, {})
 
     def list_uses(self, limit: int = 50, *, offset: int = 0, user: str | None = None) -> list[Use]:
@@ -157,11 +157,11 @@ class Context:
 
     def explain(self, use_id: int, *, user: str | None = None) -> dict[str, Any]:
         """Which memories a use drew on, why, and from which messages (provenance), plus its outcomes."""
-        return explaining.explain_use(self.rt.store, self.rt.user_id(user), use_id)
+        return explain.explain_use(self.rt.store, self.rt.user_id(user), use_id)
 
     def influence_chain(self, memory_id: int, limit: int = 20, *, user: str | None = None) -> list[Use]:
         """Every use of a memory since it was made, newest first."""
-        return explaining.influence_chain(self.rt.store, self.rt.user_id(user), memory_id, limit)
+        return explain.influence_chain(self.rt.store, self.rt.user_id(user), memory_id, limit)
 
     def learn_from_outcome(
         self, use_id: int, outcome: str, correction: str | None = None, *, user: str | None = None
@@ -173,16 +173,16 @@ class Context:
         to it (so the transcript keeps it and the close path compresses it with the rest).
         """
         user_id = self.rt.user_id(user)
-        verdict = require_choice(explaining.Outcome, outcome, "outcome")
+        verdict = require_choice(explain.Outcome, outcome, "outcome")
         note = None
         if correction is not None:
             note = require_text(correction, "correction", max_length=4000).strip()
-        if verdict is explaining.Outcome.CORRECTED and not note:
+        if verdict is explain.Outcome.CORRECTED and not note:
             raise ValidationError("a 'corrected' outcome needs the correction", "correction")
         judged = self.rt.store.get_use(user_id, use_id)
         if judged.kind is UseKind.OUTCOME:
             raise ValidationError("an outcome cannot itself be judged; judge the original use", "use_id")
-        text, references, meta = explaining.outcome_record(judged, verdict, note)
+        text, references, meta = explain.outcome_record(judged, verdict, note)
         with self.rt.store.transaction():
             active = self.rt.store.active_conversation(user_id)
             if active is not None:

@@ -16,8 +16,7 @@ from narrative.errors import ValidationError
 from narrative.model import Narrative, Source, Stream
 from narrative.read import chain
 from narrative.store.filters import MemoryFilter
-from narrative.write import memories as written
-from narrative.write import narrate
+from narrative.write import by_hand, narrate
 
 
 class Memories:
@@ -50,7 +49,7 @@ class Memories:
             message_ids=message_ids, details=details, storyline_id=storyline_id, conversation_id=conversation_id,
             event_at=event_at,
         )
-        return written.add_memories(self.rt.store, user_id, [memory], self._embedder())[0]
+        return by_hand.add_memories(self.rt.store, user_id, [memory], self._embedder())[0]
 
     def add_memories(
         self,
@@ -75,7 +74,7 @@ class Memories:
         memories = [self._new_memory(user_id, **dict(item)) for item in items]
         if vectors is not None and (self.rt.embedder is None or len(vectors) != len(memories)):
             raise ValidationError("vectors need an embedder and one row per item", field="vectors")
-        return written.add_memories(self.rt.store, user_id, memories, self._embedder(), vectors)
+        return by_hand.add_memories(self.rt.store, user_id, memories, self._embedder(), vectors)
 
     def _new_memory(
         self,
@@ -112,7 +111,7 @@ class Memories:
             created_at=self.rt.clock(),
         )
 
-    def _embedder(self) -> written.Embedder:
+    def _embedder(self) -> by_hand.Embedder:
         embedder = self.rt.embedder
         return None if embedder is None else (embedder.embed_batch, embedder.identity)
 
@@ -121,10 +120,10 @@ class Memories:
     ) -> list[model.MemoryItem]:
         """Insert memories (stamping their narrative) and their vectors in one transaction (``embed=False``:
         the caller embeds them, in a batch of its own)."""
-        return written.store_memories(self.rt.store, user_id, memories, self._embedder() if embed else None)
+        return by_hand.store_memories(self.rt.store, user_id, memories, self._embedder() if embed else None)
 
     def embed_memories(self, user_id: str, memories: Sequence[model.MemoryItem]) -> None:
-        written.put_vectors(self.rt.store, user_id, memories, self._embedder())
+        by_hand.put_vectors(self.rt.store, user_id, memories, self._embedder())
 
     def get_memory(self, memory_id: int, *, user: str | None = None) -> model.MemoryItem:
         return self.rt.store.get_memory(self.rt.user_id(user), memory_id)
@@ -166,8 +165,8 @@ class Memories:
         ``entities_to_add``: ``[{"type": "task", "name": "…", "data": {...}}]``.
         """
         user_id = self.rt.user_id(user)
-        changes = written.memory_changes(self.rt.store, user_id, memory_id, content, importance, emotions)
-        return written.edit_memory(self.rt.store, user_id, memory_id, changes, entities_to_remove, entities_to_add,
+        changes = by_hand.memory_changes(self.rt.store, user_id, memory_id, content, importance, emotions)
+        return by_hand.edit_memory(self.rt.store, user_id, memory_id, changes, entities_to_remove, entities_to_add,
                                    self._embedder(), self.rt.clock())
 
     # --- the narrative chain (Koshi) ------------------------------------------------

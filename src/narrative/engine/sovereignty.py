@@ -17,7 +17,7 @@ from typing import Any
 from narrative.checks import require_choice, require_user
 from narrative.engine.core import Runtime
 from narrative.model import StorylineKind
-from narrative.read import export as exporting
+from narrative.read import export
 from narrative.write import forget, restore
 
 
@@ -39,8 +39,8 @@ class Sovereignty:
         user_id = self.rt.user_id(user)
         kind = require_choice(_Format, format, "format")
         if kind is _Format.JSON:
-            return exporting.export_json(self.rt.store, user_id)
-        return exporting.export_markdown(self.rt.store, user_id)
+            return export.export_json(self.rt.store, user_id)
+        return export.export_markdown(self.rt.store, user_id)
 
     def import_data(
         self, text: str, *, user: str | None = None, progress: Callable[[int, int], None] | None = None
@@ -54,7 +54,7 @@ class Sovereignty:
         embedded again with the current one, ``restore.REEMBED_CHUNK`` memories per model call, with
         ``progress(done, total)`` after each.
         """
-        dump = exporting.parse_dump(text)
+        dump = export.parse_dump(text)
         user_id = self.rt.user_id(user)
         embedder = self.rt.embedder
         embed, identity = (None, None) if embedder is None else (embedder.embed_batch, embedder.identity)

@@ -1,4 +1,4 @@
-"""Memories written by hand (``add_memory``, ``add_memories``, ``edit_memory``) rather than by a turn or a close.
+"""Memories written by hand (``add_memory``, ``add_memories``, ``edit_memory``), not by a turn or a close.
 
 * Every reference must exist for the user: the storyline, the conversation, each message.
 * A memory is stamped with the narrative active when it is stored (Koshi): the running link of its
