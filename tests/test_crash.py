@@ -51,7 +51,7 @@ def test_kill_9_during_ingest_loses_nothing(db: str, backend: str) -> None:
         committed += ingest_then_kill(db, round_, rng.uniform(0.3, 1.5))
         with narrative.Memory(db, user="alice", embedder="minilm", env={}) as mem:
             if backend == "sqlite":
-                conn = mem.store.conn
+                conn = mem.store.conn  # type: ignore[attr-defined]
                 assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
                 for table in ("memories_fts", "messages_fts", "narratives_fts", "storylines_fts"):
                     conn.execute(f"INSERT INTO {table}({table}) VALUES ('integrity-check')")

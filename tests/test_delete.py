@@ -158,7 +158,7 @@ def test_delete_memory_takes_its_entities_vector_and_index_entry(mem: narrative.
     assert not [e for e in store.list_entities("alice") if e.id in attached]
     assert not store.list_state_deltas("alice", memory_id=closing.id)
     for table in ("memory_vectors", "memory_sources"):
-        assert store._exec(f"SELECT COUNT(*) FROM {table} WHERE memory_id = ?", (closing.id,)).fetchone()[0] == 0
+        assert store._exec(f"SELECT COUNT(*) FROM {table} WHERE memory_id = ?", (closing.id,)).fetchone()[0] == 0  # type: ignore[attr-defined]
     assert closing.id not in vector_ids(mem, closing.content)
     assert closing.id not in {i for hits in fts_hits(store, "catalogue").values() for i in hits}
     assert_fts_clean(store)
@@ -178,7 +178,7 @@ def test_deleting_the_only_memory_of_a_running_link_splices_the_link_out(mem: na
         mem.delete_memory(memory.id)
     with pytest.raises(NotFound):
         mem.store.get_narrative("alice", link.id)
-    assert_fts_clean(mem.store)  # type: ignore[arg-type]
+    assert_fts_clean(mem.store)
 
 
 # --- a conversation ----------------------------------------------------------------------------------
@@ -202,10 +202,10 @@ def test_delete_conversation_takes_what_came_only_from_it(mem: narrative.Memory)
         mem.get_conversation(second)
     assert mem.store.get_memories("alice", second_memories) == []
     for table in ("messages", "entities", "state_deltas", "memories", "narratives"):
-        assert store._exec(f"SELECT COUNT(*) FROM {table} WHERE conversation_id = ?",
+        assert store._exec(f"SELECT COUNT(*) FROM {table} WHERE conversation_id = ?",  # type: ignore[attr-defined]
                                   (second,)).fetchone()[0] == 0, table
     marks = ",".join("?" * len(second_memories))
-    assert store._exec(f"SELECT COUNT(*) FROM memory_vectors WHERE memory_id IN ({marks})",
+    assert store._exec(f"SELECT COUNT(*) FROM memory_vectors WHERE memory_id IN ({marks})",  # type: ignore[attr-defined]
                               second_memories).fetchone()[0] == 0
     assert not vector_ids(mem, "Tomas sent the seed catalogue") & set(second_memories)
     assert fts_hits(store, "zeppelin") == {fts: [] for fts in FTS}
@@ -229,8 +229,8 @@ def test_delete_conversation_drops_storylines_left_empty(mem: narrative.Memory) 
     assert counts["storylines"] == len(detected)
     remaining = {s.id for s in mem.list_storylines(include_archived=True)}
     assert not remaining & {s.id for s in detected}
-    assert_fts_clean(mem.store)  # type: ignore[arg-type]
-    assert fts_hits(mem.store, "zinnias") == {fts: [] for fts in FTS}  # type: ignore[arg-type]
+    assert_fts_clean(mem.store)
+    assert fts_hits(mem.store, "zinnias") == {fts: [] for fts in FTS}
 
 
 # --- a storyline -------------------------------------------------------------------------------------
@@ -256,7 +256,7 @@ def test_delete_storyline_moves_its_memories_to_your_story(mem: narrative.Memory
         mem.get_storyline(storyline.id)
     assert mem.store._exec("SELECT COUNT(*) FROM storyline_vectors WHERE storyline_id = ?",  # type: ignore[attr-defined]
                                   (storyline.id,)).fetchone()[0] == 0
-    assert_fts_clean(mem.store)  # type: ignore[arg-type]
+    assert_fts_clean(mem.store)
     before = snapshot(mem.store)
     with pytest.raises(InvalidTransition):
         mem.delete_storyline(your_story.id)
@@ -278,7 +278,7 @@ def test_delete_storyline_with_its_memories(mem: narrative.Memory) -> None:
     assert not vector_ids(mem, "zinnias marigolds bees") & set(ids)
     assert mem.get_conversation(cid).message_count == len(GARDEN) - len(routed) == len(mem.messages(cid))
     for table in ("memories", "narratives", "messages", "entities"):
-        assert store._exec(f"SELECT COUNT(*) FROM {table} WHERE storyline_id = ?",
+        assert store._exec(f"SELECT COUNT(*) FROM {table} WHERE storyline_id = ?",  # type: ignore[attr-defined]
                                   (storyline_id,)).fetchone()[0] == 0
     assert_fts_clean(store)
 

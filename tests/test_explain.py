@@ -20,7 +20,7 @@ from narrative.store.sqlite import SqliteStore
 Snap = Callable[[SqliteStore], Snapshot]
 
 
-def seed(mem: narrative.Memory) -> list[narrative.model.Memory]:
+def seed(mem: narrative.Memory) -> list[narrative.model.MemoryItem]:
     mem.remember("We decided to use SQLite instead of Firebase because it works offline.", speaker="alice")
     mem.remember("Sounds right. Firebase needs a connection for most writes.", "assistant", speaker="Rook")
     mem.remember("I'm waiting on Priya to send the budget spreadsheet.", speaker="alice")
@@ -34,7 +34,7 @@ def move_on(mem: narrative.Memory) -> None:
     mem.remember("A quick word about the weather tomorrow.")
 
 
-def decision(memories: list[narrative.model.Memory]) -> narrative.model.Memory:
+def decision(memories: list[narrative.model.MemoryItem]) -> narrative.model.MemoryItem:
     return next(m for m in memories if m.stream.value == "decision")
 
 

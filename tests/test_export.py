@@ -6,6 +6,7 @@ import base64
 import json
 import shutil
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 import narrative
-from conftest import FakeClock
-from narrative import demo
+from conftest import CLOCK_START, DemoBuilder, FakeClock, copy_db
 from narrative.errors import InvalidTransition, ValidationError
 from narrative.providers.embed import HashingEmbedder
 
@@ -22,11 +22,11 @@ Snap = Callable[[Any], dict[str, list[tuple[Any, ...]]]]
 
 
 @pytest.fixture(scope="module")
-def demo_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The demo with vectors (deterministic hashing embedder), built once."""
-    path = tmp_path_factory.mktemp("demo") / "demo.db"
-    with narrative.Memory(path, user="maya", embedder="hashing", clock=FakeClock(), env={}) as mem:
-        demo.load(mem)
+def demo_template(build_demo: DemoBuilder, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo with vectors (deterministic hashing embedder), plus a use, a key and an open conversation."""
+    path = copy_db(build_demo(embedder="hashing"), tmp_path_factory.mktemp("export") / "demo.db")
+    later = FakeClock(CLOCK_START + timedelta(hours=1))
+    with narrative.Memory(path, user="maya", embedder="hashing", clock=later, env={}) as mem:
         mem.search("garden app", k=3)  # a recorded use, so uses and use_references have rows
         mem.create_api_key(label="laptop")
         mem.start_conversation("open")  # an active conversation with a pending message too
@@ -167,9 +167,9 @@ def test_import_reembeds_when_the_model_differs(maya: narrative.Memory, tmp_path
 def test_import_reports_its_re_embedding_progress(
     maya: narrative.Memory, tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from narrative.engine import sovereignty
+    from narrative.write import restore
 
-    monkeypatch.setattr(sovereignty, "REEMBED_CHUNK", 7)
+    monkeypatch.setattr(restore, "REEMBED_CHUNK", 7)
     seen: list[tuple[int, int]] = []
     with fresh(tmp_path, clock, embedder=HashingEmbedder(dims=64)) as restored:
         result = restored.import_data(maya.export("json"), progress=lambda done, total: seen.append((done, total)))

@@ -3,33 +3,22 @@
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
 import narrative
-from conftest import FakeClock
-from narrative import demo
+from conftest import DEMO_NOW, DemoBuilder, FakeClock, copy_db
 from narrative.interfaces.serialize import plain
 from narrative.read.greeting import IDLE_INVITATION
 
 
-@pytest.fixture(scope="module")
-def demo_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("demo") / "demo.db"
-    with narrative.Memory(path, user="maya", embedder="none", clock=FakeClock(), env={}) as mem:
-        demo.load(mem)
-    return path
-
-
 @pytest.fixture
-def maya(demo_template: Path, tmp_path: Path, clock: FakeClock) -> Iterator[narrative.Memory]:
-    path = tmp_path / "demo.db"
-    shutil.copy(demo_template, path)
-    clock.now = datetime(2026, 3, 13, 9, 0, tzinfo=UTC)  # the morning after the last session
+def maya(build_demo: DemoBuilder, tmp_path: Path, clock: FakeClock) -> Iterator[narrative.Memory]:
+    path = copy_db(build_demo(embedder="none"), tmp_path / "demo.db")
+    clock.now = DEMO_NOW
     memory = narrative.Memory(path, user="maya", embedder="none", clock=clock, env={})
     yield memory
     memory.close()

@@ -108,7 +108,8 @@ def test_every_route_declares_its_2xx_body_and_the_error_body(contract: Contract
             assert ok, f"{method} {path} has no 2xx"
             for status in ok:
                 content = responses[status].get("content", {})
-                schema = next(iter(content.values()), {}).get("schema", {})
+                media: dict[str, Any] = next(iter(content.values()), {})
+                schema = media.get("schema", {})
                 assert schema and schema != {}, f"{method} {path} {status} has no response schema"
             if path.startswith(API):
                 for status in ("400", "401", "404", "409", "413", "422"):

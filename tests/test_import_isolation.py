@@ -196,7 +196,7 @@ def test_reindex_repairs_a_vector_of_the_wrong_length(tmp_path: Path) -> None:
     with narrative.Memory(tmp_path / "damaged.db", user="alice", embedder="hashing", env={}) as mem:
         kept = mem.add_memory("the lighthouse keeper painted the railing blue")
         mem.add_memory("the ferry leaves for the island on Friday", user="bob")
-        mem.store.conn.execute("UPDATE memory_vectors SET vector = zeroblob(40) WHERE memory_id = ?", (kept.id,))
+        mem.store.conn.execute("UPDATE memory_vectors SET vector = zeroblob(40) WHERE memory_id = ?", (kept.id,))  # type: ignore[attr-defined]
         mem.store.drop_index()
         with pytest.raises(narrative.EmbeddingMismatch):
             mem.search("ferry island", mode="vector", user="bob", record=False)

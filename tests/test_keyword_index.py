@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from narrative.model import Memory, Source, Stream
+from narrative.model import MemoryItem, Source, Stream
 from narrative.store.filters import MemoryFilter
 from narrative.store.keyword_index import KeywordIndex, query_terms, terms
 from narrative.store.porter import stem
@@ -101,8 +101,10 @@ def test_allowed_ids_filter_before_the_top_k() -> None:
 # --- inside the store -----------------------------------------------------------------------
 
 
-def memory(user: str, content: str, stream: Stream = Stream.FACT) -> Memory:
-    return Memory(id=0, user_id=user, stream=stream, source=Source.AGENT, content=content, importance=2, created_at=NOW)
+def memory(user: str, content: str, stream: Stream = Stream.FACT) -> MemoryItem:
+    return MemoryItem(
+        id=0, user_id=user, stream=stream, source=Source.AGENT, content=content, importance=2, created_at=NOW
+    )
 
 
 @pytest.fixture
@@ -170,7 +172,7 @@ def test_a_pruned_change_log_rebuilds_the_index(store: SqliteStore, alice: str) 
     old = store.insert_memory(memory(alice, "the harbour walk"))
     assert ids(store.keyword_search_memories(alice, "harbour")) == [old.id]
     new = store.insert_memory(memory(alice, "another harbour"))
-    store._exec("DELETE FROM memory_changes")  # type: ignore[attr-defined]  # e.g. pruned by maintenance
+    store._exec("DELETE FROM memory_changes")  # e.g. pruned by maintenance
     store.insert_memory(memory(alice, "unrelated"))
     assert set(ids(store.keyword_search_memories(alice, "harbour"))) == {old.id, new.id}
 

@@ -1,6 +1,10 @@
 """Layers are checked, not hoped for: every ``import`` under src/narrative obeys the table below.
 
-    interfaces  →  engine  →  read / write  →  store / providers  →  checks / config  →  model / errors
+    interfaces  →  engine  →  read / write  →  store / providers / text  →  checks / config  →  model / errors
+
+``read`` and ``write`` are two pipelines side by side: neither imports the other (what both need about words
+and lines lives in ``narrative.text``).  Classes in ``engine`` never inherit from one another: the engine is
+composed of services that receive their peers as constructor arguments.
 
 The scan reads every module with ``ast`` and collects each import wherever it sits:
 at the top, inside functions, inside ``if TYPE_CHECKING:`` blocks.
@@ -47,8 +51,11 @@ RULES: tuple[Rule, ...] = (
     Rule("narrative.store", allowed=(*BASE, "narrative.checks", "narrative.validate", "narrative.store")),
     Rule("narrative.providers", allowed=(*BASE, "narrative.checks", "narrative.validate", "narrative.config",
                                          "narrative.providers")),
-    Rule("narrative.read", forbidden=(ROOT, "narrative.engine", "narrative.interfaces", *DATABASE_DRIVERS)),
-    Rule("narrative.write", forbidden=(ROOT, "narrative.engine", "narrative.interfaces", *DATABASE_DRIVERS)),
+    Rule("narrative.text", allowed=(*BASE, "narrative.text")),
+    Rule("narrative.read", forbidden=(ROOT, "narrative.engine", "narrative.interfaces", "narrative.write",
+                                      *DATABASE_DRIVERS)),
+    Rule("narrative.write", forbidden=(ROOT, "narrative.engine", "narrative.interfaces", "narrative.read",
+                                       *DATABASE_DRIVERS)),
     Rule("narrative.engine", forbidden=(ROOT, "narrative.interfaces")),
     Rule("narrative.interfaces", forbidden=("narrative.store", *DATABASE_DRIVERS)),
     # the benchmarks drive the engine like any user would; the single-turn BM25 baseline borrows the store's
@@ -163,3 +170,97 @@ def test_only_the_store_imports_sqlite3() -> None:
         m for m in modules() if not within(m, SQLITE_OWNER) and any(within(i, "sqlite3") for i in imports_of(m))
     ]
     assert offenders == []
+
+
+def engine_classes() -> dict[str, list[ast.ClassDef]]:
+    """Every class defined under ``narrative.engine``, by module."""
+    found: dict[str, list[ast.ClassDef]] = {}
+    for module, path in modules().items():
+        if within(module, "narrative.engine"):
+            tree = ast.parse(path.read_text("utf-8"), filename=str(path))
+            found[module] = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]
+    return found
+
+
+def engine_inheritance() -> list[str]:
+    """``module.Class inherits Base`` wherever a base class is itself a class defined in ``narrative.engine``."""
+    classes = engine_classes()
+    names = {c.name for defined in classes.values() for c in defined}
+    broken = []
+    for module, defined in classes.items():
+        for cls in defined:
+            for base in cls.bases:
+                base_name = base.attr if isinstance(base, ast.Attribute) else getattr(base, "id", "")
+                if base_name in names:
+                    broken.append(f"{module}.{cls.name} inherits {base_name}")
+    return broken
+
+
+def test_no_engine_class_inherits_from_another_engine_class() -> None:
+    assert engine_inheritance() == []
+
+
+# --- the engine orchestrates: it calls pipelines more than it calls the store ----------------------------
+
+
+PIPELINES = ("narrative.read", "narrative.write")
+
+
+def _pipeline_names(tree: ast.Module) -> set[str]:
+    """Names a module binds from ``narrative.read`` / ``narrative.write`` (modules, functions, classes)."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(PIPELINES):
+            names.update(alias.asname or alias.name for alias in node.names)
+    return names
+
+
+
+def engine_calls(module: str) -> tuple[int, int]:
+    """(store calls, pipeline calls) of one engine module, counted on its syntax tree.
+
+    A store call is a call through ``self.rt.store.…`` (the runtime's store; ``self.store.…`` or a local
+    ``store.…`` count too); a pipeline call is a call
+    whose callee starts with a name imported from ``narrative.read`` or ``narrative.write``
+    (``close.build_preview(…)``, ``TurnWriter(…)``).
+    """
+    tree = ast.parse(modules()[module].read_text("utf-8"))
+    pipelines = _pipeline_names(tree)
+    store = pipeline = 0
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        chain: list[str] = []
+        func = node.func
+        while isinstance(func, ast.Attribute):
+            chain.append(func.attr)
+            func = func.value
+        root = func.id if isinstance(func, ast.Name) else ""
+        path = [root, *reversed(chain)]  # self.rt.store.get_memory(…) → ["self", "rt", "store", "get_memory"]
+        if (len(path) >= 3 and (path[:2] == ["self", "store"] or path[:3] == ["self", "rt", "store"])) or (
+            root == "store" and chain
+        ):
+            store += 1
+        elif root in pipelines:
+            pipeline += 1
+    return store, pipeline
+
+
+def test_the_call_count_sees_both_kinds() -> None:
+    store, pipeline = engine_calls("narrative.engine.closing")
+    assert store > 0 and pipeline > 0
+
+
+def test_deletes_and_reembedding_are_pipeline_work() -> None:
+    """The delete cascade and storyline scrubbing live in write/forget.py, the routing recipe in write/embedding.py."""
+    sovereignty = modules()["narrative.engine.sovereignty"].read_text("utf-8")
+    for gone in ("splice_out_narratives", "reopen_resolved_by", "unused_storylines", "routing_text", "drift("):
+        assert gone not in sovereignty
+    maintenance = modules()["narrative.engine.maintenance"].read_text("utf-8")
+    assert "drift(" not in maintenance and "blend(" not in maintenance
+
+
+def test_no_engine_module_calls_the_store_more_than_the_pipelines() -> None:
+    """The engine orchestrates: domain work (what a delete takes, what is embedded, …) lives in read/ and write/."""
+    heavier = {m: engine_calls(m) for m in modules() if within(m, "narrative.engine")}
+    assert {m: c for m, c in heavier.items() if c[0] > c[1]} == {}

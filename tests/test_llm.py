@@ -12,7 +12,9 @@ from typing import Any
 
 import pytest
 
+import narrative
 from llm_server import Reply, ScriptedLLMServer, scripted_llm_server
+from narrative.config import Settings
 from narrative.errors import ProviderError, ValidationError
 from narrative.providers.llm import (
     LLM,
@@ -338,16 +340,17 @@ def test_check_fields() -> None:
 # ------------------------------------------------------------------ settings and registration
 
 
-def test_from_env_precedence() -> None:
+def test_llm_settings_come_from_settings() -> None:
+    """One configuration path: Settings resolves the documented NARRATIVE_LLM_* names; LLMSettings is built from it."""
     env = {
         "NARRATIVE_LLM_PROVIDER": "Ollama",
         "NARRATIVE_LLM_URL": "http://gpu-box:11434",
         "NARRATIVE_LLM_MODEL": "qwen2.5:1.5b",
         "NARRATIVE_LLM_API_KEY": "sk-env",
-        "NARRATIVE_LLM_TIMEOUT": "12.5",
-        "NARRATIVE_LLM_MAX_CALLS": "2",
+        "NARRATIVE_LLM_TIMEOUT_S": "12.5",
+        "NARRATIVE_LLM_MAX_CALLS_PER_TURN": "2",
     }
-    settings = LLMSettings.from_env(env, model="llama3.2", max_tokens_per_turn=None)
+    settings = LLMSettings.from_settings(Settings.resolve(env, llm_model="llama3.2"))
     assert settings == LLMSettings(
         provider="ollama",
         base_url="http://gpu-box:11434",
@@ -358,23 +361,36 @@ def test_from_env_precedence() -> None:
         max_tokens_per_turn=4000,
     )
     assert "sk-env" not in repr(settings)
-    assert LLMSettings.from_env({}) == LLMSettings()
-    assert LLMSettings.from_env({"NARRATIVE_LLM_PROVIDER": "openai"}, provider="none").provider == "none"
+    assert LLMSettings.from_settings(Settings.resolve({})) == LLMSettings()
+    chosen = Settings.resolve({"NARRATIVE_LLM_PROVIDER": "openai"}, llm_provider="none")
+    assert LLMSettings.from_settings(chosen).provider == "none"
+    old_names = {"NARRATIVE_LLM_TIMEOUT": "5", "NARRATIVE_LLM_MAX_CALLS": "1", "NARRATIVE_LLM_MAX_TOKENS": "9"}
+    assert LLMSettings.from_settings(Settings.resolve(old_names)) == LLMSettings()  # one set of names only
 
 
 @pytest.mark.parametrize(
     ("env", "explicit", "field"),
     [
-        ({"NARRATIVE_LLM_TIMEOUT": "soon"}, {}, "NARRATIVE_LLM_TIMEOUT"),
-        ({}, {"max_calls_per_turn": "many"}, "max_calls_per_turn"),
-        ({}, {"timeout_s": 0}, "timeout_s"),
-        ({}, {"temperature": 0.2}, "temperature"),
+        ({"NARRATIVE_LLM_TIMEOUT_S": "soon"}, {}, "llm_timeout_s"),
+        ({"NARRATIVE_LLM_MAX_CALLS_PER_TURN": "many"}, {}, "llm_max_calls_per_turn"),
+        ({}, {"llm_timeout_s": 0}, "timeout_s"),
+        ({}, {"llm_temperature": 0.2}, "llm_temperature"),
     ],
 )
-def test_from_env_rejects_bad_values(env: dict[str, str], explicit: dict[str, Any], field: str) -> None:
+def test_bad_llm_settings_are_refused(env: dict[str, str], explicit: dict[str, Any], field: str) -> None:
     with pytest.raises(ValidationError) as caught:
-        LLMSettings.from_env(env, **explicit)
+        LLMSettings.from_settings(Settings.resolve(env, **explicit))
     assert caught.value.field == field
+
+
+def test_an_unknown_provider_fails_when_the_memory_is_built(tmp_path: Path) -> None:
+    with pytest.raises(ValidationError, match=r"unknown LLM provider 'bogus'"):
+        narrative.Memory(tmp_path / "m.db", user="alice", embedder="none", llm="bogus", env={})
+    with pytest.raises(ValidationError, match=r"unknown LLM provider 'bogus'"):
+        narrative.Memory(tmp_path / "m.db", user="alice", embedder="none", env={"NARRATIVE_LLM_PROVIDER": "bogus"})
+    assert not (tmp_path / "m.db").exists()  # refused before the database is opened
+    with narrative.Memory(tmp_path / "m.db", user="alice", embedder="none", llm="ollama", env={}) as mem:
+        assert mem.settings.llm_provider == "ollama"  # a known name builds; nothing is called yet
 
 
 def test_unknown_provider() -> None:
@@ -385,8 +401,7 @@ def test_unknown_provider() -> None:
 def test_builtin_providers_come_from_entry_points(llm_server: ScriptedLLMServer) -> None:
     assert provider_class("ollama") is OllamaLLM
     assert provider_class("openai") is OpenAICompatibleLLM
-    llm = build_llm(LLMSettings.from_env({"NARRATIVE_LLM_PROVIDER": "openai", "NARRATIVE_LLM_URL": llm_server.url},
-                                         model="gpt-test", timeout_s=5))  # fmt: skip
+    llm = build_llm(LLMSettings(provider="openai", base_url=llm_server.url, model="gpt-test", timeout_s=5))
     assert isinstance(llm, OpenAICompatibleLLM) and llm.identity == "openai:gpt-test" and llm.timeout_s == 5
     with pytest.raises(ValidationError, match="needs a model"):
         build_llm(LLMSettings(provider="openai"))
@@ -418,7 +433,8 @@ def test_third_party_provider_registers_like_builtins(tmp_path: Path, monkeypatc
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: echo-llm-plugin\nVersion: 1.0\n")
     (dist / "entry_points.txt").write_text(
-        "[narrative.providers]\necho = echo_llm_plugin:EchoLLM\nbroken = echo_llm_plugin:NotAnLLM\n"
+        "[narrative.llms]\necho = echo_llm_plugin:EchoLLM\nbroken = echo_llm_plugin:NotAnLLM\n"
+        "[narrative.providers]\nolder = echo_llm_plugin:EchoLLM\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delitem(sys.modules, "echo_llm_plugin", raising=False)
@@ -428,4 +444,5 @@ def test_third_party_provider_registers_like_builtins(tmp_path: Path, monkeypatc
     assert ask_text(llm, TurnBudget(), "narrative_update", variables) is not None
     with pytest.raises(ValidationError, match="not an LLM"):
         build_llm(LLMSettings(provider="broken"))
+    assert build_llm(LLMSettings(provider="older", model="x")).identity == "echo:x"  # the group of earlier versions
     monkeypatch.delitem(sys.modules, "echo_llm_plugin", raising=False)

@@ -16,7 +16,6 @@ import functools
 import inspect
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -34,7 +33,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult, Tool
 
 import narrative
-from narrative import demo
+from conftest import DemoBuilder, copy_db
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -118,19 +117,9 @@ async def http_session(url: str) -> AsyncIterator[ClientSession]:
 
 
 @pytest.fixture(scope="module")
-def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The bundled demo, written through the engine with the real MiniLM model, closed (WAL checkpointed)."""
-    path = tmp_path_factory.mktemp("mcp") / "demo.db"
-    with narrative.Memory(path, user="alice", env={}) as mem:
-        demo.load(mem)
-    return path
-
-
-def copy_db(source: Path, target: Path) -> Path:
-    for suffix in ("", "-wal", "-shm"):
-        if Path(f"{source}{suffix}").exists():
-            shutil.copyfile(f"{source}{suffix}", f"{target}{suffix}")
-    return target
+def demo_db(build_demo: DemoBuilder, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the bundled demo for alice (real MiniLM model, real clock) that this module's servers share."""
+    return copy_db(build_demo(user="alice", loaded_at=None), tmp_path_factory.mktemp("mcp") / "demo.db")
 
 
 @pytest.fixture(scope="module")

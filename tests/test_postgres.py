@@ -22,7 +22,7 @@ import pytest
 
 from conftest import pg_server
 from narrative.errors import StoreError
-from narrative.model import Memory, Role, Source, Stream
+from narrative.model import MemoryItem, Role, Source, Stream
 from narrative.store.postgres import PostgresStore
 from narrative.store.postgres import base as pg_base
 
@@ -31,8 +31,8 @@ pytestmark = pytest.mark.postgres
 NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
 
-def memory(user: str, content: str, seconds: int = 0) -> Memory:
-    return Memory(
+def memory(user: str, content: str, seconds: int = 0) -> MemoryItem:
+    return MemoryItem(
         id=0, user_id=user, stream=Stream.FACT, source=Source.AGENT, content=content, importance=2,
         created_at=NOW + timedelta(seconds=seconds),
     )
@@ -150,7 +150,7 @@ def test_positions_have_no_gap_or_duplicate_under_concurrent_writers(pg: Postgre
     context = multiprocessing.get_context("spawn")
     processes = [context.Process(target=_write_messages, args=(url, conversation.id, 15, f"p{i}")) for i in range(2)]
     for worker in [*threads, *processes]:
-        worker.start()
+        worker.start()  # type: ignore[attr-defined]  # a Thread or a Process: both start()
     for thread in threads:
         thread.join()
     for process in processes:
@@ -169,11 +169,11 @@ _WRITER = textwrap.dedent(
     import sys
     from datetime import UTC, datetime
     import numpy as np
-    from narrative.model import Memory, Source, Stream
+    from narrative.model import MemoryItem, Source, Stream
     from narrative.store.postgres import PostgresStore
 
     store = PostgresStore(sys.argv[1])
-    made = store.insert_memory(Memory(id=0, user_id="alice", stream=Stream.FACT, source=Source.AGENT,
+    made = store.insert_memory(MemoryItem(id=0, user_id="alice", stream=Stream.FACT, source=Source.AGENT,
                                content=sys.argv[2], importance=2, created_at=datetime.now(UTC)))
     vector = np.zeros(384, dtype=np.float32)
     vector[int(sys.argv[3])] = 1.0
@@ -305,7 +305,7 @@ def test_an_import_draws_fresh_ids_from_the_sequences(url: str) -> None:
         mem.remember("we planted tomatoes by the shed", speaker="alice")
         mem.add_memory("the shed key hangs by the door")
         mem.import_data(mem.export("json"), user="carol")
-        store = mem.store
+        store: Any = mem.store
         for table in ("storylines", "conversations", "messages", "memories"):
             row = store._one(f"SELECT COUNT(*), COUNT(DISTINCT id), MAX(id) FROM {table}")
             assert row is not None and row[0] == row[1], table  # no id twice, across users

@@ -2,37 +2,24 @@
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 import narrative
-from conftest import FakeClock
-from narrative import demo
+from conftest import DEMO_NOW, DemoBuilder, FakeClock, copy_db
 from narrative.errors import ValidationError
 from narrative.model import OPEN_ENTITY_TYPES, Entity, EntityType, InfluenceType, UseKind
 from narrative.read.reasoning import ReasoningContext, content_words, match_entities
 
-DEMO_NOW = datetime(2026, 3, 13, 9, 0, tzinfo=UTC)
 REQUEST = "when will Sam send the measurements for the plot map?"
 KINDS = ["classification", "decomposition", "verification"]
 
 
-@pytest.fixture(scope="module")
-def demo_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("reasoning") / "demo.db"
-    with narrative.Memory(path, user="maya", env={}, clock=FakeClock(DEMO_NOW)) as mem:
-        demo.load(mem)
-    return path
-
-
 @pytest.fixture
-def maya(demo_file: Path, tmp_path: Path) -> Iterator[narrative.Memory]:
-    copy = tmp_path / "demo.db"
-    shutil.copy(demo_file, copy)
+def maya(build_demo: DemoBuilder, tmp_path: Path) -> Iterator[narrative.Memory]:
+    copy = copy_db(build_demo(loaded_at=DEMO_NOW), tmp_path / "demo.db")
     memory = narrative.Memory(copy, user="maya", env={}, clock=FakeClock(DEMO_NOW))
     yield memory
     memory.close()

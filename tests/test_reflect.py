@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import narrative
 from conftest import FakeClock
 from narrative.engine import Turn
-from narrative.model import Memory, ReflectionDetails, Retention, Source, StorylineKind, Stream
+from narrative.model import MemoryItem, ReflectionDetails, Retention, Source, StorylineKind, Stream
 from narrative.write import reflect
 from narrative.write.turn import TurnResult
 
@@ -33,7 +34,7 @@ FOLLOW_UPS = [
 
 def every3(db_path: Path, **settings: object) -> narrative.Memory:
     """Keyword-only memory that reflects every three exchanges (unless ``settings`` say otherwise)."""
-    chosen = {"reflect_every": 3, **settings}
+    chosen: dict[str, Any] = {"reflect_every": 3, **settings}
     return narrative.Memory(db_path, user="alice", embedder="none", clock=FakeClock(), env={}, **chosen)
 
 
@@ -48,17 +49,17 @@ def say(mem: narrative.Memory, texts: list[str]) -> list[TurnResult]:
     return [mem.remember(text, speaker="maya") for text in texts]
 
 
-def reflections(mem: narrative.Memory) -> list[Memory]:
+def reflections(mem: narrative.Memory) -> list[MemoryItem]:
     """Reflection memories, oldest first."""
     return list(reversed(mem.list_memories(stream="reflection", limit=500)))
 
 
-def exchanges(mem: narrative.Memory, conversation_id: int | None = None) -> list[Memory]:
+def exchanges(mem: narrative.Memory, conversation_id: int | None = None) -> list[MemoryItem]:
     """Conversation memories, oldest first."""
     return list(reversed(mem.list_memories(stream="conversation", conversation_id=conversation_id, limit=500)))
 
 
-def details(memory: Memory) -> ReflectionDetails:
+def details(memory: MemoryItem) -> ReflectionDetails:
     assert isinstance(memory.details, ReflectionDetails)
     return memory.details
 
@@ -131,12 +132,12 @@ def test_small_talk_reflections_belong_to_no_storyline(mem3: narrative.Memory) -
 def test_closing_reflects_on_what_the_last_reflection_did_not_cover(mem3: narrative.Memory) -> None:
     turns = say(mem3, [QUESTION, DECISION, RESEARCH, INSIGHT])
     cid = turns[0].message.conversation_id
-    end = mem3._turn_writer().finish_conversation("alice", cid, mem3.clock())
+    end = mem3._turns.writer().finish_conversation("alice", cid, mem3.clock())
     assert end.reflections
     assert {details(m).exchange_count for m in end.reflections} == {1}
     assert all(m.message_ids == exchanges(mem3)[-1].message_ids for m in end.reflections)
     assert any("realized that" in m.content for m in end.reflections)
-    again = mem3._turn_writer().finish_conversation("alice", cid, mem3.clock())
+    again = mem3._turns.writer().finish_conversation("alice", cid, mem3.clock())
     assert again.reflections == []
 
 
@@ -144,7 +145,7 @@ def test_closing_on_a_reflected_count_adds_no_duplicate(mem3: narrative.Memory) 
     turns = say(mem3, [QUESTION, DECISION, RESEARCH])
     before = reflections(mem3)
     assert before
-    end = mem3._turn_writer().finish_conversation("alice", turns[0].message.conversation_id, mem3.clock())
+    end = mem3._turns.writer().finish_conversation("alice", turns[0].message.conversation_id, mem3.clock())
     assert end.reflections == []
     assert reflections(mem3) == before
     counts = [details(m).reflection_type for m in reflections(mem3)]

@@ -20,7 +20,7 @@ import narrative
 from narrative.engine import Turn
 from narrative.errors import EmbeddingMismatch, NotFound, ValidationError
 from narrative.providers.embed import HashingEmbedder, MiniLMEmbedder, embed_one
-from narrative.write.storylines import routing_text
+from narrative.write.embedding import routing_text
 
 HASHING = HashingEmbedder().identity
 MINILM = MiniLMEmbedder().identity  # the default runtime's (onnx: "all-MiniLM-L6-v2:384")

@@ -1,4 +1,4 @@
-"""The write path of one turn: ``Memory.remember`` / ``remember_many`` and the Koshi running narrative.
+"""The write path of one turn: ``MemoryItem.remember`` / ``remember_many`` and the Koshi running narrative.
 
 message (stored first, with its position) → routed (decision and scores recorded) → memories in their
 streams (conversation exchange, decisions, research) → entities → the storyline's running narrative link.
@@ -24,7 +24,7 @@ from narrative.model import (
     ConversationDetails,
     DecisionDetails,
     EntityType,
-    Memory,
+    MemoryItem,
     Narrative,
     ResearchDetails,
     Role,
@@ -49,7 +49,7 @@ def link(mem: narrative.Memory, narrative_id: int) -> Narrative:
     return mem.store.get_narrative(mem.user, narrative_id)
 
 
-def memories_of(mem: narrative.Memory, message_id: int) -> list[Memory]:
+def memories_of(mem: narrative.Memory, message_id: int) -> list[MemoryItem]:
     return [m for m in mem.list_memories(limit=500) if message_id in m.message_ids]
 
 
@@ -328,7 +328,7 @@ def derived_rows(mem: narrative.Memory, message_id: int) -> dict[str, int]:
 def test_a_failing_extractor_keeps_the_message_and_leaves_it_pending(mem: narrative.Memory) -> None:
     done = mem.remember("I'm planning a garden app with a plot map for the community garden.", speaker="maya")
     before = {table: rows(mem, table) for table in ("memories", "entities", "narratives", "routing_decisions")}
-    mem._extractor = BrokenExtractor()
+    mem._runtime.extractor = BrokenExtractor()
     with pytest.raises(RuntimeError, match="extractor crashed"):
         mem.remember("I need to email Jonas about the plot list by Friday.", speaker="maya")
     [pending] = mem.pending_messages()
@@ -336,7 +336,7 @@ def test_a_failing_extractor_keeps_the_message_and_leaves_it_pending(mem: narrat
     assert pending.position == done.message.position + 1
     assert {table: rows(mem, table) for table in before} == before  # nothing derived was written
 
-    mem._extractor = None  # the default extractor again
+    mem._runtime.extractor = None  # the default extractor again
     [result] = mem.process_pending()
     assert result.message.id == pending.id and result.storyline.id == done.storyline.id
     assert mem.pending_messages() == []
@@ -347,7 +347,7 @@ def test_a_failing_extractor_keeps_the_message_and_leaves_it_pending(mem: narrat
 
 
 def test_a_failure_midway_rolls_back_the_whole_turn(mem: narrative.Memory) -> None:
-    writer = mem._turn_writer()
+    writer = mem._turns.writer()
     writer.assist = CrashingAssist()
     text = "We decided to use Postgres instead of MySQL because the team knows it well. I need to migrate by Friday."
     with pytest.raises(RuntimeError, match="narrative step crashed"):
@@ -368,7 +368,7 @@ def test_a_failure_midway_rolls_back_the_whole_turn(mem: narrative.Memory) -> No
 
 
 def test_a_failing_batch_leaves_every_unprocessed_turn_pending(mem: narrative.Memory) -> None:
-    mem._extractor = BrokenExtractor(fails_on="explode")
+    mem._runtime.extractor = BrokenExtractor(fails_on="explode")
     turns = [
         Turn("I'm planning a garden app with a plot map.", speaker="maya"),
         Turn("This one will explode the extractor.", speaker="maya"),
@@ -378,7 +378,7 @@ def test_a_failing_batch_leaves_every_unprocessed_turn_pending(mem: narrative.Me
         mem.remember_many(turns)
     pending = mem.pending_messages()
     assert [m.content for m in pending] == [t.content for t in turns]
-    mem._extractor = BrokenExtractor(fails_on="never in any text")
+    mem._runtime.extractor = BrokenExtractor(fails_on="never in any text")
     results = mem.process_pending()
     assert [r.message.id for r in results] == [m.id for m in pending]
     assert results[2].memories[0].message_ids == (pending[1].id, pending[2].id)
@@ -387,10 +387,10 @@ def test_a_failing_batch_leaves_every_unprocessed_turn_pending(mem: narrative.Me
 
 def test_a_pending_turn_between_done_ones_is_read_with_its_real_neighbour(mem: narrative.Memory) -> None:
     mem.remember("What soil should the raised beds use?", speaker="maya")
-    mem._extractor = BrokenExtractor(fails_on="figured")
+    mem._runtime.extractor = BrokenExtractor(fails_on="figured")
     with pytest.raises(RuntimeError):
         mem.remember("I figured out the answer: loam with compost works best.", speaker="maya")
-    mem._extractor = None
+    mem._runtime.extractor = None
     mem.remember("The plot map needs a legend.", speaker="maya")
     [pending] = mem.pending_messages()
     [result] = mem.process_pending()
@@ -434,7 +434,7 @@ def chain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Chain]:
         found.turns[label] = mem.remember(text, role, speaker="maya" if role == "user" else "rook")
     found.conversation_id = found.turns["hello"].message.conversation_id
     found.closed_at = clock()
-    found.end = mem._turn_writer().finish_conversation("maya", found.conversation_id, found.closed_at)
+    found.end = mem._turns.writer().finish_conversation("maya", found.conversation_id, found.closed_at)
     yield found
     mem.close()
 
@@ -519,14 +519,14 @@ def test_small_talk_between_two_topics_does_not_keep_the_first_thread_open(mem: 
 
 def test_finishing_twice_adds_nothing(chain: Chain) -> None:
     before = len(chain.mem.list_memories(limit=500))
-    again = chain.mem._turn_writer().finish_conversation("maya", chain.conversation_id, chain.mem.clock())
+    again = chain.mem._turns.writer().finish_conversation("maya", chain.conversation_id, chain.mem.clock())
     assert again.sealed == [] and again.narrative_memories == [] and again.reflections == []
     assert len(chain.mem.list_memories(limit=500)) == before
 
 
 def test_finishing_an_empty_conversation_is_a_no_op(mem: narrative.Memory) -> None:
     conversation = mem.start_conversation()
-    end = mem._turn_writer().finish_conversation("alice", conversation.id, mem.clock())
+    end = mem._turns.writer().finish_conversation("alice", conversation.id, mem.clock())
     assert end.sealed == [] and end.narrative_memories == [] and end.reflections == []
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -11,11 +10,11 @@ from typing import Any
 import pytest
 
 import narrative
-from conftest import FakeClock
+from conftest import DEMO_NOW, DemoBuilder, FakeClock, copy_db
 from llm_server import Reply, ScriptedLLMServer, scripted_llm_server
-from narrative import demo
 from narrative.errors import InvalidTransition, NotFound, ValidationError
 from narrative.model import DeltaType, Entity, EntityType, Message, Role
+from narrative.text.words import past_forms
 from narrative.write import resolve
 
 Snap = Callable[[Any], dict[str, list[tuple[Any, ...]]]]
@@ -23,20 +22,11 @@ llm_server = pytest.fixture(scripted_llm_server)
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 
 
-@pytest.fixture(scope="module")
-def demo_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The bundled sample, closed and confirmed session by session (built once, copied per test)."""
-    path = tmp_path_factory.mktemp("demo") / "demo.db"
-    with narrative.Memory(path, user="maya", embedder="none", clock=FakeClock(), env={}) as mem:
-        demo.load(mem)
-    return path
-
-
 @pytest.fixture
-def maya(demo_template: Path, tmp_path: Path, clock: FakeClock) -> Iterator[narrative.Memory]:
-    path = tmp_path / "demo.db"
-    shutil.copy(demo_template, path)
-    clock.now = datetime(2026, 3, 13, 9, 0, tzinfo=UTC)
+def maya(build_demo: DemoBuilder, tmp_path: Path, clock: FakeClock) -> Iterator[narrative.Memory]:
+    """A copy of the bundled sample (closed and confirmed session by session), the morning after."""
+    path = copy_db(build_demo(embedder="none"), tmp_path / "demo.db")
+    clock.now = DEMO_NOW
     memory = narrative.Memory(path, user="maya", embedder="none", clock=clock, env={})
     yield memory
     memory.close()
@@ -197,10 +187,10 @@ def test_embedding_similarity_can_stand_in_for_shared_words() -> None:
 
 
 def test_past_forms() -> None:
-    assert resolve.past_forms("call") == ("called",)
-    assert "wrote" in resolve.past_forms("write") and "drawn" in resolve.past_forms("draw")
-    assert "planned" in resolve.past_forms("plan") and "tried" in resolve.past_forms("try")
-    assert resolve.past_forms("bake") == ("baked",)
+    assert past_forms("call") == ("called",)
+    assert "wrote" in past_forms("write") and "drawn" in past_forms("draw")
+    assert "planned" in past_forms("plan") and "tried" in past_forms("try")
+    assert past_forms("bake") == ("baked",)
 
 
 def test_an_llm_judges_candidate_pairs(llm_server: ScriptedLLMServer) -> None:

@@ -19,8 +19,9 @@ import narrative
 from conftest import FakeClock
 from narrative.errors import InvalidTransition
 from narrative.model import Participant, Storyline, StorylineKind, StorylineStatus
+from narrative.read import scene
 from narrative.store.sqlite import SqliteStore
-from narrative.write import routing, storylines
+from narrative.write import embedding, routing, storylines
 from narrative.write.routing import Candidate, RoutingInput, RoutingThresholds
 from narrative.write.turn import TurnResult
 
@@ -287,11 +288,11 @@ def test_participants_first_speaker_creates_and_each_appears_once() -> None:
 def test_routing_embedding_drifts_and_refreshes_on_schedule() -> None:
     a = np.array([1.0, 0.0], dtype=np.float32)
     b = np.array([0.0, 1.0], dtype=np.float32)
-    first = storylines.drift(None, 3 * a)
+    first = embedding.drift(None, 3 * a)
     assert np.allclose(first, a)
-    moved = storylines.drift(a, b)
+    moved = embedding.drift(a, b)
     assert np.linalg.norm(moved) == pytest.approx(1.0) and 0 < moved[1] < moved[0]
-    assert np.allclose(storylines.blend(a, b), np.array([1, 1]) / np.sqrt(2))
+    assert np.allclose(embedding.blend(a, b), np.array([1, 1]) / np.sqrt(2))
     topic = storyline()
     assert [storylines.needs_embedding_refresh(replace(topic, interaction_count=n), 5) for n in (1, 2, 5, 6, 10)] == [
         True, False, True, False, True,
@@ -305,7 +306,7 @@ def test_auxiliary_storylines_are_other_recent_topics() -> None:
         return replace(storyline(sid, kind), last_message_at=NOW + timedelta(minutes=minutes))
 
     pool = [at(1, 5), at(2, 9, StorylineKind.DEFAULT), at(3, 7), at(4, 8, StorylineKind.USER), at(5, 1)]
-    assert [s.id for s in storylines.auxiliary(pool, main_id=4)] == [3, 1]
+    assert [s.id for s in scene.auxiliary(pool, main_id=4)] == [3, 1]
 
 
 def test_a_detected_storyline_takes_its_name_from_its_keywords(store: SqliteStore) -> None:

@@ -16,7 +16,7 @@ import pytest
 import narrative
 from conftest import FakeClock
 from narrative.model import Storyline, StorylineKind, StorylineStatus
-from narrative.write import routing, storylines
+from narrative.write import embedding, routing, storylines
 from narrative.write.routing import Candidate, RoutingInput, RoutingThresholds
 from narrative.write.turn import TurnResult
 
@@ -219,7 +219,7 @@ def test_a_change_of_subject_never_becomes_the_storylines_text(scenario: Scenari
         text = " ".join([made.name, made.description, " ".join(made.keywords), made.summary]).lower()
         for word in ("completely", "different", "topic"):
             assert word not in text, (label, word, text)
-        assert "different topic" not in storylines.routing_text(made).lower()
+        assert "different topic" not in embedding.routing_text(made).lower()
     assert scenario.turns["garden"].storyline.id != scenario.turns["wedding"].storyline.id
 
 

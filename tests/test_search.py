@@ -16,7 +16,7 @@ import pytest
 
 import narrative
 from conftest import FakeClock
-from narrative.model import EntityType, Memory, UseKind
+from narrative.model import EntityType, MemoryItem, UseKind
 from narrative.providers.embed import Embedder, MiniLMEmbedder, embed_one
 from narrative.read.search import (
     DEFAULT_WEIGHTS,
@@ -168,7 +168,7 @@ def test_hits_from_one_list_only_explain_themselves(hmem: narrative.Memory) -> N
 
 
 @pytest.fixture
-def filtered(hmem: narrative.Memory, clock: FakeClock) -> dict[str, Memory]:
+def filtered(hmem: narrative.Memory, clock: FakeClock) -> dict[str, MemoryItem]:
     """One 'lighthouse' memory per filter dimension, in two conversations and two storylines."""
     first = hmem.start_conversation("first")
     hmem.close_conversation(first.id)
@@ -193,7 +193,7 @@ def found(mem: narrative.Memory, mode: str, **filters: object) -> set[int]:
 
 @pytest.mark.parametrize("mode", MODES)
 def test_filters_by_conversation_storyline_stream_source(
-    hmem: narrative.Memory, filtered: dict[str, Memory], mode: str
+    hmem: narrative.Memory, filtered: dict[str, MemoryItem], mode: str
 ) -> None:
     ids = {name: m.id for name, m in filtered.items()}
     assert found(hmem, mode) == set(ids.values())  # cross-session: every conversation
@@ -206,7 +206,7 @@ def test_filters_by_conversation_storyline_stream_source(
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_filter_by_entity_type(hmem: narrative.Memory, filtered: dict[str, Memory], mode: str) -> None:
+def test_filter_by_entity_type(hmem: narrative.Memory, filtered: dict[str, MemoryItem], mode: str) -> None:
     assert found(hmem, mode, entity_types=["task"]) == {filtered["trip"].id}
     assert found(hmem, mode, entity_types=["task", "person"]) == {filtered["trip"].id, filtered["first"].id}
     assert found(hmem, mode, entity_types=["waiting_on"]) == set()
@@ -214,7 +214,7 @@ def test_filter_by_entity_type(hmem: narrative.Memory, filtered: dict[str, Memor
 
 @pytest.mark.parametrize("mode", MODES)
 def test_filter_by_time_uses_event_time_then_creation_time(
-    hmem: narrative.Memory, filtered: dict[str, Memory], clock: FakeClock, mode: str
+    hmem: narrative.Memory, filtered: dict[str, MemoryItem], clock: FakeClock, mode: str
 ) -> None:
     old = filtered["old"]
     assert old.event_at is not None and old.created_at > old.event_at

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from narrative.errors import ConversationAlreadyActive, SealedNarrative, StoreError
-from narrative.model import ConversationStatus, Memory, Role, Source, Stream
+from narrative.model import ConversationStatus, MemoryItem, Role, Source, Stream
 from narrative.store.sqlite import SqliteStore
 from narrative.store.sqlite.base import MIGRATIONS_PACKAGE, migration_names
 
@@ -27,9 +27,9 @@ def at(seconds: int) -> datetime:
     return NOW + timedelta(seconds=seconds)
 
 
-def memory(user: str, content: str, seconds: int = 0) -> Memory:
+def memory(user: str, content: str, seconds: int = 0) -> MemoryItem:
     """A memory value for ``insert_memory`` (the store assigns the id)."""
-    return Memory(
+    return MemoryItem(
         id=0, user_id=user, stream=Stream.FACT, source=Source.AGENT, content=content, importance=2,
         created_at=at(seconds),
     )

@@ -15,7 +15,7 @@ import pytest
 
 import narrative
 from conftest import FakeClock
-from narrative.write import patterns as P
+from narrative.text import patterns as P
 from narrative.write.retell import retold
 
 TALK = [

@@ -129,8 +129,10 @@ def test_the_change_log_prunes_itself(pair: tuple[narrative.Memory, narrative.Me
     first.add_memory(TOPICS[0])
     assert found(second, TOPICS[0], first.list_memories(limit=1)[0].id, "vector")
     with first.store.transaction():  # 12,000 log entries at once (the same SQL on both stores)
-        first.store._exec("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 12000)"
-                          " INSERT INTO memory_changes(memory_id) SELECT 0 FROM n")
+        first.store._exec(  # type: ignore[attr-defined]
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 12000)"
+            " INSERT INTO memory_changes(memory_id) SELECT 0 FROM n"
+        )
     assert first.store.count_rows("memory_changes") <= 6000
     late = first.add_memory(TOPICS[2]).id  # the other object's index is far behind: it rebuilds
     assert found(second, TOPICS[2], late, "vector") and found(second, TOPICS[2], late, "hybrid")

@@ -46,7 +46,8 @@ def line(turn: Turn) -> str:
 
 
 def unit(vector: np.ndarray) -> np.ndarray:
-    return vector / np.linalg.norm(vector)
+    normed: np.ndarray = vector / np.linalg.norm(vector)
+    return normed
 
 
 def composed(first: str, first_vector: np.ndarray, second: str, second_vector: np.ndarray) -> np.ndarray:
@@ -146,7 +147,7 @@ def test_a_turn_failing_inside_a_batch_keeps_the_turns_before_it(tmp_path: Path)
     ]
     turns[0] = Turn("The first bed will explode the key points step.", speaker="maya")
     with narrative.Memory(tmp_path / "b.db", user="maya", embedder="none", clock=FakeClock(), env={}) as mem:
-        writer = mem._turn_writer()
+        writer = mem._turns.writer()
         working = writer.key_points
 
         def key_points(text: str) -> str:  # a failing plug-in: retention reads the first exchange at turn 11
@@ -237,6 +238,7 @@ def test_closing_embeds_in_one_call_and_keeps_what_it_compared(tmp_path: Path) -
             compared.append(embedder.calls[before:])  # the preview embeds only what the similarity needs
             before = len(embedder.calls)
             confirmed = mem.confirm_memory()
+            assert confirmed.end is not None
             made = [*confirmed.memories, *confirmed.end.narrative_memories, *confirmed.end.reflections]
             assert len(made) >= 2 and embedder.calls[before:] == [[m.content for m in made]]  # one call
             assert {m.id for m in made} <= set(vectors_of(mem))

@@ -2,7 +2,7 @@
 
 Hold one :class:`Memory`; everything else is reached through it.  The model
 types are here for type hints; the memory dataclass itself is
-``narrative.model.Memory`` (the facade owns the short name).
+``narrative.model.MemoryItem`` (the facade owns the short name).
 """
 
 from narrative.config import Settings

@@ -4,6 +4,18 @@ Every concept of ARCHITECTURE.md lives here: user, conversation, message,
 storyline, memory, narrative, entity, state delta, use.  This module imports
 nothing of ours; every other layer imports it.
 
+Words with one meaning each:
+
+* **memory** — one remembered item (:class:`MemoryItem`: a stream, a source, a text, an importance).
+  ``narrative.Memory`` is something else: the facade a user holds, one user's whole memory in one file;
+  inside the package the item is always ``MemoryItem``, the facade always ``Memory``.
+* **narrative** — one link of the Koshi chain (:class:`Narrative`); the links of a storyline form its
+  **chain** (``walk_back``, ``walk_forward``, ``recall_chain``); the running link is the one still open.
+* **thread** — an *open item*: an active entity of one of the :data:`OPEN_ENTITY_TYPES` (a task, a
+  waiting-on, an opened question) that a later turn or the user resolves (``open_threads``,
+  ``stale_threads``, ``resolve_thread``; ``DeltaType.NEW_THREAD``).  Never a chain of links.
+* **storyline** — a topic the turns are routed to (:class:`Storyline`); Your Story is the permanent one.
+
 Ids are integers assigned by the store (Koshi's schema uses integer ids and the
 narrative tools pass ``memory_ids: number[]``); users are identified by a
 caller-chosen string such as ``"alice"``.
@@ -234,7 +246,7 @@ Details = ConversationDetails | ResearchDetails | DecisionDetails | ReflectionDe
 
 
 @dataclass(frozen=True)
-class Memory:
+class MemoryItem:
     id: int
     user_id: str
     stream: Stream

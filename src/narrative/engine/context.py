@@ -13,12 +13,13 @@ from dataclasses import replace
 from typing import Any
 
 from narrative.checks import require_choice, require_positive, require_text
-from narrative.engine.conversations import ConversationsAPI
-from narrative.engine.searching import SearchAPI
+from narrative.engine.conversations import Conversations
+from narrative.engine.core import Runtime
+from narrative.engine.searching import Search
 from narrative.errors import ValidationError
 from narrative.model import InfluenceType, Role, Use, UseKind, UseReference
 from narrative.providers.tokens import ApproxTokenCounter, TokenCounter
-from narrative.read import explain as explaining
+from narrative.read import explain
 from narrative.read.context import ContextBlock, LineCachedCounter, build_context
 from narrative.read.reasoning import ReasoningContext, build_reasoning
 from narrative.read.search import SearchHit, hybrid_search
@@ -31,41 +32,46 @@ POOL_MIN = 20
 class _Searcher:
     """``search(query, k, where=None)`` for the read pipelines; records nothing (the caller records one use)."""
 
-    def __init__(self, engine: SearchAPI, user_id: str) -> None:
+    def __init__(self, engine: Search, user_id: str) -> None:
         self.engine = engine
         self.user_id = user_id
 
     def __call__(self, query: str, k: int, where: MemoryFilter | None = None, listing: bool = False) -> list[SearchHit]:
         engine = self.engine
-        embed = engine._embed_query if engine.embedder is not None else None  # the embedder caches queries
+        embed = engine.embed_query if engine.rt.embedder is not None else None  # the embedder caches queries
         # A smaller candidate pool than search()'s: every candidate is hydrated before fusion, and a
         # context wants its top k fast (each list's best 2k still feed the fusion).
-        params = replace(engine._search_params(k, "hybrid"), pool=max(2 * k, POOL_MIN))
+        params = replace(engine.search_params(k, "hybrid"), pool=max(2 * k, POOL_MIN))
         if listing:  # a category asked for by name (decisions, tasks): the category is the relevance
             params = replace(params, similarity_floor=0.0)
-        return hybrid_search(engine.store, self.user_id, query, engine.clock(), params, where, embed)
+        return hybrid_search(engine.rt.store, self.user_id, query, engine.rt.clock(), params, where, embed)
 
 
-class ContextAPI(ConversationsAPI, SearchAPI):
-    _token_counter: TokenCounter | None = None
+class Context:
+    """Context for the model (scene and reasoning), uses, explanations and outcomes."""
+
+    def __init__(self, runtime: Runtime, conversations: Conversations, search: Search) -> None:
+        self.rt = runtime
+        self.conversations = conversations
+        self.search = search
 
     @property
     def token_counter(self) -> TokenCounter:
         """What budgets are measured with (``ApproxTokenCounter``, line-memoised, unless one was set)."""
-        if self._token_counter is None:
-            self._token_counter = LineCachedCounter(ApproxTokenCounter())
-        return self._token_counter
+        if self.rt.token_counter is None:
+            self.rt.token_counter = LineCachedCounter(ApproxTokenCounter())
+        return self.rt.token_counter
 
     @token_counter.setter
     def token_counter(self, counter: TokenCounter) -> None:
-        self._token_counter = counter
+        self.rt.token_counter = counter
 
     def _searcher(self, user_id: str) -> _Searcher:
         """Hybrid search over this user's memories that records nothing (the caller records one use)."""
-        return _Searcher(self, user_id)
+        return _Searcher(self.search, user_id)
 
     def _recording(self, record: bool | None) -> bool:
-        return self.settings.record_uses if record is None else record
+        return self.rt.settings.record_uses if record is None else record
 
     # --- context ---------------------------------------------------------------------------------------
 
@@ -76,8 +82,8 @@ class ContextAPI(ConversationsAPI, SearchAPI):
 
         Records a use of kind ``context`` naming every memory shown (``record=False`` to skip).
         """
-        user_id = self._user(user)
-        block = build_context(self.store, user_id, query, budget, search=self._searcher(user_id),
+        user_id = self.rt.user_id(user)
+        block = build_context(self.rt.store, user_id, query, budget, search=self._searcher(user_id),
                               counter=self.token_counter)
         if not self._recording(record):
             return block
@@ -104,8 +110,8 @@ class ContextAPI(ConversationsAPI, SearchAPI):
 
         Records a use of that kind; each reference carries its influence type (rule in read/reasoning.py).
         """
-        user_id = self._user(user)
-        found = build_reasoning(self.store, user_id, request, kind, top_k, search=self._searcher(user_id),
+        user_id = self.rt.user_id(user)
+        found = build_reasoning(self.rt.store, user_id, request, kind, top_k, search=self._searcher(user_id),
                                 include_active_entities=include_active_entities)
         if not self._recording(record):
             return found
@@ -119,8 +125,8 @@ class ContextAPI(ConversationsAPI, SearchAPI):
         self, user_id: str, kind: UseKind, query: str, references: Sequence[UseReference], meta: dict[str, Any],
         outcome: str | None = None,
     ) -> Use:
-        active = self.store.active_conversation(user_id)
-        return self.store.insert_use(user_id, kind, query, references, self.clock(),
+        active = self.rt.store.active_conversation(user_id)
+        return self.rt.store.insert_use(user_id, kind, query, references, self.rt.clock(),
                                      conversation_id=None if active is None else active.id, outcome=outcome,
                                      meta=meta)
 
@@ -133,29 +139,29 @@ class ContextAPI(ConversationsAPI, SearchAPI):
         optional), dicts with those keys, or ``UseReference``s. Unknown memories raise NotFound, a bad
         influence type or score ValidationError; nothing is stored then.
         """
-        user_id = self._user(user)
+        user_id = self.rt.user_id(user)
         chosen = require_choice(UseKind, kind, "kind")
         require_text(query, "query", max_length=10_000)
-        with self.store.transaction():
-            refs = explaining.check_references(self.store, user_id, references)
+        with self.rt.store.transaction():
+            refs = explain.check_references(self.rt.store, user_id, references)
             return self._insert_use(user_id, chosen, query, refs, {})
 
     def list_uses(self, limit: int = 50, *, offset: int = 0, user: str | None = None) -> list[Use]:
         """Uses, newest first."""
         require_positive(limit, "limit")
         require_positive(offset, "offset", allow_zero=True)
-        return self.store.list_uses(self._user(user), limit=limit, offset=offset)
+        return self.rt.store.list_uses(self.rt.user_id(user), limit=limit, offset=offset)
 
     def get_use(self, use_id: int, *, user: str | None = None) -> Use:
-        return self.store.get_use(self._user(user), use_id)
+        return self.rt.store.get_use(self.rt.user_id(user), use_id)
 
     def explain(self, use_id: int, *, user: str | None = None) -> dict[str, Any]:
         """Which memories a use drew on, why, and from which messages (provenance), plus its outcomes."""
-        return explaining.explain_use(self.store, self._user(user), use_id)
+        return explain.explain_use(self.rt.store, self.rt.user_id(user), use_id)
 
     def influence_chain(self, memory_id: int, limit: int = 20, *, user: str | None = None) -> list[Use]:
         """Every use of a memory since it was made, newest first."""
-        return explaining.influence_chain(self.store, self._user(user), memory_id, limit)
+        return explain.influence_chain(self.rt.store, self.rt.user_id(user), memory_id, limit)
 
     def learn_from_outcome(
         self, use_id: int, outcome: str, correction: str | None = None, *, user: str | None = None
@@ -166,21 +172,21 @@ class ContextAPI(ConversationsAPI, SearchAPI):
         references; when a conversation is active, also appends a system message describing the outcome
         to it (so the transcript keeps it and the close path compresses it with the rest).
         """
-        user_id = self._user(user)
-        verdict = require_choice(explaining.Outcome, outcome, "outcome")
+        user_id = self.rt.user_id(user)
+        verdict = require_choice(explain.Outcome, outcome, "outcome")
         note = None
         if correction is not None:
             note = require_text(correction, "correction", max_length=4000).strip()
-        if verdict is explaining.Outcome.CORRECTED and not note:
+        if verdict is explain.Outcome.CORRECTED and not note:
             raise ValidationError("a 'corrected' outcome needs the correction", "correction")
-        judged = self.store.get_use(user_id, use_id)
+        judged = self.rt.store.get_use(user_id, use_id)
         if judged.kind is UseKind.OUTCOME:
             raise ValidationError("an outcome cannot itself be judged; judge the original use", "use_id")
-        text, references, meta = explaining.outcome_record(judged, verdict, note)
-        with self.store.transaction():
-            active = self.store.active_conversation(user_id)
+        text, references, meta = explain.outcome_record(judged, verdict, note)
+        with self.rt.store.transaction():
+            active = self.rt.store.active_conversation(user_id)
             if active is not None:
-                message = self.add_message(
+                message = self.conversations.add_message(
                     text, Role.SYSTEM.value, speaker=OUTCOME_SPEAKER, conversation_id=active.id,
                     meta={"type": "system_learning", "use_id": judged.id, "outcome": verdict.value}, user=user_id,
                 )

@@ -1,4 +1,8 @@
-"""What every part of the facade shares: settings, the store, providers, the clock, the user."""
+"""The runtime every service shares: settings, the store, the clock, the providers (built lazily) and the caches.
+
+One :class:`Runtime` is built per :class:`~narrative.Memory`; each service receives it (and the peer services
+it needs) as constructor arguments.
+"""
 
 from __future__ import annotations
 
@@ -6,29 +10,31 @@ import logging
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any
 
 from narrative.checks import require_user
 from narrative.config import Settings
-from narrative.model import StorylineKind, StorylineStatus
 from narrative.store.protocol import Store
+from narrative.write import storylines
 
 if TYPE_CHECKING:
     from narrative.providers.embed import Embedder
     from narrative.providers.llm import LLM
+    from narrative.providers.tokens import TokenCounter
+    from narrative.write.embedding import MessageVectors, TextVectors
+    from narrative.write.extract import Extractor
+    from narrative.write.turn import TurnWriter
 
 log = logging.getLogger("narrative")
 
-YOUR_STORY = "Your Story"
-YOUR_STORY_DESCRIPTION = "The ongoing narrative of who you are, across all storylines and all time."
 
 
 def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-class EngineBase:
-    """Construction and shared plumbing.  Subclassed by the facade's parts, never used alone."""
+class Runtime:
+    """Settings, store, clock, providers and caches: what the services share.  Never subclassed."""
 
     def __init__(
         self,
@@ -52,6 +58,10 @@ class EngineBase:
         elif db is not None or user is not None or overrides:
             settings = Settings.resolve({}, **{**settings.__dict__, **_given(db=db, user=user), **overrides})
         self.settings = settings
+        if llm is None and settings.llm_provider.strip().lower() not in ("", "none"):
+            from narrative.providers.llm import LLMSettings, provider_class
+
+            provider_class(LLMSettings.from_settings(settings).provider)  # an unknown name fails here, not later
         if store is None:
             from narrative.store.opening import open_store
 
@@ -60,7 +70,14 @@ class EngineBase:
         self._embedder = embedder
         self._llm = llm
         self.clock: Callable[[], datetime] = clock or utc_now
-        self._known_users: set[str] = set()
+        self.known_users: set[str] = set()
+        # caches, each owned by one service but kept here so that they live as long as the memory
+        self.defaults: dict[str, dict[str, int]] = {}  # the default storylines' ids per user
+        self.writer: TurnWriter | None = None  # the write path's turn writer (Turns)
+        self.extractor: Extractor | None = None  # the heuristic extractor (Turns, Closing)
+        self.message_vectors: MessageVectors | None = None  # compose mode: each conversation's last message
+        self.close_vectors: TextVectors | None = None  # the texts closes compared, kept for the next close
+        self.token_counter: TokenCounter | None = None  # what context budgets are measured with
 
     # --- providers (built lazily: nothing loads until first used) -------------------
 
@@ -87,23 +104,16 @@ class EngineBase:
         int8 = counts.get(MiniLMEmbedder(runtime="onnx-int8").identity, 0)
         return "onnx-int8" if int8 > fp32 else "onnx"
 
+    def llm_enabled(self) -> bool:
+        """Whether an LLM helps (a provider is configured, or an LLM object was given)."""
+        return self.settings.llm_provider != "none" or self._llm is not None
+
     @property
     def llm(self) -> LLM:
         if self._llm is None:
             from narrative.providers.llm import LLMSettings, build_llm
 
-            s = self.settings
-            self._llm = build_llm(
-                LLMSettings(
-                    provider=s.llm_provider,
-                    base_url=s.llm_url,
-                    model=s.llm_model,
-                    api_key=s.llm_api_key,
-                    timeout_s=s.llm_timeout_s,
-                    max_calls_per_turn=s.llm_max_calls_per_turn,
-                    max_tokens_per_turn=s.llm_max_tokens_per_turn,
-                )
-            )
+            self._llm = build_llm(LLMSettings.from_settings(self.settings))
         return self._llm
 
     # --- users ---------------------------------------------------------------------
@@ -112,49 +122,35 @@ class EngineBase:
     def user(self) -> str:
         return self.settings.user
 
-    def _user(self, user: str | None) -> str:
+    def user_id(self, user: str | None) -> str:
         """Resolve and validate the user; first sight creates the user and Your Story."""
         user_id = require_user(self.settings.user if user is None else user)
-        if user_id not in self._known_users:
-            self._bootstrap_user(user_id)
-            self._known_users.add(user_id)
+        if user_id not in self.known_users:
+            self.bootstrap_user(user_id)
+            self.known_users.add(user_id)
         return user_id
 
-    def _bootstrap_user(self, user_id: str) -> None:
-        now = self.clock()
-        with self.store.transaction():
-            self.store.ensure_user(user_id, now)
-            if self.store.your_story(user_id) is None:
-                self.store.insert_storyline(
-                    user_id,
-                    YOUR_STORY,
-                    StorylineKind.YOUR_STORY,
-                    now,
-                    description=YOUR_STORY_DESCRIPTION,
-                    status=StorylineStatus.PERMANENT,
-                )
-            self._bootstrap_storylines(user_id, now)
+    def bootstrap_user(self, user_id: str) -> None:
+        storylines.ensure_user(self.store, user_id, self.clock())
 
-    def _bootstrap_storylines(self, user_id: str, now: datetime) -> None:
-        """Hook for the default storylines (see the write path)."""
+    def your_story_id(self, user_id: str) -> int:
+        return storylines.your_story(self.store, user_id, self.clock()).id
 
-    def _your_story_id(self, user_id: str) -> int:
-        story = self.store.your_story(user_id)
-        if story is None:
-            self._bootstrap_user(user_id)
-            story = self.store.your_story(user_id)
-        assert story is not None
-        return story.id
+    def default_ids(self, user_id: str) -> dict[str, int]:
+        """The ids of the user's default storylines (made on first need)."""
+        if user_id not in self.defaults:
+            self.defaults[user_id] = storylines.ensure_defaults(self.store, user_id, self.clock())
+        return self.defaults[user_id]
+
+    def forget_user(self, user_id: str, *, known: bool = True) -> None:
+        """Drop what is cached about a user (after an import or a delete); ``known=False``: its bootstrap too."""
+        self.defaults.pop(user_id, None)
+        if not known:
+            self.known_users.discard(user_id)
 
     def close(self) -> None:
         """Close the database connection."""
         self.store.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def _given(**values: Any) -> dict[str, Any]:

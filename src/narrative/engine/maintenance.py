@@ -13,26 +13,24 @@ vector search), ``user="alice"`` narrows the work to one user.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
-
-import numpy as np
+from collections.abc import Callable
+from typing import Any
 
 from narrative.checks import require_positive, require_user
-from narrative.engine.memories import MemoriesAPI
+from narrative.engine.core import Runtime
 from narrative.errors import ValidationError
-from narrative.model import Storyline, Stream
-from narrative.store.filters import MemoryFilter
-from narrative.write import storylines as storyline_text
-
-if TYPE_CHECKING:
-    from narrative.providers.embed import Embedder
+from narrative.read import vectors
+from narrative.write import reindex
 
 DEFAULT_BATCH = 256  # memories per transaction: an interrupted reindex keeps what it finished
-ROUTING_HISTORY = 10  # recent conversation memories replayed into a rebuilt routing embedding
 
 
-class MaintenanceAPI(MemoriesAPI):
+class Maintenance:
+    """Embedder identity checks, reindex and compaction."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.rt = runtime
+
     def embedding_status(self, *, user: str | None = None) -> dict[str, Any]:
         """The embedder identity, stored vector identities with counts, and whether a reindex is needed.
 
@@ -40,36 +38,9 @@ class MaintenanceAPI(MemoriesAPI):
         embedder, or some memory has no vector.  ``search_blocked``: vector search would
         raise ``EmbeddingMismatch`` now (foreign memory vectors anywhere in the file).
         """
-        user_id = self._existing_user(user)
-        embedder = self.embedder
-        identity = None if embedder is None else embedder.identity
-        memory_models = self.store.memory_vector_models(user_id)
-        storyline_models = self.store.storyline_vector_models(user_id)
-        memories = self.store.count_rows("memories", user_id)
-        missing = memories - sum(memory_models.values())
-        foreign_memories = sum(n for m, n in memory_models.items() if m != identity)
-        foreign_storylines = sum(n for m, n in storyline_models.items() if m != identity)
-        reasons = []
-        if identity is not None:
-            if foreign_memories:
-                reasons.append(f"{foreign_memories} memory vectors were made by another embedder")
-            if foreign_storylines:
-                reasons.append(f"{foreign_storylines} storyline routing embeddings were made by another embedder")
-            if missing:
-                reasons.append(f"{missing} memories have no vector")
-        blocked = identity is not None and any(m != identity for m in self.store.memory_vector_models())
-        return {
-            "embedder": identity,
-            "scope": "all users" if user_id is None else user_id,
-            "users": 1 if user_id is not None else len(self.store.list_users()),
-            "memories": memories,
-            "memory_vectors": memory_models,
-            "storyline_vectors": storyline_models,
-            "memories_without_vector": missing,
-            "reindex_needed": bool(reasons),
-            "reasons": reasons,
-            "search_blocked": blocked,
-        }
+        embedder = self.rt.embedder
+        return vectors.vector_status(self.rt.store, None if embedder is None else embedder.identity,
+                                     self._existing_user(user))
 
     def reindex(
         self,
@@ -87,7 +58,7 @@ class MaintenanceAPI(MemoriesAPI):
         Memories are written in transactions of ``batch_size``; ``progress(done, total)`` is called after
         each one (memories re-embedded so far, of all).  Returns the counts.
         """
-        embedder = self.embedder
+        embedder = self.rt.embedder
         if embedder is None:
             raise ValidationError("reindex needs an embedder; this memory runs keyword-only (embedder 'none')",
                                   field="embedder")
@@ -95,21 +66,17 @@ class MaintenanceAPI(MemoriesAPI):
         size = DEFAULT_BATCH if batch_size is None else require_positive(batch_size, "batch_size")
         started = time.perf_counter()
         model = embedder.identity
-        targets = self.store.memory_ids_to_embed(None if force else model, user_id)
-        for start in range(0, len(targets), size):
-            self._reembed_batch(embedder, targets[start : start + size])
-            if progress is not None:
-                progress(min(start + size, len(targets)), len(targets))
-        users = sorted(self._users_in_scope(user_id))
-        storylines = sum(self._reembed_storylines(embedder, uid, force) for uid in users)
-        self.store.drop_index()  # the next search builds the index from the new vectors
+        memories = reindex.reembed_memories(self.rt.store, embedder.embed_batch, model, user_id, force=force,
+                                            batch_size=size, progress=progress)
+        storylines, users = reindex.reembed_routing(self.rt.store, embedder.embed_batch, model, user_id, force=force)
+        self.rt.store.drop_index()  # the next search builds the index from the new vectors
         status = self.embedding_status(user=user_id)
         return {
             "embedder": model,
             "scope": status["scope"],
-            "memories": len(targets),
+            "memories": memories,
             "storylines": storylines,
-            "users": len(users),
+            "users": users,
             "batch_size": size,
             "forced": force,
             "seconds": round(time.perf_counter() - started, 3),
@@ -124,59 +91,11 @@ class MaintenanceAPI(MemoriesAPI):
         if user is None:
             return None
         user_id = require_user(user)
-        self.store.get_user(user_id)
+        self.rt.store.get_user(user_id)
         return user_id
-
-    def _users_in_scope(self, user_id: str | None) -> set[str]:
-        return {user_id} if user_id is not None else {u.id for u in self.store.list_users()}
-
-    def _reembed_batch(self, embedder: Embedder, batch: Sequence[tuple[str, int]]) -> None:
-        """Embed one batch (outside any transaction: no write lock while the model works), then store it."""
-        by_user: dict[str, list[int]] = {}
-        for owner, memory_id in batch:
-            by_user.setdefault(owner, []).append(memory_id)
-        made: dict[str, dict[int, np.ndarray]] = {}
-        for owner, ids in by_user.items():
-            memories = self.store.get_memories(owner, ids)
-            if memories:
-                vectors = embedder.embed_batch([self._embedding_text(m) for m in memories])
-                made[owner] = {m.id: vectors[i] for i, m in enumerate(memories)}
-        with self.store.transaction():
-            for owner, vectors_by_id in made.items():
-                self.store.put_memory_vectors(owner, embedder.identity, vectors_by_id)
-
-    def _reembed_storylines(self, embedder: Embedder, user_id: str, force: bool) -> int:
-        """Rebuild the routing embeddings of ``user_id`` that are stale (or all of them with ``force``)."""
-        model = embedder.identity
-        stale = sorted(sid for sid, made_by in self.store.storyline_vector_identities(user_id).items()
-                       if force or made_by != model)
-        made = {sid: self._routing_vector(embedder, self.store.get_storyline(user_id, sid)) for sid in stale}
-        with self.store.transaction():
-            for sid, vector in made.items():
-                self.store.put_storyline_vector(user_id, sid, model, vector)
-        return len(made)
 
     def compact(self, *, keep_changes: int = 1_000) -> dict[str, int]:
         """Prune the memory change log to its newest ``keep_changes`` entries, merge the full-text
         indexes and checkpoint the WAL (deletes do this by themselves; ``narrative compact``)."""
         require_positive(keep_changes, "keep_changes", allow_zero=True)
-        return self.store.scrub_deleted(keep_changes)
-
-    def _routing_vector(self, embedder: Embedder, storyline: Storyline) -> np.ndarray:
-        """What the write path would hold: the recent exchanges drifted in order, blended with the text.
-
-        The write path pulls the routing embedding toward each routed message and
-        blends it with the storyline's own text every few turns; replaying the last
-        exchanges and one final blend gives the same kind of vector from scratch.
-        """
-        recent = self.store.list_memories(
-            storyline.user_id,
-            MemoryFilter(storyline_ids=[storyline.id], streams=[Stream.CONVERSATION], limit=ROUTING_HISTORY),
-        )
-        texts = [storyline_text.routing_text(storyline) or storyline.name]
-        texts += [self._embedding_text(m) for m in reversed(recent)]  # oldest first
-        vectors = embedder.embed_batch(texts)
-        routing: np.ndarray | None = None
-        for row in vectors[1:]:
-            routing = storyline_text.drift(routing, row)
-        return storyline_text.blend(routing, vectors[0])
+        return self.rt.store.scrub_deleted(keep_changes)

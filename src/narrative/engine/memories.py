@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -11,15 +11,20 @@ import numpy as np
 
 from narrative import model
 from narrative.checks import require_choice, require_importance, require_text
-from narrative.engine.core import EngineBase
+from narrative.engine.core import Runtime
 from narrative.errors import ValidationError
 from narrative.model import Narrative, Source, Stream
 from narrative.read import chain
 from narrative.store.filters import MemoryFilter
-from narrative.write import narrate
+from narrative.write import by_hand, narrate
 
 
-class MemoriesAPI(EngineBase):
+class Memories:
+    """Memories (add, edit, list) and the Koshi narrative chain."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.rt = runtime
+
     # --- memories ----------------------------------------------------------------------
 
     def add_memory(
@@ -36,17 +41,15 @@ class MemoriesAPI(EngineBase):
         conversation_id: int | None = None,
         event_at: datetime | None = None,
         user: str | None = None,
-    ) -> model.Memory:
+    ) -> model.MemoryItem:
         """Store one memory, stamped with the narrative active now, embedded when an embedder is set."""
-        user_id = self._user(user)
+        user_id = self.rt.user_id(user)
         memory = self._new_memory(
             user_id, content, stream=stream, source=source, importance=importance, emotions=emotions,
             message_ids=message_ids, details=details, storyline_id=storyline_id, conversation_id=conversation_id,
             event_at=event_at,
         )
-        with self.store.transaction():
-            self._check_refs(user_id, memory)
-            return self._store_memories(user_id, [memory])[0]
+        return by_hand.add_memories(self.rt.store, user_id, [memory], self._embedder())[0]
 
     def add_memories(
         self,
@@ -54,13 +57,13 @@ class MemoriesAPI(EngineBase):
         *,
         vectors: np.ndarray | None = None,
         user: str | None = None,
-    ) -> list[model.Memory]:
+    ) -> list[model.MemoryItem]:
         """Bulk insert for importers and benchmarks: one transaction, embeddings in batches.
 
         Each item takes :meth:`add_memory`'s keyword arguments (``content`` required).
         ``vectors`` (one row per item, made by this engine's embedder) skips embedding.
         """
-        user_id = self._user(user)
+        user_id = self.rt.user_id(user)
         for index, item in enumerate(items):
             unknown = set(item) - _ITEM_KEYS if isinstance(item, Mapping) else {"(not an object)"}
             if unknown or "content" not in item:
@@ -69,19 +72,9 @@ class MemoriesAPI(EngineBase):
                     field="items",
                 )
         memories = [self._new_memory(user_id, **dict(item)) for item in items]
-        if vectors is not None and (self.embedder is None or len(vectors) != len(memories)):
+        if vectors is not None and (self.rt.embedder is None or len(vectors) != len(memories)):
             raise ValidationError("vectors need an embedder and one row per item", field="vectors")
-        with self.store.transaction():
-            for memory in memories:
-                self._check_refs(user_id, memory)
-            if vectors is None:
-                return self._store_memories(user_id, memories)
-            stored = [self.store.insert_memory(m) for m in memories]
-            assert self.embedder is not None
-            self.store.put_memory_vectors(
-                user_id, self.embedder.identity, {m.id: vectors[i] for i, m in enumerate(stored)}
-            )
-            return stored
+        return by_hand.add_memories(self.rt.store, user_id, memories, self._embedder(), vectors)
 
     def _new_memory(
         self,
@@ -97,12 +90,12 @@ class MemoriesAPI(EngineBase):
         storyline_id: int | None = None,
         conversation_id: int | None = None,
         event_at: datetime | None = None,
-    ) -> model.Memory:
+    ) -> model.MemoryItem:
         if isinstance(emotions, str):
             emotions = [emotions]
         if any(isinstance(i, bool) or not isinstance(i, int) for i in message_ids):
             raise ValidationError("message_ids must be integers", field="message_ids")
-        return model.Memory(
+        return model.MemoryItem(
             id=0,
             user_id=user_id,
             stream=require_choice(Stream, stream, "stream"),
@@ -115,59 +108,25 @@ class MemoriesAPI(EngineBase):
             storyline_id=storyline_id,
             conversation_id=conversation_id,
             event_at=event_at,
-            created_at=self.clock(),
+            created_at=self.rt.clock(),
         )
 
-    def _check_refs(self, user_id: str, memory: model.Memory) -> None:
-        if memory.storyline_id is not None:
-            self.store.get_storyline(user_id, memory.storyline_id)
-        if memory.conversation_id is not None:
-            self.store.get_conversation(user_id, memory.conversation_id)
-        if memory.message_ids:
-            found = {m.id for m in self.store.get_messages(user_id, list(memory.message_ids))}
-            missing = [i for i in memory.message_ids if i not in found]
-            if missing:
-                raise ValidationError(f"messages not found: {missing}", field="message_ids")
+    def _embedder(self) -> by_hand.Embedder:
+        embedder = self.rt.embedder
+        return None if embedder is None else (embedder.embed_batch, embedder.identity)
 
-    def _active_narrative_id(self, user_id: str, storyline_id: int | None) -> int | None:
-        """Koshi stamping: the storyline's running link, else the user's latest link."""
-        if storyline_id is not None:
-            running = self.store.open_narrative(user_id, storyline_id)
-            if running is not None:
-                return running.id
-        latest = self.store.latest_narrative(user_id)
-        return None if latest is None else latest.id
-
-    def _store_memories(
-        self, user_id: str, memories: Sequence[model.Memory], *, embed: bool = True
-    ) -> list[model.Memory]:
+    def store_memories(
+        self, user_id: str, memories: Sequence[model.MemoryItem], *, embed: bool = True
+    ) -> list[model.MemoryItem]:
         """Insert memories (stamping their narrative) and their vectors in one transaction (``embed=False``:
         the caller embeds them, in a batch of its own)."""
-        stored: list[model.Memory] = []
-        with self.store.transaction():
-            for memory in memories:
-                if memory.narrative_id is None:
-                    stamp = self._active_narrative_id(user_id, memory.storyline_id)
-                    memory = model.Memory(**{**memory.__dict__, "narrative_id": stamp})
-                stored.append(self.store.insert_memory(memory))
-            if embed:
-                self._embed_memories(user_id, stored)
-        return stored
+        return by_hand.store_memories(self.rt.store, user_id, memories, self._embedder() if embed else None)
 
-    def _embed_memories(self, user_id: str, memories: Sequence[model.Memory]) -> None:
-        embedder = self.embedder
-        if embedder is None or not memories:
-            return
-        vectors = embedder.embed_batch([self._embedding_text(m) for m in memories])
-        self.store.put_memory_vectors(
-            user_id, embedder.identity, {m.id: vectors[i] for i, m in enumerate(memories)}
-        )
+    def embed_memories(self, user_id: str, memories: Sequence[model.MemoryItem]) -> None:
+        by_hand.put_vectors(self.rt.store, user_id, memories, self._embedder())
 
-    def _embedding_text(self, memory: model.Memory) -> str:
-        return memory.content
-
-    def get_memory(self, memory_id: int, *, user: str | None = None) -> model.Memory:
-        return self.store.get_memory(self._user(user), memory_id)
+    def get_memory(self, memory_id: int, *, user: str | None = None) -> model.MemoryItem:
+        return self.rt.store.get_memory(self.rt.user_id(user), memory_id)
 
     def list_memories(
         self,
@@ -178,7 +137,7 @@ class MemoriesAPI(EngineBase):
         limit: int = 50,
         offset: int = 0,
         user: str | None = None,
-    ) -> list[model.Memory]:
+    ) -> list[model.MemoryItem]:
         """Memories newest first, optionally of one stream, storyline or conversation."""
         where = MemoryFilter(
             streams=None if stream is None else [require_choice(Stream, stream, "stream")],
@@ -187,7 +146,7 @@ class MemoriesAPI(EngineBase):
             limit=limit,
             offset=offset,
         )
-        return self.store.list_memories(self._user(user), where)
+        return self.rt.store.list_memories(self.rt.user_id(user), where)
 
     def edit_memory(
         self,
@@ -196,28 +155,19 @@ class MemoriesAPI(EngineBase):
         content: str | None = None,
         importance: int | None = None,
         emotions: Sequence[str] | None = None,
+        entities_to_remove: Iterable[int] = (),
+        entities_to_add: Iterable[dict[str, Any]] = (),
         user: str | None = None,
-    ) -> model.Memory:
-        """Change a memory; the first edit of its text keeps the original and marks it user_edited."""
-        user_id = self._user(user)
-        current = self.store.get_memory(user_id, memory_id)
-        changes: dict[str, object] = {}
-        if content is not None:
-            changes["content"] = require_text(content, "content").strip()
-            changes["user_edited"] = True
-            if current.original_content is None:
-                changes["original_content"] = current.content
-        if importance is not None:
-            changes["importance"] = require_importance(importance)
-        if emotions is not None:
-            changes["emotions"] = tuple(emotions)
-        if not changes:
-            return current
-        with self.store.transaction():
-            updated = self.store.update_memory(user_id, memory_id, **changes)
-            if content is not None:
-                self._embed_memories(user_id, [updated])
-        return updated
+    ) -> model.MemoryItem:
+        """Change a memory after the fact: text (the first edit keeps the original and marks it user_edited),
+        importance, emotions and its entities.
+
+        ``entities_to_add``: ``[{"type": "task", "name": "…", "data": {...}}]``.
+        """
+        user_id = self.rt.user_id(user)
+        changes = by_hand.memory_changes(self.rt.store, user_id, memory_id, content, importance, emotions)
+        return by_hand.edit_memory(self.rt.store, user_id, memory_id, changes, entities_to_remove, entities_to_add,
+                                   self._embedder(), self.rt.clock())
 
     # --- the narrative chain (Koshi) ------------------------------------------------
 
@@ -232,9 +182,9 @@ class MemoriesAPI(EngineBase):
         user: str | None = None,
     ) -> Narrative:
         """Append a sealed link: one-sentence summary, the memories it connects, the previous link."""
-        user_id = self._user(user)
+        user_id = self.rt.user_id(user)
         return narrate.narrative_update(
-            self.store, user_id, summary, memory_ids, previous_narrative_id, topic, self.clock(),
+            self.rt.store, user_id, summary, memory_ids, previous_narrative_id, topic, self.rt.clock(),
             storyline_id=storyline_id,
         )
 
@@ -242,31 +192,32 @@ class MemoriesAPI(EngineBase):
         self, narrative_id: int | None = None, query: str | None = None, *, limit: int = 10, user: str | None = None
     ) -> list[Narrative]:
         """By id, by keyword, or (no arguments) the latest link: "where was I?"."""
-        return chain.narrative_search(self.store, self._user(user), narrative_id, query, limit)
+        return chain.narrative_search(self.rt.store, self.rt.user_id(user), narrative_id, query, limit)
 
     def narratives_after(self, narrative_id: int, *, user: str | None = None) -> list[Narrative]:
         """Forward traversal: the links whose previous link is this one."""
-        user_id = self._user(user)
-        self.store.get_narrative(user_id, narrative_id)
-        return self.store.narratives_after(user_id, narrative_id)
+        user_id = self.rt.user_id(user)
+        self.rt.store.get_narrative(user_id, narrative_id)
+        return self.rt.store.narratives_after(user_id, narrative_id)
 
     def walk_back(self, narrative_id: int, depth: int | None = None, *, user: str | None = None) -> list[Narrative]:
-        return chain.walk_back(self.store, self._user(user), narrative_id, depth)
+        return chain.walk_back(self.rt.store, self.rt.user_id(user), narrative_id, depth)
 
     def walk_forward(
         self, narrative_id: int, depth: int | None = None, *, user: str | None = None
     ) -> list[Narrative]:
-        return chain.walk_forward(self.store, self._user(user), narrative_id, depth)
+        return chain.walk_forward(self.rt.store, self.rt.user_id(user), narrative_id, depth)
 
     def recall_chain(self, memory_id: int, depth: int = 3, *, user: str | None = None) -> chain.RecallChain:
         """memory → narrative → sibling memories → earlier links."""
-        return chain.recall_chain(self.store, self._user(user), memory_id, depth)
+        return chain.recall_chain(self.rt.store, self.rt.user_id(user), memory_id, depth)
 
     def list_narratives(
         self, *, storyline_id: int | None = None, limit: int = 50, offset: int = 0, user: str | None = None
     ) -> list[Narrative]:
-        return self.store.list_narratives(self._user(user), storyline_id=storyline_id, limit=limit, offset=offset)
+        user_id = self.rt.user_id(user)
+        return self.rt.store.list_narratives(user_id, storyline_id=storyline_id, limit=limit, offset=offset)
 
 
 #: The keys an ``add_memories`` item may carry (``add_memory``'s arguments).
-_ITEM_KEYS = frozenset(inspect.signature(MemoriesAPI._new_memory).parameters) - {"self", "user_id"}
+_ITEM_KEYS = frozenset(inspect.signature(Memories._new_memory).parameters) - {"self", "user_id"}

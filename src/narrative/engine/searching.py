@@ -8,19 +8,24 @@ from datetime import datetime
 import numpy as np
 
 from narrative.checks import require_choice, require_positive, require_score, require_text
-from narrative.engine.core import EngineBase
+from narrative.engine.core import Runtime
 from narrative.model import EntityType, InfluenceType, Source, Stream, Use, UseKind, UseReference
 from narrative.read import chain
 from narrative.read.search import SearchHit, SearchMode, SearchParams, Weights, hybrid_search
 from narrative.store.filters import MemoryFilter
 
 
-class SearchAPI(EngineBase):
-    def _search_params(self, k: int, mode: str, min_score: float = 0.0) -> SearchParams:
-        s = self.settings
+class Search:
+    """Hybrid search and recall over a user's memories (each call records a use)."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.rt = runtime
+
+    def search_params(self, k: int, mode: str, min_score: float = 0.0) -> SearchParams:
+        s = self.rt.settings
         floor = s.similarity_floor
         if floor < 0:
-            floor = float(getattr(self.embedder, "similarity_floor", 0.0)) if self.embedder is not None else 0.0
+            floor = float(getattr(self.rt.embedder, "similarity_floor", 0.0)) if self.rt.embedder is not None else 0.0
         return SearchParams(
             k=require_positive(k, "k"),
             pool=max(100, 2 * k),
@@ -35,8 +40,8 @@ class SearchAPI(EngineBase):
             min_score=require_score(min_score),
         )
 
-    def _embed_query(self, text: str) -> tuple[np.ndarray, str]:
-        embedder = self.embedder
+    def embed_query(self, text: str) -> tuple[np.ndarray, str]:
+        embedder = self.rt.embedder
         assert embedder is not None
         from narrative.providers.embed import embed_one
 
@@ -68,7 +73,7 @@ class SearchAPI(EngineBase):
         relevant returns nothing; ``min_score`` (0–1) drops weaker hits too.  No message is shown by two hits:
         ``hit.text`` is what to show a reader, ``hit.also`` the memories folded into the hit.
         """
-        user_id = self._user(user)
+        user_id = self.rt.user_id(user)
         require_text(query, "query", max_length=10_000)
         ids = list(conversation_ids or []) + ([conversation_id] if conversation_id is not None else [])
         where = MemoryFilter(
@@ -82,10 +87,10 @@ class SearchAPI(EngineBase):
             since=since,
             until=until,
         )
-        params = self._search_params(k, mode, min_score)
-        embed = self._embed_query if self.embedder is not None else None
-        hits = hybrid_search(self.store, user_id, query, self.clock(), params, where, embed)
-        if self.settings.record_uses if record is None else record:
+        params = self.search_params(k, mode, min_score)
+        embed = self.embed_query if self.rt.embedder is not None else None
+        hits = hybrid_search(self.rt.store, user_id, query, self.rt.clock(), params, where, embed)
+        if self.rt.settings.record_uses if record is None else record:
             self._record_hits(user_id, UseKind.RECALL, query, hits)
         return hits
 
@@ -94,8 +99,8 @@ class SearchAPI(EngineBase):
     ) -> list[tuple[SearchHit, chain.RecallChain]]:
         """Search, then open each hit into its recall chain (narrative, siblings, earlier links)."""
         hits = self.search(query, k, user=user, **filters)  # type: ignore[arg-type]
-        user_id = self._user(user)
-        return [(hit, chain.recall_chain(self.store, user_id, hit.memory.id, depth)) for hit in hits]
+        user_id = self.rt.user_id(user)
+        return [(hit, chain.recall_chain(self.rt.store, user_id, hit.memory.id, depth)) for hit in hits]
 
     def _record_hits(
         self,
@@ -116,8 +121,8 @@ class SearchAPI(EngineBase):
             )
             for rank, hit in enumerate(hits, start=1)
         ]
-        active = self.store.active_conversation(user_id)
-        return self.store.insert_use(
-            user_id, kind, query, references, self.clock(),
+        active = self.rt.store.active_conversation(user_id)
+        return self.rt.store.insert_use(
+            user_id, kind, query, references, self.rt.clock(),
             conversation_id=None if active is None else active.id, meta=meta,
         )

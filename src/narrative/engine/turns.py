@@ -9,9 +9,9 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from narrative.checks import require_choice, require_text
-from narrative.engine.core import EngineBase
+from narrative.engine.core import Runtime
 from narrative.model import Message, Role
-from narrative.write import embedding, lifecycle, storylines
+from narrative.write import embedding, lifecycle
 from narrative.write.embedding import TurnVectors
 from narrative.write.turn import TurnContext, TurnResult, TurnWriter, WriteSettings
 
@@ -32,24 +32,23 @@ class Turn:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
-class TurnsAPI(EngineBase):
-    _writer: TurnWriter | None = None
-    _extractor: Extractor | None = None
-    _defaults: dict[str, dict[str, int]] | None = None
-    _message_vectors: embedding.MessageVectors | None = None  # compose mode: each conversation's last message
+class Turns:
+    """The write path: remember a turn, or many at once (one embedding call), and retry pending ones."""
 
-    def _bootstrap_storylines(self, user_id: str, now: datetime) -> None:
-        storylines.ensure_defaults(self.store, user_id, now)
+    def __init__(self, runtime: Runtime) -> None:
+        self.rt = runtime
 
-    def _turn_writer(self) -> TurnWriter:
-        if self._writer is None:
-            embedder = self.embedder
+
+    def writer(self) -> TurnWriter:
+        """The write path's turn writer (built once, on first use)."""
+        if self.rt.writer is None:
+            embedder = self.rt.embedder
             from narrative.write.extract import key_points as key_points_of
             from narrative.write.extract import session_theme
 
-            s = self.settings
-            self._writer = TurnWriter(
-                self.store,
+            s = self.rt.settings
+            self.rt.writer = TurnWriter(
+                self.rt.store,
                 None if embedder is None else embedder.embed_batch,
                 None if embedder is None else embedder.identity,
                 WriteSettings(
@@ -62,29 +61,23 @@ class TurnsAPI(EngineBase):
                 theme=session_theme,
                 assist=self._turn_assist(),
             )
-        return self._writer
+        return self.rt.writer
 
     def _turn_assist(self) -> LLMTurnAssist | None:
         """The LLM's help for turns, or None when no LLM is configured."""
-        if self.settings.llm_provider == "none" and self._llm is None:
+        if not self.rt.llm_enabled():
             return None
         from narrative.write.assist import LLMTurnAssist
 
-        return LLMTurnAssist(self.llm, self.settings)
+        return LLMTurnAssist(self.rt.llm, self.rt.settings)
 
-    def _extract(self) -> Extractor:
-        if self._extractor is None:
+    def extractor(self) -> Extractor:
+        """The extractor of turns (the heuristic one unless one was set on the runtime)."""
+        if self.rt.extractor is None:
             from narrative.write.extract import HeuristicExtractor
 
-            self._extractor = HeuristicExtractor()
-        return self._extractor
-
-    def _default_ids(self, user_id: str) -> dict[str, int]:
-        if self._defaults is None:
-            self._defaults = {}
-        if user_id not in self._defaults:
-            self._defaults[user_id] = storylines.ensure_defaults(self.store, user_id, self.clock())
-        return self._defaults[user_id]
+            self.rt.extractor = HeuristicExtractor()
+        return self.rt.extractor
 
     # --- public ---------------------------------------------------------------------------
 
@@ -111,17 +104,18 @@ class TurnsAPI(EngineBase):
         rolls back its own derived work and ends the call: the turns before it stay stored, it and the rest
         stay pending (``process_pending``).  ``progress(done, total)`` is called after each batch.
         """
-        user_id = self._user(user)
+        user_id = self.rt.user_id(user)
         items = list(turns)
         for turn in items:
             require_text(turn.content, "content")
             require_choice(Role, turn.role, "role")
         results: list[TurnResult] = []
-        batch = max(1, getattr(self.embedder, "batch_size", 64))
+        batch = max(1, getattr(self.rt.embedder, "batch_size", 64))
         for start in range(0, len(items), batch):
             chunk = items[start : start + batch]
             messages = lifecycle.add_messages(
-                self.store, user_id, [(t.content, t.at or self.clock(), Role(t.role), t.speaker, t.meta) for t in chunk]
+                self.rt.store, user_id,
+                [(t.content, t.at or self.rt.clock(), Role(t.role), t.speaker, t.meta) for t in chunk],
             )
             results += self._process(user_id, messages)
             if progress is not None:
@@ -135,9 +129,9 @@ class TurnsAPI(EngineBase):
         it, the conversation memory holds both, and routing embeds the message alone so the previous turn's
         topic does not pull the message into it.
         """
-        writer = self._turn_writer()
-        defaults = self._default_ids(user_id)
-        your_story = self._your_story_id(user_id)
+        writer = self.writer()
+        defaults = self.rt.default_ids(user_id)
+        your_story = self.rt.your_story_id(user_id)
         befores = self._befores(user_id, messages)
         assist = writer.assist
         if assist is not None:  # the model works turn by turn, each with its own budget and transaction
@@ -153,7 +147,7 @@ class TurnsAPI(EngineBase):
                     message, made.exchange, extraction, made.derived, defaults, your_story, routing_vector=made.routing
                 ))
             return results
-        extractor = self._extract()
+        extractor = self.extractor()
         extractions = [
             extractor.extract_turn(
                 m.content, speaker=m.speaker, role=m.role.value, previous=None if before is None else before.content
@@ -163,7 +157,7 @@ class TurnsAPI(EngineBase):
         vectors = self._turn_vectors(messages, befores, extractions)
         results, failure = [], None
         context = TurnContext()
-        with self.store.transaction():  # one write transaction for the batch; each turn is a savepoint in it
+        with self.rt.store.transaction():  # one write transaction for the batch; each turn is a savepoint in it
             for message, before, extraction, made in zip(messages, befores, extractions, vectors, strict=True):
                 try:
                     results.append(writer.process(
@@ -187,31 +181,31 @@ class TurnsAPI(EngineBase):
             ):
                 befores.append(last)
             else:
-                befores.append(self.store.previous_message(user_id, message.conversation_id, message.position))
+                befores.append(self.rt.store.previous_message(user_id, message.conversation_id, message.position))
         return befores
 
     def _turn_vectors(
         self, messages: Sequence[Message], befores: Sequence[Message | None], extractions: Sequence[Any]
     ) -> list[TurnVectors]:
         """Every vector the turns need, from one embedding call over their distinct texts (``write.embedding``)."""
-        embedder = self.embedder
+        embedder = self.rt.embedder
         if embedder is None:
             return [TurnVectors() for _ in messages]
-        answered = [before if self.settings.exchange_turns >= 2 else None for before in befores]
-        composed = self.settings.exchange_vector == "compose"
+        answered = [before if self.rt.settings.exchange_turns >= 2 else None for before in befores]
+        composed = self.rt.settings.exchange_vector == "compose"
         plans = embedding.plan_turns(messages, answered, [_derived_texts(x) for x in extractions], composed)
-        if composed and self._message_vectors is None:
-            self._message_vectors = embedding.MessageVectors()
-        return embedding.embed_plans(embedder.embed_batch, plans, self._message_vectors if composed else None)
+        if composed and self.rt.message_vectors is None:
+            self.rt.message_vectors = embedding.MessageVectors()
+        return embedding.embed_plans(embedder.embed_batch, plans, self.rt.message_vectors if composed else None)
 
     def pending_messages(self, *, user: str | None = None) -> list[Message]:
         """Messages whose derived work failed (stored, never routed): retry with process_pending."""
-        user_id = self._user(user)
-        return [m for m in self.store.list_messages(user_id) if m.storyline_id is None and m.role is not Role.SYSTEM]
+        user_id = self.rt.user_id(user)
+        return [m for m in self.rt.store.list_messages(user_id) if m.storyline_id is None and m.role is not Role.SYSTEM]
 
     def process_pending(self, *, user: str | None = None) -> list[TurnResult]:
         """Run the write path again for messages whose derived work did not complete."""
-        user_id = self._user(user)
+        user_id = self.rt.user_id(user)
         return self._process(user_id, self.pending_messages(user=user_id))
 
 

@@ -124,14 +124,6 @@ def ok(value: Any, status: int = 200) -> JSONResponse:
     return JSONResponse(out(value), status_code=status)
 
 
-def require_engine(memory: Memory, name: str) -> Callable[..., Any]:
-    """The engine method ``name``; a clear 501 when this build of the engine lacks it."""
-    method = getattr(memory, name, None)
-    if method is None:
-        raise StarletteHTTPException(501, f"this engine has no {name}()")
-    return method  # type: ignore[no-any-return]
-
-
 # --- errors -------------------------------------------------------------------------------
 
 

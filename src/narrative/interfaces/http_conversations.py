@@ -9,7 +9,7 @@ from fastapi.responses import JSONResponse
 
 from narrative.engine import Turn
 from narrative.interfaces import http_schemas as S
-from narrative.interfaces.http_common import Paging, Who, ok, paged, require_engine, sliced
+from narrative.interfaces.http_common import Paging, Who, ok, paged, sliced
 from narrative.interfaces.http_models import (
     CloseConversation,
     Confirm,
@@ -59,7 +59,7 @@ def get_conversation(who: Who, conversation_id: int) -> JSONResponse:
                response_model=S.Deleted)
 def delete_conversation(who: Who, conversation_id: int) -> JSONResponse:
     who.memory.get_conversation(conversation_id, user=who.user)
-    result = require_engine(who.memory, "delete_conversation")(conversation_id, user=who.user)
+    result = who.memory.delete_conversation(conversation_id, user=who.user)
     return ok({"deleted": conversation_id, "result": result})
 
 
@@ -77,7 +77,7 @@ def close_conversation(who: Who, conversation_id: int, body: CloseConversation |
 @router.get("/conversations/{conversation_id}/preview", tags=["review"], summary="The preview awaiting review",
             response_model=S.Preview)
 def get_preview(who: Who, conversation_id: int) -> JSONResponse:
-    return ok(require_engine(who.memory, "get_memory_preview")(conversation_id, user=who.user))
+    return ok(who.memory.get_memory_preview(conversation_id, user=who.user))
 
 
 @router.patch("/conversations/{conversation_id}/preview", tags=["review"],
@@ -85,10 +85,10 @@ def get_preview(who: Who, conversation_id: int) -> JSONResponse:
 def change_preview(who: Who, conversation_id: int, body: PreviewChange) -> JSONResponse:
     preview = None
     if body.narrative is not None or body.remove_entities:
-        edit = require_engine(who.memory, "edit_preview")
+        edit = who.memory.edit_preview
         preview = edit(conversation_id, body.narrative, remove_entities=body.remove_entities, user=who.user)
     if body.storyline_id is not None:
-        redirect = require_engine(who.memory, "redirect_preview")
+        redirect = who.memory.redirect_preview
         preview = redirect(conversation_id, body.storyline_id, user=who.user)
     return ok(preview)
 
@@ -97,7 +97,7 @@ def change_preview(who: Who, conversation_id: int, body: PreviewChange) -> JSONR
              summary="Confirm the memory and archive the conversation", response_model=S.ConfirmResult)
 def confirm(who: Who, conversation_id: int, body: Confirm | None = None) -> JSONResponse:
     body = body or Confirm()
-    result = require_engine(who.memory, "confirm_memory")(
+    result = who.memory.confirm_memory(
         conversation_id, destination_storyline_id=body.storyline_id, edited_narrative=body.narrative, at=body.at,
         user=who.user,
     )
@@ -108,7 +108,7 @@ def confirm(who: Who, conversation_id: int, body: Confirm | None = None) -> JSON
              summary="Split the memory into parts, each routed to its storyline", response_model=S.ConfirmResult)
 def split(who: Who, conversation_id: int, body: Split) -> JSONResponse:
     parts = [part.model_dump() for part in body.parts]
-    return ok(require_engine(who.memory, "split_memory")(conversation_id, parts, user=who.user))
+    return ok(who.memory.split_memory(conversation_id, parts, user=who.user))
 
 
 @router.post("/conversations/{conversation_id}/resume", tags=["review"],
@@ -133,7 +133,7 @@ def unpause(who: Who, conversation_id: int) -> JSONResponse:
             summary="The archived transcript: conversation, messages and the memories made from it",
             response_model=S.Archive)
 def archive(who: Who, conversation_id: int) -> JSONResponse:
-    return ok(require_engine(who.memory, "get_conversation_archive")(conversation_id, user=who.user))
+    return ok(who.memory.get_conversation_archive(conversation_id, user=who.user))
 
 
 @router.get("/conversations/{conversation_id}/messages", tags=["messages"], summary="Messages of a conversation",

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
 
 from narrative.interfaces import http_schemas as S
-from narrative.interfaces.http_common import Paging, Who, ok, paged, require_engine, sliced
+from narrative.interfaces.http_common import Paging, Who, ok, paged, sliced
 from narrative.interfaces.http_models import (
     MemoryChange,
     MemoryIn,
@@ -29,7 +29,7 @@ Depth = Annotated[int | None, Query(ge=1, le=1000)]
 # --- memories ---------------------------------------------------------------------------------
 
 
-@router.get("/memories", tags=["memories"], summary="List memories, newest first", response_model=S.Page[S.Memory])
+@router.get("/memories", tags=["memories"], summary="List memories, newest first", response_model=S.Page[S.MemoryItem])
 def list_memories(
     who: Who,
     at: Paging,
@@ -49,7 +49,7 @@ def list_memories(
 
 
 @router.post("/memories", tags=["memories"], status_code=201, summary="Add a memory directly (an agent's note)",
-             response_model=S.Memory)
+             response_model=S.MemoryItem)
 def add_memory(who: Who, body: MemoryIn) -> JSONResponse:
     memory = who.memory.add_memory(
         body.content, stream=body.stream, source=body.source, importance=body.importance, emotions=body.emotions,
@@ -59,13 +59,13 @@ def add_memory(who: Who, body: MemoryIn) -> JSONResponse:
     return ok(memory, 201)
 
 
-@router.get("/memories/{memory_id}", tags=["memories"], summary="One memory", response_model=S.Memory)
+@router.get("/memories/{memory_id}", tags=["memories"], summary="One memory", response_model=S.MemoryItem)
 def get_memory(who: Who, memory_id: int) -> JSONResponse:
     return ok(who.memory.get_memory(memory_id, user=who.user))
 
 
 @router.patch("/memories/{memory_id}", tags=["memories"],
-              summary="Edit a memory (text, importance, emotions, entities)", response_model=S.Memory)
+              summary="Edit a memory (text, importance, emotions, entities)", response_model=S.MemoryItem)
 def edit_memory(who: Who, memory_id: int, body: MemoryChange) -> JSONResponse:
     changes: dict[str, Any] = {"content": body.content, "importance": body.importance, "emotions": body.emotions}
     if body.entities_to_remove:
@@ -78,7 +78,7 @@ def edit_memory(who: Who, memory_id: int, body: MemoryChange) -> JSONResponse:
 @router.delete("/memories/{memory_id}", tags=["memories"], summary="Delete a memory", response_model=S.Deleted)
 def delete_memory(who: Who, memory_id: int) -> JSONResponse:
     who.memory.get_memory(memory_id, user=who.user)
-    result = require_engine(who.memory, "delete_memory")(memory_id, user=who.user)
+    result = who.memory.delete_memory(memory_id, user=who.user)
     return ok({"deleted": memory_id, "result": result})
 
 
@@ -99,7 +99,7 @@ def recall_chain(who: Who, memory_id: int, depth: Annotated[int, Query(ge=0, le=
             response_model=S.Influence)
 def influence(who: Who, memory_id: int, limit: Annotated[int, Query(ge=1, le=200)] = 20) -> JSONResponse:
     who.memory.get_memory(memory_id, user=who.user)
-    uses = require_engine(who.memory, "influence_chain")(memory_id, limit, user=who.user)
+    uses = who.memory.influence_chain(memory_id, limit, user=who.user)
     return ok({"memory_id": memory_id, "uses": uses})
 
 
@@ -158,7 +158,7 @@ def archive_storyline(who: Who, storyline_id: int) -> JSONResponse:
                response_model=S.Deleted)
 def delete_storyline(who: Who, storyline_id: int, move_to_your_story: bool = True) -> JSONResponse:
     who.memory.get_storyline(storyline_id, user=who.user)
-    result = require_engine(who.memory, "delete_storyline")(
+    result = who.memory.delete_storyline(
         storyline_id, move_to_your_story=move_to_your_story, user=who.user
     )
     return ok({"deleted": storyline_id, "result": result})
@@ -227,7 +227,7 @@ def open_threads(
     who: Who, at: Paging, entity_type: EntityTypeName | None = None,
     storyline_id: Annotated[int | None, Query(ge=1)] = None,
 ) -> JSONResponse:
-    found = require_engine(who.memory, "open_threads")(entity_type, storyline_id, user=who.user)
+    found = who.memory.open_threads(entity_type, storyline_id, user=who.user)
     return sliced(found, at)
 
 
@@ -235,4 +235,4 @@ def open_threads(
              response_model=S.Entity)
 def resolve_thread(who: Who, entity_id: int, body: Resolve | None = None) -> JSONResponse:
     by = body.by_memory_id if body is not None else None
-    return ok(require_engine(who.memory, "resolve_thread")(entity_id, by_memory_id=by, user=who.user))
+    return ok(who.memory.resolve_thread(entity_id, by_memory_id=by, user=who.user))

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Body, Path, Query
 from fastapi.responses import JSONResponse, Response
 
 from narrative.interfaces import http_schemas as S
-from narrative.interfaces.http_common import Paging, Who, ok, paged, require_engine
+from narrative.interfaces.http_common import Paging, Who, ok, paged
 from narrative.interfaces.http_models import ContextIn, Outcome, ReasoningIn, UseIn
 from narrative.interfaces.serialize import hit_dict
 
@@ -62,7 +62,7 @@ def search_with_floor(memory: Any, query: str, k: int, min_score: float | None, 
 @router.post("/context", tags=["context"], summary="The context block for a query, within a token budget",
              response_model=S.ContextBlock)
 def context(who: Who, body: ContextIn) -> JSONResponse:
-    block = require_engine(who.memory, "context")(body.query, body.budget, record=body.record, user=who.user)
+    block = who.memory.context(body.query, body.budget, record=body.record, user=who.user)
     return ok(block)
 
 
@@ -70,7 +70,7 @@ def context(who: Who, body: ContextIn) -> JSONResponse:
              summary="Memories and open entities as reasoning context (classification, decomposition, verification)",
              response_model=S.ReasoningContext)
 def reasoning_context(who: Who, body: ReasoningIn) -> JSONResponse:
-    found = require_engine(who.memory, "reasoning_context")(
+    found = who.memory.reasoning_context(
         body.request, body.kind, body.top_k, include_active_entities=body.include_active_entities,
         record=body.record, user=who.user
     )
@@ -83,7 +83,7 @@ def reasoning_context(who: Who, body: ReasoningIn) -> JSONResponse:
 @router.get("/uses", tags=["uses"], summary="Recent uses of memory, newest first",
             response_model=S.Page[S.Use])
 def list_uses(who: Who, at: Paging) -> JSONResponse:
-    list_uses = require_engine(who.memory, "list_uses")
+    list_uses = who.memory.list_uses
     return paged(lambda limit, offset: list_uses(limit, offset=offset, user=who.user), at)
 
 
@@ -91,20 +91,20 @@ def list_uses(who: Who, at: Paging) -> JSONResponse:
              response_model=S.Use)
 def record_use(who: Who, body: UseIn) -> JSONResponse:
     references = [(r.memory_id, r.influence_type, r.score, r.reasoning) for r in body.references]
-    use = require_engine(who.memory, "record_use")(body.kind, body.query, references, user=who.user)
+    use = who.memory.record_use(body.kind, body.query, references, user=who.user)
     return ok(use, 201)
 
 
 @router.get("/uses/{use_id}", tags=["uses"], summary="Explain a use: the memories that shaped it and why",
             response_model=S.Explanation)
 def explain(who: Who, use_id: int) -> JSONResponse:
-    return ok(require_engine(who.memory, "explain")(use_id, user=who.user))
+    return ok(who.memory.explain(use_id, user=who.user))
 
 
 @router.post("/uses/{use_id}/outcome", tags=["uses"], summary="Learn from the outcome of a use",
              response_model=S.OutcomeResult)
 def outcome(who: Who, use_id: int, body: Outcome) -> JSONResponse:
-    learn = require_engine(who.memory, "learn_from_outcome")
+    learn = who.memory.learn_from_outcome
     return ok(learn(use_id, body.outcome, body.correction, user=who.user))
 
 
@@ -114,7 +114,7 @@ def outcome(who: Who, use_id: int, body: Outcome) -> JSONResponse:
 @router.get("/greeting", tags=["user"], summary="The startup greeting: where things stand, open threads",
             response_model=S.Greeting)
 def greeting(who: Who) -> JSONResponse:
-    return ok(require_engine(who.memory, "greet")(user=who.user))
+    return ok(who.memory.greet(user=who.user))
 
 
 @router.get("/export", tags=["user"], summary="Everything of this user, as JSON or Markdown",
@@ -122,7 +122,7 @@ def greeting(who: Who) -> JSONResponse:
                                          "text/markdown": {"schema": {"type": "string"}}},
                              "description": "The export."}})
 def export(who: Who, format: Literal["json", "markdown"] = "json") -> Response:
-    text = require_engine(who.memory, "export")(format, user=who.user)
+    text = who.memory.export(format, user=who.user)
     if format == "json":
         return Response(text, media_type="application/json")
     return Response(text, media_type="text/markdown; charset=utf-8")
@@ -131,7 +131,7 @@ def export(who: Who, format: Literal["json", "markdown"] = "json") -> Response:
 @router.post("/import", tags=["user"], summary="Import a JSON export into this user's memory",
              response_model=S.ImportSummary)
 def import_data(who: Who, document: Annotated[dict[str, Any], Body(description="A JSON export.")]) -> JSONResponse:
-    summary = require_engine(who.memory, "import_data")(json.dumps(document), user=who.user)
+    summary = who.memory.import_data(json.dumps(document), user=who.user)
     return ok(summary)
 
 
@@ -150,5 +150,5 @@ def revoke_key(who: Who, key_id: Annotated[int, Path(ge=1)]) -> JSONResponse:
 @router.delete("/user", tags=["user"], summary="Delete this user and everything of theirs (keys included)",
                response_model=S.Deleted)
 def delete_user(who: Who) -> JSONResponse:
-    result = require_engine(who.memory, "delete_user")(who.user)
+    result = who.memory.delete_user(who.user)
     return ok({"deleted": who.user, "result": result})

@@ -20,7 +20,7 @@ from narrative import model
 T = TypeVar("T")
 
 Conversation = model.Conversation
-Memory = model.Memory
+MemoryItem = model.MemoryItem
 Storyline = model.Storyline
 Narrative = model.Narrative
 Entity = model.Entity
@@ -127,9 +127,9 @@ class Influence(Closed):
 
 
 class RecallChain(Closed):
-    memory: Memory
+    memory: MemoryItem
     narrative: Narrative | None
-    siblings: list[Memory]
+    siblings: list[MemoryItem]
     earlier: list[Narrative]
 
 
@@ -145,7 +145,7 @@ class MemoryHistory(Closed):
     memory_id: int
     user_edited: bool
     versions: list[Version]
-    memory: Memory
+    memory: MemoryItem
 
 
 # --- search ---------------------------------------------------------------------------------------

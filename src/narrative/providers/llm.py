@@ -8,9 +8,13 @@ validation, turn budget spent) after logging a warning on the
 ``narrative.llm`` logger.  The caller then uses its heuristic: a bad model
 answer never loses a turn.
 
-Providers are found through the ``narrative.providers`` entry-point group
-(``ollama``, ``openai`` here; third parties register the same way).  A provider
-class exposes ``from_settings(settings) -> LLM``.
+Providers are found through the ``narrative.llms`` entry-point group
+(``ollama``, ``openai`` here; third parties register the same way; the
+``narrative.providers`` group of earlier versions is still read).  Embedders
+register under their own group, ``narrative.embedders``.  A provider class
+exposes ``from_settings(settings) -> LLM``, where ``settings`` is an
+:class:`LLMSettings` built from :class:`~narrative.config.Settings`
+(:meth:`LLMSettings.from_settings`): one set of ``NARRATIVE_LLM_*`` names.
 
 HTTP goes through the standard library (``urllib``) with an explicit timeout on
 every request; loopback URLs bypass any proxy configured in the environment.
@@ -30,6 +34,7 @@ from http.client import HTTPException
 from importlib import metadata
 from typing import Any, Literal, Protocol, Self, runtime_checkable
 
+from narrative.config import Settings
 from narrative.errors import NarrativeError, ProviderError, ValidationError
 from narrative.providers.prompts import render_prompt
 
@@ -54,7 +59,8 @@ __all__ = [
 
 log = logging.getLogger("narrative.llm")
 
-ENTRY_POINT_GROUP = "narrative.providers"
+ENTRY_POINT_GROUP = "narrative.llms"  # LLM providers; embedders register under "narrative.embedders"
+LEGACY_GROUP = "narrative.providers"  # the one group of earlier versions: still read, after ENTRY_POINT_GROUP
 _LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1"})
 
 
@@ -100,17 +106,6 @@ def is_enabled(llm: LLM) -> bool:
 # ---------------------------------------------------------------- settings
 
 
-_ENV_NAMES = {
-    "provider": "NARRATIVE_LLM_PROVIDER",
-    "base_url": "NARRATIVE_LLM_URL",
-    "model": "NARRATIVE_LLM_MODEL",
-    "api_key": "NARRATIVE_LLM_API_KEY",
-    "timeout_s": "NARRATIVE_LLM_TIMEOUT",
-    "max_calls_per_turn": "NARRATIVE_LLM_MAX_CALLS",
-    "max_tokens_per_turn": "NARRATIVE_LLM_MAX_TOKENS",
-}
-
-
 @dataclass(frozen=True)
 class LLMSettings:
     """Which model to use and how much of it one turn may spend."""
@@ -133,45 +128,27 @@ class LLMSettings:
                 raise ValidationError(f"{name} must not be negative", field=name)
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str], **explicit: Any) -> LLMSettings:
-        """Explicit values (``None`` means not given) > ``NARRATIVE_LLM_*`` in ``env`` > defaults."""
-        unknown = sorted(explicit.keys() - _ENV_NAMES.keys())
-        if unknown:
-            raise ValidationError(f"unknown LLM setting(s): {', '.join(unknown)}", field=unknown[0])
-        values: dict[str, Any] = {}
-        for name, env_name in _ENV_NAMES.items():
-            if explicit.get(name) is not None:
-                values[name] = _convert(name, name, explicit[name])
-            elif env.get(env_name, "").strip():
-                values[name] = _convert(name, env_name, env[env_name].strip())
-        if isinstance(values.get("provider"), str):
-            values["provider"] = values["provider"].strip().lower()
-        return cls(**values)
-
-
-_NUMERIC: dict[str, type[int] | type[float]] = {
-    "timeout_s": float,
-    "max_calls_per_turn": int,
-    "max_tokens_per_turn": int,
-}
-
-
-def _convert(name: str, origin: str, value: Any) -> Any:
-    """Numbers may arrive as text (env, command line); turn them into numbers or fail clearly."""
-    kind = _NUMERIC.get(name)
-    if kind is None or not isinstance(value, str):
-        return value
-    try:
-        return kind(value)
-    except ValueError:
-        raise ValidationError(f"{origin}={value!r} is not a valid {kind.__name__}", field=origin) from None
+    def from_settings(cls, settings: Settings) -> LLMSettings:
+        """The LLM part of :class:`~narrative.config.Settings`: the one configuration path (explicit values >
+        the ``NARRATIVE_LLM_*`` variables docs/cli.md lists > defaults), resolved there."""
+        return cls(
+            provider=settings.llm_provider.strip().lower() or "none",
+            base_url=settings.llm_url or None,
+            model=settings.llm_model or None,
+            api_key=settings.llm_api_key or None,
+            timeout_s=settings.llm_timeout_s,
+            max_calls_per_turn=settings.llm_max_calls_per_turn,
+            max_tokens_per_turn=settings.llm_max_tokens_per_turn,
+        )
 
 
 def provider_class(name: str) -> Any:
-    """The class registered under ``name`` in the ``narrative.providers`` entry points."""
-    found = [ep for ep in metadata.entry_points(group=ENTRY_POINT_GROUP) if ep.name == name]
+    """The class registered under ``name`` in the ``narrative.llms`` entry points (or, for plug-ins of earlier
+    versions, ``narrative.providers``)."""
+    groups = [metadata.entry_points(group=group) for group in (ENTRY_POINT_GROUP, LEGACY_GROUP)]
+    found = [ep for eps in groups for ep in eps if ep.name == name]
     if not found:
-        known = sorted({ep.name for ep in metadata.entry_points(group=ENTRY_POINT_GROUP)} | {"none"})
+        known = sorted({ep.name for eps in groups for ep in eps} | {"none"})
         raise ValidationError(f"unknown LLM provider {name!r}; known: {', '.join(known)}", field="provider")
     try:
         cls = found[0].load()

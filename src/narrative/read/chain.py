@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from narrative.checks import require_positive
 from narrative.errors import ValidationError
-from narrative.model import Memory, Narrative
+from narrative.model import MemoryItem, Narrative
 from narrative.store.protocol import Store
 
 
@@ -42,7 +42,7 @@ def walk_back(store: Store, user_id: str, narrative_id: int, depth: int | None =
 def walk_forward(store: Store, user_id: str, narrative_id: int, depth: int | None = None) -> list[Narrative]:
     """Every link that continues this one, on every branch, up to ``depth`` steps away (all when None).
 
-    Depth first, the continuations of a link oldest first: an unbranched thread comes out oldest first, and a
+    Depth first, the continuations of a link oldest first: an unbranched chain comes out oldest first, and a
     later branch follows the whole of the earlier one; each link's ``previous_narrative_id`` says where it hangs.
     """
     if depth is not None:
@@ -64,11 +64,11 @@ def walk_forward(store: Store, user_id: str, narrative_id: int, depth: int | Non
 
 @dataclass(frozen=True)
 class RecallChain:
-    """Koshi's door into a thread: the memory, its narrative, its siblings, and earlier links."""
+    """Koshi's door into a chain: the memory, its narrative, its siblings, and earlier links."""
 
-    memory: Memory
+    memory: MemoryItem
     narrative: Narrative | None
-    siblings: tuple[Memory, ...]
+    siblings: tuple[MemoryItem, ...]
     earlier: tuple[Narrative, ...]
 
     def to_dict(self) -> dict[str, object]:

@@ -65,7 +65,7 @@ from narrative.model import (
     Conversation,
     Entity,
     EntityType,
-    Memory,
+    MemoryItem,
     Message,
     Narrative,
     Retention,
@@ -74,11 +74,10 @@ from narrative.model import (
     Stream,
 )
 from narrative.providers.tokens import ApproxTokenCounter, TokenCounter
-from narrative.read.scene import Scene, SceneItem, SceneSettings, build_scene
+from narrative.read.scene import Scene, SceneItem, SceneSettings, auxiliary, build_scene
 from narrative.read.search import SearchHit
 from narrative.store.filters import MemoryFilter
 from narrative.store.protocol import Store
-from narrative.write.storylines import auxiliary
 
 __all__ = [
     "LAYOUT", "MAX_RECENT", "MIN_BUDGET", "SHARES", "ContextBlock", "LineCachedCounter", "Recalled", "SectionInfo",
@@ -112,7 +111,7 @@ Search = Callable[[str, int], list[SearchHit]]
 class Recalled:
     """One memory shown in the scene: why it is there (``origin`` search|storyline), its score and reason."""
 
-    memory: Memory
+    memory: MemoryItem
     rank: int
     origin: str
     score: float
@@ -246,7 +245,7 @@ def _day(moment: datetime | None) -> str:
     return "" if moment is None else moment.date().isoformat()
 
 
-def memory_text(memory: Memory, words: int = MEMORY_WORDS) -> str:
+def memory_text(memory: MemoryItem, words: int = MEMORY_WORDS) -> str:
     """What the scene shows for a memory: key points once compressed, a label for typed streams, clipped."""
     compressed = memory.retention in (Retention.KEY_POINTS, Retention.THEME) and memory.key_points.strip()
     text = memory.key_points if compressed else memory.content
@@ -254,7 +253,7 @@ def memory_text(memory: Memory, words: int = MEMORY_WORDS) -> str:
     return _clip(f"{label}: {text}" if label else text, words)
 
 
-def scene_position(memory: Memory, chat_length: int) -> int:
+def scene_position(memory: MemoryItem, chat_length: int) -> int:
     """The message a memory came from (its newest source message), else "now" (the chat length)."""
     return memory.positions[-1] if memory.positions else chat_length
 
@@ -345,7 +344,7 @@ def _select(
     return chosen
 
 
-def _recalled(memory: Memory, rank: int, origin: str, score: float, why: str, chat_length: int) -> Recalled:
+def _recalled(memory: MemoryItem, rank: int, origin: str, score: float, why: str, chat_length: int) -> Recalled:
     return Recalled(memory, rank, origin, score, why, scene_position(memory, chat_length), memory_text(memory))
 
 

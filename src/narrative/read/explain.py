@@ -26,7 +26,7 @@ from typing import Any
 
 from narrative.checks import require_choice, require_positive
 from narrative.errors import NotFound, ValidationError
-from narrative.model import InfluenceType, Memory, Message, Use, UseKind, UseReference
+from narrative.model import InfluenceType, MemoryItem, Message, Use, UseKind, UseReference
 from narrative.store.protocol import Store
 
 __all__ = [
@@ -161,7 +161,7 @@ def _message_dict(m: Message) -> dict[str, Any]:
 
 
 def _memory_entry(
-    ref: UseReference, memory: Memory, messages: dict[int, Message], storylines: dict[int, str]
+    ref: UseReference, memory: MemoryItem, messages: dict[int, Message], storylines: dict[int, str]
 ) -> dict[str, Any]:
     sources = [messages[i] for i in memory.message_ids if i in messages]
     shown = sources[-MESSAGES_PER_MEMORY:]

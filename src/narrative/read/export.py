@@ -15,10 +15,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from narrative.errors import ValidationError
-from narrative.model import Conversation, Entity, EntityType, Memory, Storyline, StorylineKind, Stream
+from narrative.model import Conversation, Entity, EntityType, MemoryItem, Storyline, StorylineKind, Stream
+from narrative.read.open_items import open_entities
 from narrative.store.filters import MemoryFilter
 from narrative.store.protocol import Store
-from narrative.write import resolve
+from narrative.text.lines import entity_label
 
 __all__ = ["FORMAT", "SCHEMA_VERSION", "Dump", "export_json", "export_markdown", "parse_dump"]
 
@@ -94,13 +95,13 @@ def _link(conversations: dict[int, Conversation], conversation_id: int | None) -
 
 
 def _entity_line(e: Entity) -> str:
-    label = resolve.entity_label(e.entity_type, e.name, e.data).removeprefix("waiting on ")
+    label = entity_label(e.entity_type, e.name, e.data).removeprefix("waiting on ")
     kind = e.entity_type.value.replace("_", " ")
     state = "" if e.is_active else f" — resolved {e.resolved_at:%Y-%m-%d}" if e.resolved_at else " — resolved"
     return f"  - {kind}: {label}{state}"
 
 
-def _memory_block(store: Store, user_id: str, m: Memory, conversations: dict[int, Conversation]) -> list[str]:
+def _memory_block(store: Store, user_id: str, m: MemoryItem, conversations: dict[int, Conversation]) -> list[str]:
     when = m.event_at or m.created_at
     source = _link(conversations, m.conversation_id)
     lines = [f"### {when:%Y-%m-%d}" + (f" · from {source}" if source else ""), "", m.content]
@@ -114,7 +115,7 @@ def _memory_block(store: Store, user_id: str, m: Memory, conversations: dict[int
 
 
 def _storyline_section(
-    store: Store, user_id: str, storyline: Storyline | None, memories: list[Memory],
+    store: Store, user_id: str, storyline: Storyline | None, memories: list[MemoryItem],
     conversations: dict[int, Conversation],
 ) -> list[str]:
     closing = [m for m in memories if m.stream is Stream.NARRATIVE and m.user_reviewed]
@@ -154,7 +155,7 @@ def export_markdown(store: Store, user_id: str) -> str:
     storylines = store.list_storylines(user_id, include_archived=True)
     conversations = {c.id: c for c in store.list_conversations(user_id, limit=1_000_000)}
     memories = store.list_memories(user_id, MemoryFilter())
-    by_storyline: dict[int | None, list[Memory]] = {}
+    by_storyline: dict[int | None, list[MemoryItem]] = {}
     for m in memories:
         by_storyline.setdefault(m.storyline_id, []).append(m)
     lines = [f"# The narrative memory of {user_id}", "",
@@ -167,11 +168,11 @@ def export_markdown(store: Store, user_id: str) -> str:
             lines += _storyline_section(store, user_id, storyline, items, conversations)
     if by_storyline.get(None):
         lines += _storyline_section(store, user_id, None, by_storyline[None], conversations)
-    open_items = resolve.open_entities(store, user_id)
+    open_items = open_entities(store, user_id)
     if open_items:
         lines += ["## Open threads", ""]
         for e in open_items:
-            label = resolve.entity_label(e.entity_type, e.name, e.data)
+            label = entity_label(e.entity_type, e.name, e.data)
             kind = "waiting on" if e.entity_type is EntityType.WAITING_ON else e.entity_type.value.replace("_", " ")
             source = _link(conversations, e.conversation_id)
             lines.append(f"- {kind}: {label.removeprefix('waiting on ')}" + (f" ({source})" if source else ""))

@@ -25,15 +25,16 @@ from narrative.model import (
     ConversationStatus,
     Entity,
     EntityType,
-    Memory,
+    MemoryItem,
     Message,
     Narrative,
     Source,
     Stream,
 )
+from narrative.read.open_items import open_entities, recent_entities
 from narrative.store.filters import MemoryFilter
 from narrative.store.protocol import Store
-from narrative.write import resolve
+from narrative.text.lines import entity_label
 
 __all__ = ["IDLE_INVITATION", "Greeting", "build_greeting", "idle_due"]
 
@@ -54,7 +55,7 @@ class Greeting:
     waiting_ons: list[Entity] = field(default_factory=list)
     recent_decisions: list[Entity] = field(default_factory=list)
     stale: list[Entity] = field(default_factory=list)
-    latest_memory: Memory | None = None
+    latest_memory: MemoryItem | None = None
     latest_narrative: Narrative | None = None
     pending_review: Conversation | None = None
 
@@ -92,7 +93,7 @@ class Greeting:
 
 def _entity_dict(e: Entity) -> dict[str, Any]:
     return {"id": e.id, "type": e.entity_type.value, "name": e.name,
-            "label": resolve.entity_label(e.entity_type, e.name, e.data), "conversation_id": e.conversation_id,
+            "label": entity_label(e.entity_type, e.name, e.data), "conversation_id": e.conversation_id,
             "storyline_id": e.storyline_id, "created_at": e.created_at.isoformat(), "due": e.data.get("due")}
 
 
@@ -118,7 +119,7 @@ def _ago(then: datetime, now: datetime) -> str:
 
 
 def _line(e: Entity, now: datetime, stale: bool = False) -> str:
-    label = resolve.entity_label(e.entity_type, e.name, e.data)
+    label = entity_label(e.entity_type, e.name, e.data)
     if e.entity_type is EntityType.QUESTION_OPENED:
         label = f"“{label}”"
     extras = []
@@ -176,7 +177,7 @@ def _clip(text: str, limit: int = 160) -> str:
 # --- fresh --------------------------------------------------------------------------------------
 
 
-def _latest_memory(store: Store, user_id: str) -> Memory | None:
+def _latest_memory(store: Store, user_id: str) -> MemoryItem | None:
     """The newest user-reviewed memory of a closed conversation."""
     where = MemoryFilter(streams=[Stream.NARRATIVE], sources=[Source.NARRATIVE], limit=50)
     return next((m for m in store.list_memories(user_id, where) if m.user_reviewed), None)
@@ -185,13 +186,13 @@ def _latest_memory(store: Store, user_id: str) -> Memory | None:
 def _fresh(
     store: Store, user_id: str, now: datetime, stale_after_days: int, decision_days: int
 ) -> Greeting:
-    open_items = resolve.open_entities(store, user_id)
+    open_items = open_entities(store, user_id)
     stale_cut = now - timedelta(days=stale_after_days)
     stale = [e for e in open_items if e.created_at <= stale_cut]
     fresh = [e for e in open_items if e.created_at > stale_cut]
     threads = [e for e in fresh if e.entity_type is not EntityType.WAITING_ON]
     waiting = [e for e in fresh if e.entity_type is EntityType.WAITING_ON]
-    decisions = resolve.recent_entities(store, user_id, EntityType.DECISION, now, decision_days)
+    decisions = recent_entities(store, user_id, EntityType.DECISION, now, decision_days)
     pending = store.list_conversations(user_id, status=ConversationStatus.READY_TO_CLOSE, limit=1)
     latest_memory = _latest_memory(store, user_id)
     latest_link = store.latest_narrative(user_id)

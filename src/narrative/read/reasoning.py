@@ -40,7 +40,7 @@ from narrative.model import (
     Entity,
     EntityType,
     InfluenceType,
-    Memory,
+    MemoryItem,
     Stream,
     UseKind,
     UseReference,
@@ -49,7 +49,7 @@ from narrative.providers.prompts import render_prompt
 from narrative.read.search import SearchHit
 from narrative.store.filters import MemoryFilter
 from narrative.store.protocol import Store
-from narrative.write.patterns import STOPWORDS
+from narrative.text.patterns import STOPWORDS
 
 __all__ = [
     "KINDS",
@@ -92,7 +92,7 @@ _HEADINGS: dict[UseKind, tuple[tuple[str, str], ...]] = {
 class ReasoningMemory:
     """One memory in a reasoning context and its part: influence type, score, reasoning, how it was found."""
 
-    memory: Memory
+    memory: MemoryItem
     influence: InfluenceType
     score: float
     reasoning: str
@@ -217,7 +217,7 @@ def match_entities(entities: Sequence[Entity], request: str) -> list[tuple[Entit
 
 @dataclass
 class _Pick:
-    memory: Memory
+    memory: MemoryItem
     hit: SearchHit | None = None
     found_by: list[str] = field(default_factory=list)
     entities: list[tuple[Entity, float, tuple[str, ...]]] = field(default_factory=list)

@@ -32,6 +32,7 @@ from enum import StrEnum
 from typing import Any
 
 from narrative.errors import ValidationError
+from narrative.model import Storyline, StorylineKind
 from narrative.providers.tokens import ApproxTokenCounter, TokenCounter
 
 __all__ = [
@@ -366,3 +367,13 @@ def format_scene(
         settings=settings,
     )
     return scene.render()
+
+
+def auxiliary(storylines: Sequence[Storyline], main_id: int | None, limit: int = 2) -> list[Storyline]:
+    """Up to two other recent topic storylines to show beside the main one."""
+    others = [
+        s for s in storylines
+        if s.id != main_id and s.kind in (StorylineKind.DETECTED, StorylineKind.USER) and s.last_message_at
+    ]
+    others.sort(key=lambda s: s.last_message_at or s.created_at, reverse=True)
+    return others[:limit]

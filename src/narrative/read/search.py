@@ -24,10 +24,11 @@ from enum import StrEnum
 
 import numpy as np
 
-from narrative.model import Memory, Message, Stream
+from narrative.model import MemoryItem, Message, Stream
 from narrative.store.filters import MemoryFilter
 from narrative.store.keyword_index import query_terms, terms
 from narrative.store.protocol import Store
+from narrative.text.lines import turn_line
 
 
 class SearchMode(StrEnum):
@@ -65,7 +66,7 @@ DEFAULT_WEIGHTS = Weights(0.7, 0.3)
 class SearchHit:
     """One result and the reasons it was returned."""
 
-    memory: Memory
+    memory: MemoryItem
     score: float
     fused: float
     bm25_rank: int | None
@@ -230,16 +231,11 @@ def shown_messages(
     return shows, messages
 
 
-def shown_text(memory: Memory, shown: Sequence[int], messages: Mapping[int, Message]) -> str:
+def shown_text(memory: MemoryItem, shown: Sequence[int], messages: Mapping[int, Message]) -> str:
     """The memory's text, or, for an exchange that shows fewer turns than it holds, those turns alone."""
     if not shown or len(shown) == len(memory.message_ids) or not all(m in messages for m in shown):
         return memory.content
     return "\n".join(turn_line(messages[m]) for m in shown)
-
-
-def turn_line(message: Message) -> str:
-    """One turn as a line, as conversation memories write it: who said it, then what was said."""
-    return f"{message.speaker}: {message.content}" if message.speaker else message.content
 
 
 def collapsed(

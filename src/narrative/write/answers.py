@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 
-from narrative.write import patterns as P
+from narrative.text import patterns as P
 
 log = logging.getLogger("narrative.write")
 

@@ -59,11 +59,7 @@ class LLMTurnAssist:
 
     def __init__(self, llm: LLM, settings: Settings) -> None:
         self.llm = llm
-        self.limits = LLMSettings(
-            provider=settings.llm_provider,
-            max_calls_per_turn=settings.llm_max_calls_per_turn,
-            max_tokens_per_turn=settings.llm_max_tokens_per_turn,
-        ) if settings.llm_provider != "none" else LLMSettings()
+        self.limits = LLMSettings.from_settings(settings) if settings.llm_provider != "none" else LLMSettings()
         self.budget = TurnBudget.from_settings(self.limits)
         self.heuristic = HeuristicExtractor()
         self.identity = f"llm:{getattr(llm, 'identity', 'unknown')}"

@@ -32,7 +32,7 @@ from narrative.model import (
     DeltaType,
     Entity,
     EntityType,
-    Memory,
+    MemoryItem,
     Message,
     Source,
     StateDelta,
@@ -221,7 +221,9 @@ def _resolutions(
     """Open items this conversation settles: earlier ones, and its own when a later turn settles them."""
     own = [e for e in store.list_entities(user_id, conversation_id=conversation_id, active=True, limit=100_000)
            if e.entity_type in OPEN_ENTITY_TYPES]
-    earlier = resolve.open_entities(store, user_id, exclude_conversation=conversation_id)
+    earlier = [e for e in store.list_entities(user_id, entity_types=list(OPEN_ENTITY_TYPES), active=True, limit=500)
+               if e.conversation_id != conversation_id]
+    earlier.sort(key=lambda e: (e.created_at, e.id))
     tagged = [(e.entity_type, e.entity_ids[0] if e.entity_ids else None, None if e.entity_ids else e.key,
                e.message_id or -1, str(e.data.get("sentence", ""))) for e in entities]
     evidence = resolve.evidence_from(messages, tagged)
@@ -314,7 +316,7 @@ class Part:
 @dataclass
 class ConfirmResult:
     conversation: Conversation
-    memories: list[Memory]
+    memories: list[MemoryItem]
     entities: list[Entity]
     deltas: list[StateDelta]
     resolved: list[Entity]
@@ -350,7 +352,7 @@ def commit(
     preview: Preview,
     parts: Sequence[Part],
     now: datetime,
-    store_memories: Callable[[list[Memory]], list[Memory]],
+    store_memories: Callable[[list[MemoryItem]], list[MemoryItem]],
     finish: Callable[[], ConversationEnd],
     stamp: Callable[[int], int | None],
 ) -> ConfirmResult:
@@ -360,7 +362,7 @@ def commit(
     with store.transaction():
         lifecycle.begin_compressing(store, user_id, cid)
         messages = store.list_messages(user_id, conversation_id=cid)
-        memories: list[Memory] = []
+        memories: list[MemoryItem] = []
         if messages and parts:
             owners = [_owner(e, parts) for e in preview.kept]
             memories = store_memories([
@@ -379,14 +381,14 @@ def commit(
 
 
 def _memory(user_id: str, preview: Preview, part: Part, carried: Sequence[PreviewEntity],
-            messages: Sequence[Message], now: datetime, narrative_id: int | None) -> Memory:
+            messages: Sequence[Message], now: datetime, narrative_id: int | None) -> MemoryItem:
     """One part's memory; its key points are the extracted items it carries (see :func:`_owner`)."""
     text = require_text(part.narrative, "narrative", 5000).strip()
     edited = text != preview.narrative or preview.user_edited
     original = preview.original_narrative or preview.narrative
     points = "; ".join(f"{LABELS[e.entity_type]}: {e.label}" for e in carried
                        if e.entity_type is not EntityType.PERSON)
-    return Memory(
+    return MemoryItem(
         id=0, user_id=user_id, stream=Stream.NARRATIVE, source=Source.NARRATIVE, content=text,
         importance=preview.importance, emotions=tuple(preview.emotions), conversation_id=preview.conversation_id,
         storyline_id=part.storyline_id, narrative_id=narrative_id, message_ids=tuple(m.id for m in messages),
@@ -408,7 +410,7 @@ def _owner(e: PreviewEntity, parts: Sequence[Part]) -> int:
 
 
 def attach_entities(
-    store: Store, user_id: str, preview: Preview, parts: Sequence[Part], memories: Sequence[Memory], now: datetime
+    store: Store, user_id: str, preview: Preview, parts: Sequence[Part], memories: Sequence[MemoryItem], now: datetime
 ) -> tuple[list[Entity], dict[str, int]]:
     """Point the kept entities at their memory (and its storyline); store new ones; drop removed ones."""
     existing = {e.id for e in store.list_entities(user_id, conversation_id=preview.conversation_id, limit=100_000)}
@@ -434,7 +436,7 @@ def attach_entities(
 
 
 def apply_deltas(
-    store: Store, user_id: str, preview: Preview, memories: Sequence[Memory], key_ids: dict[str, int], now: datetime
+    store: Store, user_id: str, preview: Preview, memories: Sequence[MemoryItem], key_ids: dict[str, int], now: datetime
 ) -> tuple[list[StateDelta], list[Entity]]:
     """Store each delta (applied) and resolve what it settles."""
     stored: list[StateDelta] = []

@@ -31,7 +31,7 @@ from narrative.model import (
     ConversationDetails,
     DeltaType,
     EntityType,
-    Memory,
+    MemoryItem,
     Message,
     Role,
     Storyline,
@@ -39,7 +39,9 @@ from narrative.model import (
     StorylineStatus,
 )
 from narrative.store.protocol import Store
-from narrative.write import patterns as P
+from narrative.text import patterns as P
+from narrative.text.lines import entity_label
+from narrative.text.words import word_keys
 from narrative.write import resolve
 from narrative.write.answers import prose
 from narrative.write.retell import as_sentence, decision_clause, retold
@@ -83,7 +85,7 @@ class PreviewEntity:
 
     @property
     def label(self) -> str:
-        return resolve.entity_label(self.entity_type, self.name, self.data)
+        return entity_label(self.entity_type, self.name, self.data)
 
     def to_dict(self) -> dict[str, Any]:
         return {"key": self.key, "type": self.entity_type.value, "name": self.name, "data": self.data,
@@ -182,12 +184,12 @@ def gather_entities(
 def merge_entities(entities: list[PreviewEntity], extra: Sequence[ExtractedEntity]) -> None:
     """Add the LLM's entities that no existing one of the same type already covers."""
     for x in extra:
-        keys = resolve.word_keys(x.name)
+        keys = word_keys(x.name)
         covered = False
         for e in entities:
             if e.entity_type is not x.entity_type:
                 continue
-            theirs = resolve.word_keys(e.name)
+            theirs = word_keys(e.name)
             small = min(len(keys), len(theirs)) or 1
             if e.name.casefold() == x.name.casefold() or len(keys & theirs) / small >= 0.6:
                 covered = True
@@ -216,7 +218,7 @@ def duration_text(messages: Sequence[Message]) -> str:
 
 
 def importance_of(entities: Sequence[PreviewEntity], resolutions: Sequence[resolve.Resolution],
-                exchanges: Sequence[Memory]) -> int:
+                exchanges: Sequence[MemoryItem]) -> int:
     score = 3
     if any(e.entity_type is EntityType.DECISION for e in entities) or resolutions:
         score += 1
@@ -260,7 +262,7 @@ def compute_deltas(
                 "thread": e.label, "kind": e.entity_type.value, "key": e.key, "entity_ids": e.entity_ids}))
         elif e.entity_type is EntityType.PRIORITY_CHANGE:
             item = str(e.data.get("item") or e.name)
-            before = next((p for p in earlier if resolve.word_keys(item) & resolve.word_keys(p.name)), None)
+            before = next((p for p in earlier if word_keys(item) & word_keys(p.name)), None)
             deltas.append(ProposedDelta(DeltaType.PRIORITY_CHANGE, {
                 "item": item, "old": None if before is None else before.data.get("new"),
                 "new": e.data.get("new", ""), "key": e.key, "entity_ids": e.entity_ids}))
@@ -325,7 +327,7 @@ def _open_phrase(e: PreviewEntity) -> str:
 
 def compose_narrative(
     messages: Sequence[Message], entities: Sequence[PreviewEntity], resolutions: Sequence[resolve.Resolution],
-    exchanges: Sequence[Memory],
+    exchanges: Sequence[MemoryItem],
 ) -> str:
     """2–4 sentences of meaning, most significant first: decisions (and why), insights, what was
     settled, what stays open, the feeling, who was involved; a key moment stands in for decisions."""
@@ -384,7 +386,7 @@ def _distinct(sentences: Sequence[str]) -> list[str]:
     return kept
 
 
-def _filler(name: str, exchanges: Sequence[Memory], said: Sequence[str], *, decided: bool,
+def _filler(name: str, exchanges: Sequence[MemoryItem], said: Sequence[str], *, decided: bool,
             open_left: bool) -> list[str]:
     """Sentences that round a thin memory up to two: the most salient thing the user said (retold), and
     what the conversation did not do."""
@@ -407,7 +409,7 @@ def _filler(name: str, exchanges: Sequence[Memory], said: Sequence[str], *, deci
     return out
 
 
-def user_said(memory: Memory) -> str:
+def user_said(memory: MemoryItem) -> str:
     """What the user said in a conversation-stream memory of a user's turn ("" for the assistant's)."""
     details = memory.details
     if not isinstance(details, ConversationDetails) or details.agent_response:
@@ -424,7 +426,7 @@ def _strip_aside(text: str) -> str:
 
 
 def _same(a: str, b: str) -> bool:
-    return resolve.word_keys(a) == resolve.word_keys(b)
+    return word_keys(a) == word_keys(b)
 
 
 

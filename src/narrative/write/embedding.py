@@ -2,10 +2,16 @@
 
 A turn needs three kinds of vector:
 
-* its **message alone** (``conversation_text`` of write/turn.py): routing compares it with the
+* its **message alone** (``turn_line`` of text/lines.py): routing compares it with the
   storylines' routing embeddings, and it drifts the chosen storyline's one;
 * its **exchange** (the conversation memory: the turn and the one it answers);
 * its **derived memories** (decisions, research), one per text.
+
+A storyline's **routing embedding** follows one recipe: each routed message pulls it a little
+(:func:`drift`), every few turns it is blended half-and-half with the embedding of the storyline's own
+text (:func:`routing_text`, :func:`blend`); made from scratch (reindex, import, after a delete) it is the
+same walk replayed over the storyline's recent exchanges (:func:`routing_vectors`).  A memory is
+embedded from its text (:func:`memory_text`, :func:`memory_vectors`).
 
 :func:`plan_turns` lists the distinct texts a batch of turns needs and
 :func:`embed_plans` makes them in ONE model call, before any routing work (no
@@ -26,13 +32,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from narrative.model import Message
-from narrative.write.turn import conversation_text as message_text
-from narrative.write.turn import exchange_text
+from narrative.model import MemoryItem, Message, Storyline, Stream
+from narrative.store.filters import MemoryFilter
+from narrative.store.protocol import Store
+from narrative.text.lines import exchange_text
+from narrative.text.lines import turn_line as message_text
 
 Embed = Callable[[Sequence[str]], np.ndarray]
 
 KEPT_CONVERSATIONS = 256  # MessageVectors keeps the last message vector of this many conversations
+DRIFT = 0.1  # how far each new message pulls the routing embedding
+ROUTING_HISTORY = 10  # recent conversation memories replayed into a routing embedding made from scratch
 
 
 def compose(first_text: str, first: np.ndarray, second_text: str, second: np.ndarray) -> np.ndarray:
@@ -170,3 +180,61 @@ class TextVectors:
         while len(self._kept) > self.size:
             self._kept.popitem(last=False)
         return np.array(rows, dtype=np.float32)
+
+
+# --- memories and routing embeddings -----------------------------------------------------------
+
+
+def memory_text(memory: MemoryItem) -> str:
+    """What a memory's vector is made from: its text."""
+    return memory.content
+
+
+def memory_vectors(embed: Embed, memories: Sequence[MemoryItem]) -> dict[int, np.ndarray]:
+    """The memories' vectors by id, from one model call (none for no memories)."""
+    if not memories:
+        return {}
+    vectors = embed([memory_text(m) for m in memories])
+    return {m.id: vectors[i] for i, m in enumerate(memories)}
+
+
+def routing_text(storyline: Storyline) -> str:
+    """What the routing embedding is made from: name, description, keywords, summary."""
+    parts = [storyline.name, storyline.description, ", ".join(storyline.keywords), storyline.summary]
+    return ". ".join(p for p in parts if p)
+
+
+def drift(routing_vector: np.ndarray | None, message_vector: np.ndarray) -> np.ndarray:
+    """Move the routing embedding a little toward each message routed to the storyline."""
+    if routing_vector is None:
+        return unit(np.asarray(message_vector, dtype=np.float32))
+    return unit((1 - DRIFT) * routing_vector + DRIFT * message_vector)
+
+
+def blend(routing_vector: np.ndarray | None, text_vector: np.ndarray) -> np.ndarray:
+    """The periodic refresh: half the running embedding, half the embedding of the storyline's text."""
+    if routing_vector is None:
+        return unit(np.asarray(text_vector, dtype=np.float32))
+    return unit(0.5 * routing_vector + 0.5 * text_vector)
+
+
+def routing_vectors(store: Store, embed: Embed, storylines: Sequence[Storyline]) -> dict[int, np.ndarray]:
+    """Routing embeddings made from scratch, by storyline id: what the write path would hold.
+
+    The write path drifts the embedding toward each routed message and blends it with the storyline's
+    text every few turns; replaying the last ``ROUTING_HISTORY`` exchanges (oldest first) and one final
+    blend gives the same kind of vector.
+    """
+    made: dict[int, np.ndarray] = {}
+    for storyline in storylines:
+        recent = store.list_memories(
+            storyline.user_id,
+            MemoryFilter(storyline_ids=[storyline.id], streams=[Stream.CONVERSATION], limit=ROUTING_HISTORY),
+        )
+        texts = [routing_text(storyline) or storyline.name, *(memory_text(m) for m in reversed(recent))]
+        vectors = embed(texts)
+        routing: np.ndarray | None = None
+        for row in vectors[1:]:
+            routing = drift(routing, row)
+        made[storyline.id] = blend(routing, vectors[0])
+    return made

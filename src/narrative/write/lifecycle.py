@@ -115,16 +115,20 @@ def add_messages(
         return stored
 
 
-def pause(store: Store, user_id: str, conversation_id: int, now: datetime) -> Conversation:
-    conversation = store.get_conversation(user_id, conversation_id)
+def pause(store: Store, user_id: str, conversation_id: int | None, now: datetime) -> Conversation:
+    """Pause a conversation (None: the active one)."""
+    conversation = _given_or_active(store, user_id, conversation_id)
+    conversation_id = conversation.id
     _require_status(conversation, {ACTIVE}, "pause")
     if conversation.is_paused:
         raise InvalidTransition(f"conversation {conversation_id} is already paused")
     return store.update_conversation(user_id, conversation_id, is_paused=1, paused_at=now)
 
 
-def unpause(store: Store, user_id: str, conversation_id: int) -> Conversation:
-    conversation = store.get_conversation(user_id, conversation_id)
+def unpause(store: Store, user_id: str, conversation_id: int | None) -> Conversation:
+    """Unpause a conversation (None: the active one)."""
+    conversation = _given_or_active(store, user_id, conversation_id)
+    conversation_id = conversation.id
     _require_status(conversation, {ACTIVE}, "unpause")
     if not conversation.is_paused:
         raise InvalidTransition(f"conversation {conversation_id} is not paused")
@@ -182,6 +186,15 @@ def archive(
         compression_passes=passes,
         compression_duration_ms=duration_ms,
     )
+
+
+def _given_or_active(store: Store, user_id: str, conversation_id: int | None) -> Conversation:
+    if conversation_id is not None:
+        return store.get_conversation(user_id, conversation_id)
+    active = store.active_conversation(user_id)
+    if active is None:
+        raise InvalidTransition("there is no active conversation")
+    return store.get_conversation(user_id, active.id)
 
 
 def _resolve(

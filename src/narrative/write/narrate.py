@@ -14,7 +14,7 @@ from datetime import datetime
 
 from narrative.checks import require_text
 from narrative.errors import NotFound, ValidationError
-from narrative.model import DecisionDetails, Memory, Message, Narrative, Role, Stream
+from narrative.model import DecisionDetails, MemoryItem, Message, Narrative, Role, Stream
 from narrative.store.protocol import Store
 
 
@@ -161,7 +161,7 @@ def arc_summary(store: Store, link: Narrative) -> str:
     turn_ids = list(dict.fromkeys(m.message_ids[-1] for m in memories if m.message_ids))
     said = {m.id: m for m in store.get_messages(link.user_id, turn_ids)}
 
-    def speaker(memory: Memory) -> str:
+    def speaker(memory: MemoryItem) -> str:
         message = said.get(memory.message_ids[-1]) if memory.message_ids else None
         return _name(message)
 

@@ -20,7 +20,7 @@ from datetime import datetime
 from narrative.model import (
     Entity,
     EntityType,
-    Memory,
+    MemoryItem,
     ReflectionDetails,
     Retention,
     Source,
@@ -56,7 +56,7 @@ def _quoted(question: str) -> str:
 
 
 def heuristic_reflections(
-    store: Store, user_id: str, exchanges: Sequence[Memory]
+    store: Store, user_id: str, exchanges: Sequence[MemoryItem]
 ) -> dict[str, str]:
     """reflection type → text, from the entities and streams of the covered exchanges.
 
@@ -119,7 +119,7 @@ def _question_sentences(asked: Sequence[Entity], resolved: Sequence[Entity]) -> 
 
 
 def _salient_points(
-    store: Store, user_id: str, exchanges: Sequence[Memory], as_sentence: Callable[[str], str],
+    store: Store, user_id: str, exchanges: Sequence[MemoryItem], as_sentence: Callable[[str], str],
     retold: Callable[[str, str], str],
 ) -> list[str]:
     """The first and the most important salient turns of the stretch, retold (at most two)."""
@@ -151,7 +151,7 @@ def _distinct(sentences: Sequence[str]) -> list[str]:
     return kept
 
 
-def _sources(store: Store, user_id: str, exchanges: Sequence[Memory]) -> list[str]:
+def _sources(store: Store, user_id: str, exchanges: Sequence[MemoryItem]) -> list[str]:
     """Titles (or references) of the research memories made from the covered messages, newest first."""
     conversation_id = exchanges[0].conversation_id
     covered = list(dict.fromkeys(i for e in exchanges for i in e.message_ids))
@@ -173,18 +173,18 @@ def _sources(store: Store, user_id: str, exchanges: Sequence[Memory]) -> list[st
 
 def reflection_memories(
     user_id: str,
-    exchanges: Sequence[Memory],
+    exchanges: Sequence[MemoryItem],
     texts: dict[str, str],
     now: datetime,
     storyline_id: int | None,
-) -> list[Memory]:
+) -> list[MemoryItem]:
     """Reflection memories (stream ``reflection``) covering ``exchanges``, with provenance."""
     if not exchanges:
         return []
     times = [m.event_at or m.created_at for m in exchanges]
     message_ids = tuple(dict.fromkeys(i for m in exchanges for i in m.message_ids))
     return [
-        Memory(
+        MemoryItem(
             id=0,
             user_id=user_id,
             stream=Stream.REFLECTION,
@@ -212,7 +212,7 @@ def apply_retention(
     theme: Callable[[Sequence[str]], str],
     now: datetime,
     exchanges: int | None = None,
-) -> list[Memory]:
+) -> list[MemoryItem]:
     """Move conversation memories down the tiers; return new session-theme memories to store.
 
     Runs every turn, so it reads only what can have crossed a boundary since the
@@ -239,7 +239,7 @@ def apply_retention(
     if len(old) < THEME_BLOCK:
         return []
     old.reverse()  # oldest first
-    themes: list[Memory] = []
+    themes: list[MemoryItem] = []
     while len(old) >= THEME_BLOCK:
         block_ids, old = old[:THEME_BLOCK], old[THEME_BLOCK:]
         block = store.get_memories(user_id, block_ids)

@@ -37,36 +37,29 @@ import functools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
-from typing import Any
+from datetime import datetime
 
 import numpy as np
 
-from narrative.errors import InvalidTransition, ValidationError
+from narrative.errors import InvalidTransition
 from narrative.model import OPEN_ENTITY_TYPES, Entity, EntityType, Message, Role
 from narrative.store.protocol import Store
-from narrative.write import patterns as P
+from narrative.text import patterns as P
+from narrative.text.lines import entity_label
+from narrative.text.words import past_forms, word_keys
 
 __all__ = [
     "LLM_CONFIDENCE",
-    "OPEN_TYPES",
     "SIMILAR",
     "Evidence",
     "Judge",
     "Resolution",
     "Similarity",
-    "entity_label",
     "evidence_from",
     "find_resolutions",
-    "open_entities",
-    "past_forms",
-    "recent_entities",
     "resolve_entity",
-    "stale_entities",
-    "word_keys",
 ]
 
-OPEN_TYPES: tuple[EntityType, ...] = (EntityType.TASK, EntityType.WAITING_ON, EntityType.QUESTION_OPENED)
 SIMILAR = 0.6
 LLM_CONFIDENCE = 0.7
 
@@ -92,55 +85,10 @@ _ANSWERED = re.compile(
     r"answered|worked\s+out|(?:we're|i'm|we\s+are|i\s+am)\s+going\s+with|(?:we'll|i'll|let's)\s+go\s+with)\b",
     _I,
 )
-_OPEN_PREFIX = re.compile(r"^(?:open\s+question|question|todo|to-do)\s*:\s*", _I)
-_IRREGULAR: dict[str, tuple[str, ...]] = {
-    "send": ("sent",), "write": ("wrote", "written"), "draw": ("drew", "drawn"), "buy": ("bought",),
-    "make": ("made",), "do": ("did", "done"), "pay": ("paid",), "read": ("read",), "meet": ("met",),
-    "bring": ("brought",), "get": ("got", "gotten"), "find": ("found",), "take": ("took", "taken"),
-    "give": ("gave", "given"), "go": ("went", "gone"), "tell": ("told",), "speak": ("spoke", "spoken"),
-    "build": ("built",), "think": ("thought",), "leave": ("left",), "sell": ("sold",), "put": ("put",),
-    "set": ("set",), "run": ("ran",), "begin": ("began", "begun"), "choose": ("chose", "chosen"),
-    "ring": ("rang", "rung"), "see": ("saw", "seen"), "fly": ("flew", "flown"), "hold": ("held",),
-    "sit": ("sat",), "teach": ("taught",), "catch": ("caught",), "fight": ("fought",), "lend": ("lent",),
-    "spend": ("spent",), "win": ("won",), "book": ("booked",), "fix": ("fixed",),
-}  # fmt: skip
 _SKIP_LEAD = frozenset({"to", "also", "finally", "still", "then", "just", "really", "first"})
-_VOWELS = frozenset("aeiou")
 
 
-# --- the open state ----------------------------------------------------------------------------
-
-
-def open_entities(
-    store: Store,
-    user_id: str,
-    entity_type: EntityType | None = None,
-    storyline_id: int | None = None,
-    exclude_conversation: int | None = None,
-    limit: int = 500,
-) -> list[Entity]:
-    """Active entities of the open types (or of ``entity_type``), oldest first."""
-    types = [entity_type] if entity_type is not None else list(OPEN_TYPES)
-    found = store.list_entities(user_id, entity_types=types, active=True, storyline_id=storyline_id, limit=limit)
-    found = [e for e in found if exclude_conversation is None or e.conversation_id != exclude_conversation]
-    return sorted(found, key=lambda e: (e.created_at, e.id))
-
-
-def stale_entities(
-    store: Store, user_id: str, now: datetime, days: int, entity_type: EntityType | None = None
-) -> list[Entity]:
-    """Open items older than ``days`` days that nothing has resolved ("should have moved by now")."""
-    if isinstance(days, bool) or not isinstance(days, int) or days < 0:
-        raise ValidationError(f"days must be a non-negative integer, got {days!r}", field="days")
-    cutoff = now - timedelta(days=days)
-    return [e for e in open_entities(store, user_id, entity_type) if e.created_at <= cutoff]
-
-
-def recent_entities(store: Store, user_id: str, entity_type: EntityType, now: datetime, days: int) -> list[Entity]:
-    """Entities of one type made in the last ``days`` days, newest first (e.g. recent decisions)."""
-    since = now - timedelta(days=days)
-    found = store.list_entities(user_id, entity_types=[entity_type], since=since)
-    return [e for e in found if e.created_at <= now]
+# --- resolving by hand ----------------------------------------------------------------------
 
 
 def resolve_entity(
@@ -160,48 +108,6 @@ def resolve_entity(
     return store.resolve_entity(
         user_id, entity_id, now, resolved_by_memory_id=by_memory_id, resolved_by_entity_id=by_entity_id
     )
-
-
-# --- labels and words --------------------------------------------------------------------------
-
-
-def entity_label(entity_type: EntityType, name: str, data: dict[str, Any]) -> str:
-    """How an item reads in a sentence: "waiting on Sam to send the measurements", a bare question, …"""
-    if entity_type is EntityType.WAITING_ON:
-        who, what = str(data.get("who") or "").strip(), str(data.get("what") or "").strip()
-        if who and what:
-            return f"waiting on {who} to {what}"
-        return f"waiting on {who or what or name}"
-    text = _OPEN_PREFIX.sub("", name.strip())
-    return text[:1].lower() + text[1:] if entity_type is EntityType.TASK else text
-
-
-def word_keys(text: str) -> set[str]:
-    """Content-word keys of a text (lowercase, singular), the unit of overlap."""
-    return set(_word_keys(text))
-
-
-@functools.lru_cache(maxsize=4096)
-def _word_keys(text: str) -> frozenset[str]:
-    keys = set()
-    for word in P.words(text):
-        key = P.tag_key(word.lower())
-        if key is not None:
-            keys.add(key)
-    return frozenset(keys)
-
-
-def past_forms(verb: str) -> tuple[str, ...]:
-    """Past-tense forms of a verb (irregular table, else the regular spellings)."""
-    verb = verb.lower()
-    if verb in _IRREGULAR:
-        return _IRREGULAR[verb]
-    forms = [verb + "d" if verb.endswith("e") else verb + "ed"]
-    if len(verb) > 2 and verb.endswith("y") and verb[-2] not in _VOWELS:
-        forms.append(verb[:-1] + "ied")
-    if len(verb) >= 3 and verb[-1] not in _VOWELS | {"w", "x", "y"} and verb[-2] in _VOWELS and verb[-3] not in _VOWELS:
-        forms.append(verb + verb[-1] + "ed")
-    return tuple(forms)
 
 
 def _lead_verb(text: str) -> str | None:

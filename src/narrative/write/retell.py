@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from narrative.write import patterns as P
+from narrative.text import patterns as P
 
 _VERB_START = P.lex(
     "go use build start ship keep move drop switch write prioritize prioritise focus store adopt try skip make put "

@@ -7,8 +7,7 @@ from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime
 
-import numpy as np
-
+from narrative.errors import InvalidTransition
 from narrative.model import Participant, Storyline, StorylineKind, StorylineStatus
 from narrative.store.protocol import Store
 from narrative.write.routing import DEFAULT_STORYLINES, strip_topic_cue
@@ -16,6 +15,61 @@ from narrative.write.routing import DEFAULT_STORYLINES, strip_topic_cue
 SUMMARY_POINTS = 4
 MAX_KEYWORDS = 8
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
+
+
+YOUR_STORY = "Your Story"
+YOUR_STORY_DESCRIPTION = "The ongoing narrative of who you are, across all storylines and all time."
+
+
+def ensure_user(store: Store, user_id: str, now: datetime) -> None:
+    """A user's first sight: the user row, Your Story (permanent) and the default storylines, made once."""
+    with store.transaction():
+        store.ensure_user(user_id, now)
+        if store.your_story(user_id) is None:
+            store.insert_storyline(
+                user_id, YOUR_STORY, StorylineKind.YOUR_STORY, now,
+                description=YOUR_STORY_DESCRIPTION, status=StorylineStatus.PERMANENT,
+            )
+        ensure_defaults(store, user_id, now)
+
+
+def your_story(store: Store, user_id: str, now: datetime) -> Storyline:
+    """The user's Your Story (made, with the user, when it is missing: e.g. after the user was deleted)."""
+    story = store.your_story(user_id)
+    if story is None:
+        ensure_user(store, user_id, now)
+        story = store.your_story(user_id)
+    assert story is not None
+    return story
+
+
+def create_by_hand(
+    store: Store, user_id: str, name: str, description: str, keywords: Sequence[str], now: datetime
+) -> Storyline:
+    """A storyline the user made (kind ``user``); keywords lower-cased, empty ones dropped."""
+    return store.insert_storyline(
+        user_id, name, StorylineKind.USER, now,
+        description=description, keywords=tuple(k.strip().lower() for k in keywords if k.strip()),
+    )
+
+
+def rename(store: Store, user_id: str, storyline_id: int, name: str, now: datetime) -> Storyline:
+    """Rename a storyline; a detected one becomes the user's (it keeps the name they gave it)."""
+    storyline = _changeable(store, user_id, storyline_id, "rename")
+    kind = StorylineKind.USER if storyline.kind is StorylineKind.DETECTED else storyline.kind
+    return store.update_storyline(user_id, storyline_id, name=name, kind=kind, updated_at=now)
+
+
+def archive(store: Store, user_id: str, storyline_id: int, now: datetime) -> Storyline:
+    _changeable(store, user_id, storyline_id, "archive")
+    return store.update_storyline(user_id, storyline_id, status=StorylineStatus.ARCHIVED, updated_at=now)
+
+
+def _changeable(store: Store, user_id: str, storyline_id: int, step: str) -> Storyline:
+    storyline = store.get_storyline(user_id, storyline_id)
+    if storyline.kind is StorylineKind.YOUR_STORY:
+        raise InvalidTransition(f"Your Story is permanent: it cannot be {step}d")
+    return storyline
 
 
 def ensure_defaults(store: Store, user_id: str, now: datetime) -> dict[str, int]:
@@ -76,12 +130,6 @@ def with_participant(participants: Sequence[Participant], name: str, role: str) 
     return (*participants, Participant(name=name, role=role))
 
 
-def routing_text(storyline: Storyline) -> str:
-    """What the routing embedding is made from: name, description, keywords, summary."""
-    parts = [storyline.name, storyline.description, ", ".join(storyline.keywords), storyline.summary]
-    return ". ".join(p for p in parts if p)
-
-
 def update_after_turn(
     store: Store,
     storyline: Storyline,
@@ -115,38 +163,6 @@ def needs_embedding_refresh(storyline: Storyline, every: int) -> bool:
     if storyline.kind is StorylineKind.DEFAULT:
         return False
     return storyline.interaction_count <= 1 or storyline.interaction_count % every == 0
-
-
-def auxiliary(storylines: Sequence[Storyline], main_id: int | None, limit: int = 2) -> list[Storyline]:
-    """Up to two other recent topic storylines to show beside the main one."""
-    others = [
-        s for s in storylines
-        if s.id != main_id and s.kind in (StorylineKind.DETECTED, StorylineKind.USER) and s.last_message_at
-    ]
-    others.sort(key=lambda s: s.last_message_at or s.created_at, reverse=True)
-    return others[:limit]
-
-
-DRIFT = 0.1  # how far each new message pulls the routing embedding
-
-
-def _unit(vector: np.ndarray) -> np.ndarray:
-    norm = float(np.linalg.norm(vector))
-    return vector if norm == 0 else (vector / norm).astype(np.float32)
-
-
-def drift(routing_vector: np.ndarray | None, message_vector: np.ndarray) -> np.ndarray:
-    """Move the routing embedding a little toward each message routed to the storyline."""
-    if routing_vector is None:
-        return _unit(np.asarray(message_vector, dtype=np.float32))
-    return _unit((1 - DRIFT) * routing_vector + DRIFT * message_vector)
-
-
-def blend(routing_vector: np.ndarray | None, text_vector: np.ndarray) -> np.ndarray:
-    """The periodic refresh: half the running embedding, half the embedding of the storyline's text."""
-    if routing_vector is None:
-        return _unit(np.asarray(text_vector, dtype=np.float32))
-    return _unit(0.5 * routing_vector + 0.5 * text_vector)
 
 
 def maybe_rename(store: Store, storyline: Storyline) -> Storyline:

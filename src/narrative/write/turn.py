@@ -26,7 +26,7 @@ from narrative.model import (
     ConversationDetails,
     Entity,
     EntityType,
-    Memory,
+    MemoryItem,
     Message,
     Narrative,
     Role,
@@ -37,7 +37,8 @@ from narrative.model import (
 )
 from narrative.store.filters import MemoryFilter
 from narrative.store.protocol import Store
-from narrative.write import narrate, reflect, routing, storylines
+from narrative.text.lines import exchange_text, turn_line
+from narrative.write import embedding, narrate, reflect, routing, storylines
 
 if TYPE_CHECKING:
     from narrative.write.extract import TurnExtraction
@@ -61,11 +62,11 @@ class TurnResult:
     storyline: Storyline
     decision: str
     scores: dict[str, Any]
-    memories: list[Memory] = field(default_factory=list)
+    memories: list[MemoryItem] = field(default_factory=list)
     entities: list[Entity] = field(default_factory=list)
     narrative: Narrative | None = None
     sealed: list[Narrative] = field(default_factory=list)
-    reflections: list[Memory] = field(default_factory=list)
+    reflections: list[MemoryItem] = field(default_factory=list)
 
     def describe(self) -> str:
         lines = [
@@ -100,8 +101,8 @@ class ConversationEnd:
     """What closing a conversation added to the chain."""
 
     sealed: list[Narrative] = field(default_factory=list)
-    narrative_memories: list[Memory] = field(default_factory=list)
-    reflections: list[Memory] = field(default_factory=list)
+    narrative_memories: list[MemoryItem] = field(default_factory=list)
+    reflections: list[MemoryItem] = field(default_factory=list)
 
 
 @dataclass
@@ -126,18 +127,6 @@ class WriteSettings:
     thresholds: routing.RoutingThresholds = field(default_factory=routing.RoutingThresholds)
 
 
-def conversation_text(message: Message) -> str:
-    """One turn as a line: who said it, then what was said."""
-    return f"{message.speaker}: {message.content}" if message.speaker else message.content
-
-
-def exchange_text(previous: Message | None, message: Message) -> str:
-    """An exchange (ITSERR's conversation-stream unit): the turn it answers, then the turn."""
-    if previous is None:
-        return conversation_text(message)
-    return f"{conversation_text(previous)}\n{conversation_text(message)}"
-
-
 class TurnWriter:
     """Runs the derived work of one stored message.  Holds no state between turns."""
 
@@ -158,7 +147,7 @@ class TurnWriter:
         self.key_points = key_points
         self.theme = theme
         self.assist = assist
-        self.deferred: list[Memory] | None = None  # memories waiting for one batched embedding (closing)
+        self.deferred: list[MemoryItem] | None = None  # memories waiting for one batched embedding (closing)
 
     # --- the turn ---------------------------------------------------------------------
 
@@ -186,7 +175,7 @@ class TurnWriter:
             route = self._route(message, routed, topic, previous, defaults, your_story_id, context)
             storyline = self._apply_route(message, route, routed, topic, context)
             result = TurnResult(message, storyline, route.decision, route.scores)
-            if route.decision in ("switch", "create"):  # a topic shift closes the thread(s) left behind
+            if route.decision in ("switch", "create"):  # a topic shift seals the running link(s) left behind
                 left = self._left_behind(message, storyline.id)
                 result.sealed = narrate.seal_open_links(
                     self.store, user_id, left, message.created_at, retell=self.assist is None
@@ -223,7 +212,7 @@ class TurnWriter:
         cleaned = replace(extraction, topic_tags=tags, key_points=routing.strip_topic_cue(extraction.key_points))
         text = routing.strip_topic_cue(message.content)
         if text and vector is not None and self.embed is not None:
-            vector = self.embed([conversation_text(replace(message, content=text))])[0]
+            vector = self.embed([turn_line(replace(message, content=text))])[0]
         return cleaned, vector
 
     def _left_behind(self, message: Message, target_id: int) -> list[int]:
@@ -375,10 +364,10 @@ class TurnWriter:
         link: Narrative | None,
         derived_vectors: list[np.ndarray] | None = None,
         answered: Message | None = None,
-    ) -> list[Memory]:
+    ) -> list[MemoryItem]:
         def memory(stream: Stream, source: Source, content: str, importance: int, details: Any,
-                   message_ids: tuple[int, ...] = (message.id,), emotions: tuple[str, ...] = ()) -> Memory:
-            return Memory(
+                   message_ids: tuple[int, ...] = (message.id,), emotions: tuple[str, ...] = ()) -> MemoryItem:
+            return MemoryItem(
                 id=0, user_id=message.user_id, stream=stream, source=source, content=content,
                 importance=importance, emotions=emotions, details=details, created_at=message.created_at,
                 event_at=message.created_at, conversation_id=message.conversation_id, storyline_id=storyline.id,
@@ -410,7 +399,7 @@ class TurnWriter:
         self._put_vectors(message.user_id, stored, known)
         return stored
 
-    def _put_vectors(self, user_id: str, memories: Sequence[Memory], known: Sequence[np.ndarray | None]) -> None:
+    def _put_vectors(self, user_id: str, memories: Sequence[MemoryItem], known: Sequence[np.ndarray | None]) -> None:
         """Store vectors: the ones already made (in order), embedding the rest in one batch (or, while
         ``deferred`` is a list, leaving the rest there for the caller's one batch)."""
         if self.model is None or not memories:
@@ -428,7 +417,7 @@ class TurnWriter:
         self.store.put_memory_vectors(user_id, self.model, vectors)
 
     def _store_entities(
-        self, message: Message, extraction: TurnExtraction, storyline: Storyline, memory: Memory
+        self, message: Message, extraction: TurnExtraction, storyline: Storyline, memory: MemoryItem
     ) -> list[Entity]:
         stored: list[Entity] = []
         seen: set[tuple[EntityType, str]] = set()
@@ -452,7 +441,7 @@ class TurnWriter:
 
     def _extend(
         self, link: Narrative, storyline: Storyline, message: Message, extraction: TurnExtraction,
-        memories: Sequence[Memory],
+        memories: Sequence[MemoryItem],
     ) -> Narrative:
         sentence = None
         if self.assist is not None:
@@ -484,18 +473,18 @@ class TurnWriter:
             return updated
         routing_vector = self.store.storyline_vector(updated.user_id, updated.id, self.model)
         if vector is not None:
-            routing_vector = storylines.drift(routing_vector, vector)
+            routing_vector = embedding.drift(routing_vector, vector)
         if self.embed is not None and storylines.needs_embedding_refresh(updated, self.settings.refresh_every):
             updated = storylines.maybe_rename(self.store, updated)
             if context is not None:
                 context.remember(updated)
-            text_vector = self.embed([storylines.routing_text(updated)])[0]
-            routing_vector = storylines.blend(routing_vector, text_vector)
+            text_vector = self.embed([embedding.routing_text(updated)])[0]
+            routing_vector = embedding.blend(routing_vector, text_vector)
         if routing_vector is not None:
             self.store.put_storyline_vector(updated.user_id, updated.id, self.model, routing_vector)
         return updated
 
-    def maybe_reflect(self, message: Message, storyline: Storyline, force: bool = False) -> list[Memory]:
+    def maybe_reflect(self, message: Message, storyline: Storyline, force: bool = False) -> list[MemoryItem]:
         """Reflect every N exchanges of the conversation, at close (``force``), or past the stream size."""
         every = self.settings.reflect_every
         count = self.store.count_memories(
@@ -528,14 +517,14 @@ class TurnWriter:
         where = MemoryFilter(streams=[Stream.REFLECTION], conversation_ids=[message.conversation_id], limit=10)
         return any(message.id in m.message_ids for m in self.store.list_memories(message.user_id, where))
 
-    def _store_reflections(self, user_id: str, memories: Sequence[Memory]) -> list[Memory]:
+    def _store_reflections(self, user_id: str, memories: Sequence[MemoryItem]) -> list[MemoryItem]:
         stored = [self.store.insert_memory(m) for m in memories]
         self._put_vectors(user_id, stored, [])
         return stored
 
     # --- the end of a conversation --------------------------------------------------------------
 
-    def embed_deferred(self, user_id: str, extra: Sequence[Memory] = ()) -> None:
+    def embed_deferred(self, user_id: str, extra: Sequence[MemoryItem] = ()) -> None:
         """Embed the deferred memories (and ``extra``) in one call, store their vectors, stop deferring."""
         waiting, self.deferred = [*extra, *(self.deferred or [])], None
         if waiting and self.model is not None and self.embed is not None:
@@ -553,7 +542,7 @@ class TurnWriter:
             touched = list(dict.fromkeys(m.storyline_id for m in messages if m.storyline_id is not None))
             for link in narrate.seal_open_links(self.store, user_id, touched, now, retell=self.assist is None):
                 end.sealed.append(link)
-                end.narrative_memories.append(self.store.insert_memory(Memory(
+                end.narrative_memories.append(self.store.insert_memory(MemoryItem(
                     id=0, user_id=user_id, stream=Stream.NARRATIVE, source=Source.NARRATIVE, content=link.summary,
                     importance=3, created_at=now, event_at=messages[-1].created_at, conversation_id=conversation_id,
                     storyline_id=link.storyline_id, narrative_id=link.id,

@@ -9,14 +9,14 @@ import click
 from narrative.interfaces.cli.common import Context, cli, json_option, pass_ctx
 from narrative.interfaces.cli.text import clip, indented
 from narrative.interfaces.serialize import hit_dict
-from narrative.model import Memory, Narrative
+from narrative.model import MemoryItem, Narrative
 
 if TYPE_CHECKING:
     from narrative.read.search import SearchHit
     from narrative.write.turn import TurnResult
 
 
-def _memory_line(m: Memory, indent: str = "") -> str:
+def _memory_line(m: MemoryItem, indent: str = "") -> str:
     """A memory in full; the lines of a multi-line exchange stay indented under its header."""
     head = f"{indent}#{m.id} [{m.stream.value}] [{'★' * m.importance}] "
     return head + indented(m.content, " " * len(head))

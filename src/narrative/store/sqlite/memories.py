@@ -15,7 +15,7 @@ from narrative.model import (
     ConversationDetails,
     DecisionDetails,
     Details,
-    Memory,
+    MemoryItem,
     ReflectionDetails,
     ResearchDetails,
     Retention,
@@ -72,8 +72,10 @@ def details_from_json(text: str | None) -> Details | None:
     return result
 
 
-def _memory(row: sqlite3.Row | Mapping[str, Any], message_ids: tuple[int, ...], positions: tuple[int, ...]) -> Memory:
-    return Memory(
+def _memory(
+    row: sqlite3.Row | Mapping[str, Any], message_ids: tuple[int, ...], positions: tuple[int, ...]
+) -> MemoryItem:
+    return MemoryItem(
         id=row["id"],
         user_id=row["user_id"],
         stream=Stream(row["stream"]),
@@ -119,7 +121,7 @@ _UPDATABLE = {
 
 
 class MemoryRows(SqliteBase):
-    def insert_memory(self, memory: Memory) -> Memory:
+    def insert_memory(self, memory: MemoryItem) -> MemoryItem:
         """Store a memory (its ``id`` is ignored) with its provenance rows."""
         row: dict[str, Any] = {
             "user_id": memory.user_id,
@@ -162,13 +164,13 @@ class MemoryRows(SqliteBase):
             raise StoreError("insert returned no id")
         return _memory(row, tuple(s[0] for s in sources), tuple(s[1] for s in sources))  # as reading it back would
 
-    def get_memory(self, user_id: str, memory_id: int) -> Memory:
+    def get_memory(self, user_id: str, memory_id: int) -> MemoryItem:
         found = self.get_memories(user_id, [memory_id])
         if not found:
             raise NotFound(f"memory {memory_id} not found")
         return found[0]
 
-    def get_memories(self, user_id: str, memory_ids: Iterable[int]) -> list[Memory]:
+    def get_memories(self, user_id: str, memory_ids: Iterable[int]) -> list[MemoryItem]:
         """Memories in the order of ``memory_ids``; unknown or foreign ids are skipped."""
         ids = list(dict.fromkeys(memory_ids))
         if not ids:
@@ -198,7 +200,7 @@ class MemoryRows(SqliteBase):
                 sources[memory_id].append(message_id)
         return {r[0]: (Stream(r[1]), to_time_required(r[2]), tuple(sources[r[0]])) for r in rows}
 
-    def _hydrate(self, rows: list[sqlite3.Row], order: list[int] | None = None) -> list[Memory]:
+    def _hydrate(self, rows: list[sqlite3.Row], order: list[int] | None = None) -> list[MemoryItem]:
         if not rows:
             return []
         ids = [r["id"] for r in rows]
@@ -222,7 +224,7 @@ class MemoryRows(SqliteBase):
         keys = order if order is not None else ids
         return [memories[i] for i in keys if i in memories]
 
-    def list_memories(self, user_id: str, where: MemoryFilter | None = None) -> list[Memory]:
+    def list_memories(self, user_id: str, where: MemoryFilter | None = None) -> list[MemoryItem]:
         """Memories matching ``where``, newest first."""
         sql, params = _filter_sql(user_id, where or MemoryFilter())
         sql = f"SELECT * FROM memories m WHERE {sql} ORDER BY COALESCE(m.event_at, m.created_at) DESC, m.id DESC"
@@ -253,7 +255,7 @@ class MemoryRows(SqliteBase):
         sql, params = _filter_sql(user_id, where)
         return {r[0] for r in self._all(f"SELECT m.id FROM memories m WHERE {sql}", params)}
 
-    def update_memory(self, user_id: str, memory_id: int, **changes: Any) -> Memory:
+    def update_memory(self, user_id: str, memory_id: int, **changes: Any) -> MemoryItem:
         if self.update_memories(user_id, [memory_id], **changes) == 0:
             raise NotFound(f"memory {memory_id} not found")
         return self.get_memory(user_id, memory_id)
@@ -452,7 +454,7 @@ class MemoryRows(SqliteBase):
             params.append(user_id)
         return [(r[0], int(r[1])) for r in self._all(sql + " ORDER BY m.user_id, m.id", params)]
 
-    def memories_without_vectors(self, user_id: str | None = None, model: str | None = None) -> list[Memory]:
+    def memories_without_vectors(self, user_id: str | None = None, model: str | None = None) -> list[MemoryItem]:
         sql = "SELECT m.* FROM memories m LEFT JOIN memory_vectors v ON v.memory_id = m.id WHERE (v.memory_id IS NULL"
         params: list[Any] = []
         if model is not None:

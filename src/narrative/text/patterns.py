@@ -3,7 +3,7 @@
 Everything here is built once at import (plain sets and ``re.compile``; no file, model or
 environment access) so that one turn costs a few hundred microseconds.  The detectors are pure
 functions over already-split sentences; :mod:`narrative.write.extract` assembles them into a
-:class:`~narrative.write.extract.TurnExtraction`.
+:class:`~narrative.write.extract.TurnExtraction`, and the read side uses the same lexicons (``STOPWORDS``).
 
 | detector            | rule (the function docstrings have the details)                                       |
 |---------------------|----------------------------------------------------------------------------------------|

@@ -1,0 +1,50 @@
+"""Word keys (the unit of overlap between two texts) and verbs' past forms."""
+
+from __future__ import annotations
+
+import functools
+
+from narrative.text import patterns as P
+
+__all__ = ["past_forms", "word_keys"]
+
+_IRREGULAR: dict[str, tuple[str, ...]] = {
+    "send": ("sent",), "write": ("wrote", "written"), "draw": ("drew", "drawn"), "buy": ("bought",),
+    "make": ("made",), "do": ("did", "done"), "pay": ("paid",), "read": ("read",), "meet": ("met",),
+    "bring": ("brought",), "get": ("got", "gotten"), "find": ("found",), "take": ("took", "taken"),
+    "give": ("gave", "given"), "go": ("went", "gone"), "tell": ("told",), "speak": ("spoke", "spoken"),
+    "build": ("built",), "think": ("thought",), "leave": ("left",), "sell": ("sold",), "put": ("put",),
+    "set": ("set",), "run": ("ran",), "begin": ("began", "begun"), "choose": ("chose", "chosen"),
+    "ring": ("rang", "rung"), "see": ("saw", "seen"), "fly": ("flew", "flown"), "hold": ("held",),
+    "sit": ("sat",), "teach": ("taught",), "catch": ("caught",), "fight": ("fought",), "lend": ("lent",),
+    "spend": ("spent",), "win": ("won",), "book": ("booked",), "fix": ("fixed",),
+}  # fmt: skip
+_VOWELS = frozenset("aeiou")
+
+
+def word_keys(text: str) -> set[str]:
+    """Content-word keys of a text (lowercase, singular), the unit of overlap."""
+    return set(_word_keys(text))
+
+
+@functools.lru_cache(maxsize=4096)
+def _word_keys(text: str) -> frozenset[str]:
+    keys = set()
+    for word in P.words(text):
+        key = P.tag_key(word.lower())
+        if key is not None:
+            keys.add(key)
+    return frozenset(keys)
+
+
+def past_forms(verb: str) -> tuple[str, ...]:
+    """Past-tense forms of a verb (irregular table, else the regular spellings)."""
+    verb = verb.lower()
+    if verb in _IRREGULAR:
+        return _IRREGULAR[verb]
+    forms = [verb + "d" if verb.endswith("e") else verb + "ed"]
+    if len(verb) > 2 and verb.endswith("y") and verb[-2] not in _VOWELS:
+        forms.append(verb[:-1] + "ied")
+    if len(verb) >= 3 and verb[-1] not in _VOWELS | {"w", "x", "y"} and verb[-2] in _VOWELS and verb[-3] not in _VOWELS:
+        forms.append(verb + verb[-1] + "ed")
+    return tuple(forms)

@@ -1,0 +1,184 @@
+"""Deletes that leave nothing behind: what goes with a memory, a conversation or a storyline.
+
+Each ``delete_*`` checks that the thing exists, deletes it and what goes with it in one transaction, then
+scrubs the file (``store.scrub_deleted``: full-text merge, zeroed pages, pruned change log, WAL checkpoint),
+so a deleted word is nowhere in the file's bytes.  What a delete takes with it:
+
+* memories take their entities, deltas, sources, vectors and full-text entries (the store's cascade), the
+  uses that drew on them (their recorded queries name what is deleted), and the resolutions they made
+  (those entities are reopened); narrative links left without memories are spliced out of the chain, sealed
+  links that keep other memories stay (they are immutable);
+* a conversation takes its messages, memories, links, entities and uses, and its storylines are scrubbed:
+  detected storylines left empty go, the others lose the summary lines, description and keywords that
+  quoted the deleted messages, and their routing embedding is made again from what is left;
+* a storyline either hands its rows to Your Story or takes its memories, links, entities and messages along.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+
+from narrative.errors import InvalidTransition, NotFound
+from narrative.model import Message, Storyline, StorylineKind
+from narrative.store.filters import MemoryFilter
+from narrative.store.protocol import Store
+from narrative.write.embedding import Embed, routing_vectors
+from narrative.write.storylines import your_story
+
+__all__ = [
+    "delete_conversation",
+    "delete_memory",
+    "delete_storyline",
+    "delete_user",
+    "forget_conversation",
+    "forget_memories",
+    "forget_storyline",
+    "scrub_storylines",
+]
+
+EVERYTHING = 1_000_000  # a limit no user reaches: list every row
+
+
+USER_TABLES = ("conversations", "messages", "memories", "narratives", "storylines", "entities")  # counted on delete
+
+
+def delete_memory(store: Store, user_id: str, memory_id: int) -> dict[str, int]:
+    """Delete one memory with its entities, deltas, sources, vector and full-text entry."""
+    store.get_memory(user_id, memory_id)
+    with store.transaction():
+        counts = forget_memories(store, user_id, [memory_id])
+    store.scrub_deleted()
+    return counts
+
+
+def delete_conversation(
+    store: Store, user_id: str, conversation_id: int, embed: Embed | None, model: str | None
+) -> dict[str, int]:
+    """Delete a conversation and what came only from it (see :func:`forget_conversation`)."""
+    store.get_conversation(user_id, conversation_id)
+    with store.transaction():
+        counts = forget_conversation(store, user_id, conversation_id, embed, model)
+    store.scrub_deleted()
+    return counts
+
+
+def delete_storyline(
+    store: Store, user_id: str, storyline_id: int, *, move_to_your_story: bool, now: datetime
+) -> tuple[Storyline, dict[str, int]]:
+    """Delete a storyline (never Your Story); returns it (as it was) with the counts."""
+    storyline = store.get_storyline(user_id, storyline_id)
+    if storyline.kind is StorylineKind.YOUR_STORY:
+        raise InvalidTransition("Your Story is permanent: it cannot be deleted")
+    with store.transaction():
+        target = your_story(store, user_id, now).id if move_to_your_story else None
+        counts = forget_storyline(store, user_id, storyline_id, target)
+    store.scrub_deleted()
+    return storyline, counts
+
+
+def delete_user(store: Store, user_id: str) -> dict[str, int]:
+    """Delete a user and every row they own; returns how many rows of each kind there were."""
+    store.get_user(user_id)
+    counts = {table: store.count_rows(table, user_id) for table in USER_TABLES}
+    store.delete_user(user_id)
+    store.scrub_deleted()
+    return counts
+
+
+def forget_memories(
+    store: Store, user_id: str, memory_ids: Iterable[int], conversation_id: int | None = None
+) -> dict[str, int]:
+    """Delete memories and what only they held: resolutions they made, links left empty, uses of them."""
+    ids = sorted(set(memory_ids))
+    gone = set(ids)
+    reopened = store.reopen_resolved_by(user_id, ids)
+    emptied: list[int] = []
+    for nid in store.narratives_with_memories(user_id, ids):
+        link = store.get_narrative(user_id, nid)
+        alive = [m.id for m in store.get_memories(user_id, link.memory_ids) if m.id not in gone]
+        if not alive:
+            emptied.append(nid)
+        elif not link.sealed:
+            store.update_narrative(user_id, nid, memory_ids=alive)
+    if conversation_id is not None:  # the conversation's own links that never held a memory
+        emptied += [n.id for n in store.list_narratives(user_id, limit=EVERYTHING)
+                    if n.conversation_id == conversation_id and n.id not in emptied
+                    and not [m for m in store.get_memories(user_id, n.memory_ids) if m.id not in gone]]
+    links = store.splice_out_narratives(user_id, emptied)
+    uses = store.delete_uses_of_memories(user_id, ids)
+    deleted = store.delete_memories(user_id, ids)
+    return {"memories": deleted, "narratives": links, "reopened_entities": reopened, "uses": uses}
+
+
+def forget_conversation(
+    store: Store, user_id: str, conversation_id: int, embed: Embed | None, model: str | None
+) -> dict[str, int]:
+    """Delete a conversation and what came only from it; scrub its storylines (``embed``/``model``: the
+    current embedder, to make their routing embeddings again; None without one)."""
+    messages = store.list_messages(user_id, conversation_id=conversation_id)
+    counts = forget_memories(store, user_id, store.conversation_memory_ids(user_id, conversation_id), conversation_id)
+    counts["uses"] += store.delete_conversation_uses(user_id, conversation_id)
+    counts["entities"] = len(store.list_entities(user_id, conversation_id=conversation_id, limit=EVERYTHING))
+    store.delete_conversation(user_id, conversation_id)
+    counts["messages"] = len(messages)
+    counts["storylines"] = scrub_storylines(store, user_id, messages, embed, model)
+    return counts
+
+
+def scrub_storylines(
+    store: Store, user_id: str, messages: list[Message], embed: Embed | None, model: str | None
+) -> int:
+    """Drop detected storylines left empty; in the others, scrub what quoted the deleted messages:
+    summary lines, the description, keywords no remaining message supports, the routing embedding.
+    Returns how many storylines were dropped."""
+    unused = store.unused_storylines(user_id)
+    for sid in unused:
+        store.delete_storyline(user_id, sid)
+    said = [m.content.lower() for m in messages]
+    for sid in {m.storyline_id for m in messages if m.storyline_id is not None} - set(unused):
+        try:
+            storyline = store.get_storyline(user_id, sid)
+        except NotFound:
+            continue
+        remaining = " ".join(m.content.lower() for m in store.list_messages(user_id, storyline_id=sid))
+        summary = "\n".join(line for line in storyline.summary.splitlines() if not _quotes(line, said))
+        description = "" if _quotes(storyline.description, said) else storyline.description
+        keywords = tuple(k for k in storyline.keywords if k.lower() in remaining)
+        if (summary, description, keywords) != (storyline.summary, storyline.description, storyline.keywords):
+            storyline = store.update_storyline(user_id, sid, summary=summary, description=description,
+                                               keywords=keywords)
+        if embed is not None and model is not None and store.storyline_vector(user_id, sid, model) is not None:
+            store.put_storyline_vector(user_id, sid, model, routing_vectors(store, embed, [storyline])[sid])
+    return len(unused)
+
+
+def forget_storyline(store: Store, user_id: str, storyline_id: int, move_to: int | None) -> dict[str, int]:
+    """Delete a storyline; its rows move to ``move_to`` (Your Story), or (None) its memories, links, entities
+    and the messages routed to it are deleted with it."""
+    counts: dict[str, int] = {}
+    if move_to is not None:
+        counts["moved_memories"] = store.count_memories(user_id, MemoryFilter(storyline_ids=[storyline_id]))
+        store.move_storyline_rows(user_id, storyline_id, move_to)
+    else:
+        ids = store.memory_ids_matching(user_id, MemoryFilter(storyline_ids=[storyline_id]))
+        counts.update(forget_memories(store, user_id, ids))
+        links = [n.id for n in store.list_narratives(user_id, storyline_id=storyline_id, limit=EVERYTHING)]
+        counts["narratives"] += store.splice_out_narratives(user_id, links)
+        entities = store.list_entities(user_id, storyline_id=storyline_id, limit=EVERYTHING)
+        store.delete_entities(user_id, [e.id for e in entities])
+        routed = store.list_messages(user_id, storyline_id=storyline_id)
+        counts["entities"] = len(entities)
+        counts["messages"] = store.delete_messages(user_id, [m.id for m in routed])
+    store.delete_storyline(user_id, storyline_id)
+    counts["storylines"] = 1
+    return counts
+
+
+def _quotes(text: str, said: list[str]) -> bool:
+    """Does a summary line (or description) repeat one of these (lowercased) messages?"""
+    body = text.strip().lstrip("-• ").strip()
+    if ": " in body:
+        body = body.split(": ", 1)[1]
+    probe = body.rstrip("…").strip().lower()[:40]
+    return len(probe) >= 12 and any(probe in s for s in said)
