@@ -34,6 +34,7 @@ demo: install-python
 
 lint:
 	$(PYTHON) -m ruff check src tests bench
+	$(PYTHON) -m ruff format --check src tests bench
 	$(PYTHON) -m mypy
 
 pytest:

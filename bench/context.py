@@ -51,90 +51,123 @@ TARGET_P95_MS = 30.0
 # Each topic: people, things, choices (picked, rejected, reason), tasks, questions, a book, feelings.
 TOPICS: dict[str, dict[str, Any]] = {
     "garden app": {
-        "people": ["Sam", "Priya", "Jonas"], "things": ["plot map", "watering schedule", "sync layer", "badge"],
-        "choices": [("SQLite", "Firebase", "it works offline"),
-                    ("a map view", "a list view", "volunteers think in places"),
-                    ("weekly digests", "push notifications", "notifications feel naggy")],
+        "people": ["Sam", "Priya", "Jonas"],
+        "things": ["plot map", "watering schedule", "sync layer", "badge"],
+        "choices": [
+            ("SQLite", "Firebase", "it works offline"),
+            ("a map view", "a list view", "volunteers think in places"),
+            ("weekly digests", "push notifications", "notifications feel naggy"),
+        ],
         "tasks": ["draw the plot map", "write the sync code", "test the app in the garden", "design the badges"],
         "questions": ["should the schedule be per plot or per volunteer", "how do two volunteers share a plot"],
         "book": ("Thinking in Systems", "Donella Meadows", "behaviour comes from structure"),
     },
     "wedding": {
-        "people": ["Lena", "Mum", "Tomas"], "things": ["speech", "flights to Porto", "dress", "gift"],
-        "choices": [("a short speech", "a long speech", "people get restless"),
-                    ("the early flight", "the late flight", "the rehearsal is at noon")],
+        "people": ["Lena", "Mum", "Tomas"],
+        "things": ["speech", "flights to Porto", "dress", "gift"],
+        "choices": [
+            ("a short speech", "a long speech", "people get restless"),
+            ("the early flight", "the late flight", "the rehearsal is at noon"),
+        ],
         "tasks": ["write three stories for the speech", "book the flights to Porto", "call Mum about Lisbon"],
         "questions": ["should I mention the lost ice cream story", "who else is giving a speech"],
         "book": ("Speak With No Fear", "Mike Acker", "fear shrinks with rehearsal"),
     },
     "marathon": {
-        "people": ["Coach Ana", "Dev"], "things": ["long run", "running shoes", "training plan", "knee"],
-        "choices": [("the 16-week plan", "the 12-week plan", "my base is still low"),
-                    ("trail shoes", "road shoes", "the race has gravel sections")],
+        "people": ["Coach Ana", "Dev"],
+        "things": ["long run", "running shoes", "training plan", "knee"],
+        "choices": [
+            ("the 16-week plan", "the 12-week plan", "my base is still low"),
+            ("trail shoes", "road shoes", "the race has gravel sections"),
+        ],
         "tasks": ["run 18 km on Sunday", "book a physio session", "buy new running shoes"],
         "questions": ["should I run through the knee pain", "how fast should the easy runs be"],
         "book": ("Daniels' Running Formula", "Jack Daniels", "easy days must stay easy"),
     },
     "moving house": {
-        "people": ["the landlord", "Mara", "the movers"], "things": ["deposit", "boxes", "new lease", "piano"],
-        "choices": [("the flat on Elm Street", "the house by the river", "the commute is shorter"),
-                    ("professional movers", "a rented van", "the piano needs care")],
+        "people": ["the landlord", "Mara", "the movers"],
+        "things": ["deposit", "boxes", "new lease", "piano"],
+        "choices": [
+            ("the flat on Elm Street", "the house by the river", "the commute is shorter"),
+            ("professional movers", "a rented van", "the piano needs care"),
+        ],
         "tasks": ["pack the kitchen", "sign the new lease", "get the deposit back", "update my address"],
         "questions": ["when does the old lease end", "can the piano go up the stairs"],
         "book": ("The Life-Changing Magic of Tidying Up", "Marie Kondo", "keep what sparks joy"),
     },
     "job search": {
-        "people": ["the recruiter", "Hannah", "my manager"], "things": ["CV", "portfolio", "offer", "interview"],
-        "choices": [("the startup offer", "the bank offer", "the work is more interesting"),
-                    ("a one-page CV", "a two-page CV", "recruiters skim")],
+        "people": ["the recruiter", "Hannah", "my manager"],
+        "things": ["CV", "portfolio", "offer", "interview"],
+        "choices": [
+            ("the startup offer", "the bank offer", "the work is more interesting"),
+            ("a one-page CV", "a two-page CV", "recruiters skim"),
+        ],
         "tasks": ["update the portfolio", "prepare the system design interview", "send the CV to Hannah"],
         "questions": ["should I negotiate the salary", "how do I explain the gap year"],
         "book": ("Designing Your Life", "Bill Burnett", "prototype your options"),
     },
     "kitchen renovation": {
-        "people": ["the contractor", "Yusuf"], "things": ["countertop", "cabinets", "budget", "tiles"],
-        "choices": [("oak cabinets", "white laminate", "they last longer"),
-                    ("an induction hob", "a gas hob", "it is safer with kids")],
+        "people": ["the contractor", "Yusuf"],
+        "things": ["countertop", "cabinets", "budget", "tiles"],
+        "choices": [
+            ("oak cabinets", "white laminate", "they last longer"),
+            ("an induction hob", "a gas hob", "it is safer with kids"),
+        ],
         "tasks": ["choose the tiles", "get a second quote", "clear the kitchen by Friday"],
         "questions": ["is the budget enough for new plumbing", "can we keep the old sink"],
         "book": ("A Pattern Language", "Christopher Alexander", "light on two sides of every room"),
     },
     "guitar": {
-        "people": ["my teacher Rosa", "Ben"], "things": ["barre chords", "metronome", "new strings", "recital"],
-        "choices": [("fingerstyle", "a pick", "the songs I love are fingerpicked"),
-                    ("daily short practice", "weekend marathons", "consistency beats volume")],
+        "people": ["my teacher Rosa", "Ben"],
+        "things": ["barre chords", "metronome", "new strings", "recital"],
+        "choices": [
+            ("fingerstyle", "a pick", "the songs I love are fingerpicked"),
+            ("daily short practice", "weekend marathons", "consistency beats volume"),
+        ],
         "tasks": ["practise the F barre chord", "learn the recital piece", "change the strings"],
         "questions": ["why does my wrist hurt after practice", "which song for the recital"],
         "book": ("The Inner Game of Music", "Barry Green", "self-criticism blocks performance"),
     },
     "thesis": {
-        "people": ["Professor Lind", "Ines"], "things": ["literature review", "survey data", "chapter three"],
-        "choices": [("a mixed-methods design", "a pure survey", "interviews explain the numbers"),
-                    ("R", "SPSS", "the analysis must be reproducible")],
+        "people": ["Professor Lind", "Ines"],
+        "things": ["literature review", "survey data", "chapter three"],
+        "choices": [
+            ("a mixed-methods design", "a pure survey", "interviews explain the numbers"),
+            ("R", "SPSS", "the analysis must be reproducible"),
+        ],
         "tasks": ["finish the literature review", "clean the survey data", "send chapter three to Lind"],
         "questions": ["is the sample size large enough", "should the pilot study go in the appendix"],
         "book": ("How to Write a Thesis", "Umberto Eco", "a thesis is a craft you can learn"),
     },
     "taxes": {
-        "people": ["the accountant", "the tax office"], "things": ["receipts", "tax return", "invoice"],
-        "choices": [("the accountant", "doing it myself", "freelance income is tricky"),
-                    ("a separate business account", "one account", "it keeps the receipts clean")],
+        "people": ["the accountant", "the tax office"],
+        "things": ["receipts", "tax return", "invoice"],
+        "choices": [
+            ("the accountant", "doing it myself", "freelance income is tricky"),
+            ("a separate business account", "one account", "it keeps the receipts clean"),
+        ],
         "tasks": ["collect the receipts", "file the tax return", "pay the second instalment"],
         "questions": ["can I deduct the home office", "when is the filing deadline"],
         "book": ("Your Money or Your Life", "Vicki Robin", "money is life energy"),
     },
     "japan trip": {
-        "people": ["Kenji", "Aiko"], "things": ["rail pass", "ryokan", "itinerary", "visa"],
-        "choices": [("Kyoto first", "Tokyo first", "the cherry blossoms peak there earlier"),
-                    ("a rail pass", "single tickets", "we travel a lot between cities")],
+        "people": ["Kenji", "Aiko"],
+        "things": ["rail pass", "ryokan", "itinerary", "visa"],
+        "choices": [
+            ("Kyoto first", "Tokyo first", "the cherry blossoms peak there earlier"),
+            ("a rail pass", "single tickets", "we travel a lot between cities"),
+        ],
         "tasks": ["book the ryokan in Kyoto", "buy the rail pass", "plan the Hiroshima day"],
         "questions": ["is the rail pass worth it", "do we need cash everywhere"],
         "book": ("The Roads to Sata", "Alan Booth", "walking shows the real country"),
     },
     "choir": {
-        "people": ["the conductor", "Greta"], "things": ["alto part", "concert", "rehearsal", "sheet music"],
-        "choices": [("the alto section", "the soprano section", "my range sits lower"),
-                    ("learning by ear", "sight-reading", "the concert is soon")],
+        "people": ["the conductor", "Greta"],
+        "things": ["alto part", "concert", "rehearsal", "sheet music"],
+        "choices": [
+            ("the alto section", "the soprano section", "my range sits lower"),
+            ("learning by ear", "sight-reading", "the concert is soon"),
+        ],
         "tasks": ["learn the alto part of the Requiem", "print the sheet music", "book the hall"],
         "questions": ["should we add a second concert", "who leads the warm-up"],
         "book": ("Choral Pedagogy", "Brenda Smith", "breath supports the phrase"),
@@ -143,10 +176,17 @@ TOPICS: dict[str, dict[str, Any]] = {
 FEELINGS = ["happy", "anxious", "excited", "worried", "frustrated", "relieved", "proud", "nervous", "tired"]
 SMALL_TALK = ["Morning!", "Thanks, that helps.", "Haha, fair enough.", "Good night!", "Ok, cool."]
 QUESTION_FORMS = [
-    "what did we decide about the {thing}?", "where was I with the {topic}?", "why did we choose {picked}?",
-    "what am I waiting on from {person}?", "what's still open for the {topic}?", "remind me what {person} said",
-    "what did {author} say in {book}?", "how do I feel about the {thing}?", "next steps for the {topic}",
-    "fix the {thing} thing", "did I {task} yet?",
+    "what did we decide about the {thing}?",
+    "where was I with the {topic}?",
+    "why did we choose {picked}?",
+    "what am I waiting on from {person}?",
+    "what's still open for the {topic}?",
+    "remind me what {person} said",
+    "what did {author} say in {book}?",
+    "how do I feel about the {thing}?",
+    "next steps for the {topic}",
+    "fix the {thing} thing",
+    "did I {task} yet?",
 ]
 
 
@@ -205,8 +245,13 @@ def questions(rng: random.Random, n: int) -> list[str]:
         t = TOPICS[topic]
         book, author, _ = t["book"]
         q = rng.choice(QUESTION_FORMS).format(
-            thing=rng.choice(t["things"]), topic=topic, picked=rng.choice(t["choices"])[0],
-            person=rng.choice(t["people"]), author=author, book=book, task=rng.choice(t["tasks"]),
+            thing=rng.choice(t["things"]),
+            topic=topic,
+            picked=rng.choice(t["choices"])[0],
+            person=rng.choice(t["people"]),
+            author=author,
+            book=book,
+            task=rng.choice(t["tasks"]),
         )
         if q not in seen:
             seen.add(q)
@@ -280,8 +325,12 @@ def main() -> None:
     parser.add_argument("--db", default=None, help="store file (reused when it already holds enough memories)")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--build-threads", type=int, default=1, help="torch threads for MiniLM")
-    parser.add_argument("--blas-threads", type=int, default=1,
-                        help="OpenBLAS threads for numpy (set before numpy loads; 1 avoids thread thrash on 2 cores)")
+    parser.add_argument(
+        "--blas-threads",
+        type=int,
+        default=1,
+        help="OpenBLAS threads for numpy (set before numpy loads; 1 avoids thread thrash on 2 cores)",
+    )
     args = parser.parse_args()
 
     db = Path(args.db) if args.db else Path(f"/tmp/narrative-bench-context-{args.memories}.db")
@@ -314,8 +363,9 @@ def main() -> None:
     print(row("cold (embeds the query)", cold))
     print(row("warm (query embedding cached)", warm))
     print(row("MiniLM query embedding alone", embed_only))
-    print(f"\nsample block: {sample.tokens} tokens, {len(sample.memories)} memories, "
-          f"{len(sample.recent)} recent messages")
+    print(
+        f"\nsample block: {sample.tokens} tokens, {len(sample.memories)} memories, {len(sample.recent)} recent messages"
+    )
     mem.close()
 
 

@@ -32,20 +32,85 @@ from narrative import model
 
 USER = "bench"
 WORDS = (
-    "garden", "volunteer", "watering", "plot", "compost", "seed", "swap", "rota", "badge", "map", "offline",
-    "database", "sqlite", "firebase", "sister", "wedding", "speech", "lisbon", "porto", "bicycle", "route",
-    "budget", "invoice", "meeting", "deadline", "review", "design", "notification", "schedule", "tomato", "raised",
-    "bed", "soil", "clay", "measurement", "release", "bug", "test", "deploy", "server", "laptop", "train",
-    "ticket", "recipe", "bread", "soup", "birthday", "gift", "doctor", "appointment", "insurance", "rent",
-    "landlord", "kitchen", "paint", "shelf", "book", "chapter", "essay", "draft", "editor", "conference", "slides",
-    "talk", "mentor", "interview", "salary", "contract", "holiday", "flight",
+    "garden",
+    "volunteer",
+    "watering",
+    "plot",
+    "compost",
+    "seed",
+    "swap",
+    "rota",
+    "badge",
+    "map",
+    "offline",
+    "database",
+    "sqlite",
+    "firebase",
+    "sister",
+    "wedding",
+    "speech",
+    "lisbon",
+    "porto",
+    "bicycle",
+    "route",
+    "budget",
+    "invoice",
+    "meeting",
+    "deadline",
+    "review",
+    "design",
+    "notification",
+    "schedule",
+    "tomato",
+    "raised",
+    "bed",
+    "soil",
+    "clay",
+    "measurement",
+    "release",
+    "bug",
+    "test",
+    "deploy",
+    "server",
+    "laptop",
+    "train",
+    "ticket",
+    "recipe",
+    "bread",
+    "soup",
+    "birthday",
+    "gift",
+    "doctor",
+    "appointment",
+    "insurance",
+    "rent",
+    "landlord",
+    "kitchen",
+    "paint",
+    "shelf",
+    "book",
+    "chapter",
+    "essay",
+    "draft",
+    "editor",
+    "conference",
+    "slides",
+    "talk",
+    "mentor",
+    "interview",
+    "salary",
+    "contract",
+    "holiday",
+    "flight",
 )
 
 
 def sentence(rng: random.Random) -> str:
     picked = rng.sample(WORDS, 7)
-    return (f"{picked[0].title()} {picked[1]} needs the {picked[2]} before the {picked[3]}; "
-            f"we talked about {picked[4]}, {picked[5]} and {picked[6]}.")
+    return (
+        f"{picked[0].title()} {picked[1]} needs the {picked[2]} before the {picked[3]}; "
+        f"we talked about {picked[4]}, {picked[5]} and {picked[6]}."
+    )
 
 
 def build(db: Path, count: int, embedder: str, seed: int = 7) -> str:
@@ -59,16 +124,24 @@ def build(db: Path, count: int, embedder: str, seed: int = 7) -> str:
         texts = [sentence(rng) for _ in range(min(1000, count - offset))]
         with engine.store.transaction():
             stored = [
-                engine.store.insert_memory(model.MemoryItem(
-                    id=0, user_id=USER, stream=streams[i % len(streams)], source=model.Source.AGENT, content=text,
-                    importance=1 + i % 5, created_at=start + timedelta(minutes=offset + i),
-                ))
+                engine.store.insert_memory(
+                    model.MemoryItem(
+                        id=0,
+                        user_id=USER,
+                        stream=streams[i % len(streams)],
+                        source=model.Source.AGENT,
+                        content=text,
+                        importance=1 + i % 5,
+                        created_at=start + timedelta(minutes=offset + i),
+                    )
+                )
                 for i, text in enumerate(texts)
             ]
             if engine.embedder is not None:
                 vectors = engine.embedder.embed_batch(texts)
-                engine.store.put_memory_vectors(USER, engine.embedder.identity,
-                                                {m.id: vectors[i] for i, m in enumerate(stored)})
+                engine.store.put_memory_vectors(
+                    USER, engine.embedder.identity, {m.id: vectors[i] for i, m in enumerate(stored)}
+                )
     key = engine.create_api_key(label="bench")
     engine.close()
     return key
@@ -83,8 +156,18 @@ def free_port() -> int:
 
 def start_server(db: Path, embedder: str, port: int) -> subprocess.Popen[bytes]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("NARRATIVE_")}
-    command = [sys.executable, "-m", "narrative.interfaces.cli", "--db", str(db), "--embedder", embedder, "serve",
-               "--port", str(port)]
+    command = [
+        sys.executable,
+        "-m",
+        "narrative.interfaces.cli",
+        "--db",
+        str(db),
+        "--embedder",
+        embedder,
+        "serve",
+        "--port",
+        str(port),
+    ]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -207,16 +290,33 @@ def main() -> None:
             server.terminate()
             server.wait(timeout=30)
 
-    print(f"\nnarrative HTTP on loopback: {args.memories:,} memories, embedder {args.embedder}, "
-          f"{args.clients} keep-alive clients, {args.seconds:g} s per row (store built in {built:.1f} s)\n")
+    print(
+        f"\nnarrative HTTP on loopback: {args.memories:,} memories, embedder {args.embedder}, "
+        f"{args.clients} keep-alive clients, {args.seconds:g} s per row (store built in {built:.1f} s)\n"
+    )
     print(f"{'request':<44} {'req/s':>8} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'errors':>7}")
     for row in [baseline, *rows]:
-        print(f"{row.name:<44} {row.rate:>8.1f} {row.pct(50):>8.2f} {row.pct(95):>8.2f} {row.pct(99):>8.2f} "
-              f"{row.errors:>7}")
+        print(
+            f"{row.name:<44} {row.rate:>8.1f} {row.pct(50):>8.2f} {row.pct(95):>8.2f} {row.pct(99):>8.2f} "
+            f"{row.errors:>7}"
+        )
     if args.json:
-        print(json.dumps([{"request": r.name, "rps": round(r.rate, 1), "p50_ms": round(r.pct(50), 2),
-                           "p95_ms": round(r.pct(95), 2), "mean_ms": round(statistics.fmean(r.latencies) * 1e3, 2)
-                           if r.latencies else None, "errors": r.errors} for r in [baseline, *rows]], indent=2))
+        print(
+            json.dumps(
+                [
+                    {
+                        "request": r.name,
+                        "rps": round(r.rate, 1),
+                        "p50_ms": round(r.pct(50), 2),
+                        "p95_ms": round(r.pct(95), 2),
+                        "mean_ms": round(statistics.fmean(r.latencies) * 1e3, 2) if r.latencies else None,
+                        "errors": r.errors,
+                    }
+                    for r in [baseline, *rows]
+                ],
+                indent=2,
+            )
+        )
 
 
 if __name__ == "__main__":

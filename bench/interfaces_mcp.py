@@ -118,16 +118,20 @@ def split(times: list[float], n: int) -> Timings:
     """Back into (tool, pass) series: the plan is [cold: r, c, r, c, …][warm: r, c, …]."""
     half = 2 * n
     return {
-        "recall cold": times[0:half:2], "get_context cold": times[1:half:2],
-        "recall warm": times[half::2], "get_context warm": times[half + 1 :: 2],
+        "recall cold": times[0:half:2],
+        "get_context cold": times[1:half:2],
+        "recall warm": times[half::2],
+        "get_context warm": times[half + 1 :: 2],
     }
 
 
 def row(name: str, mcp: list[float], direct: list[float], size: float) -> str:
     p50, p95 = statistics.median(mcp), float(np.percentile(np.asarray(mcp), 95))
     d50, d95 = statistics.median(direct), float(np.percentile(np.asarray(direct), 95))
-    return f"{name:<20}{len(mcp):>5}{p50:>9.1f}{p95:>9.1f}{max(mcp):>9.1f}{d50:>11.1f}{d95:>9.1f}{p50 - d50:>10.1f}" \
-           f"{size / 1024:>9.1f}"
+    return (
+        f"{name:<20}{len(mcp):>5}{p50:>9.1f}{p95:>9.1f}{max(mcp):>9.1f}{d50:>11.1f}{d95:>9.1f}{p50 - d50:>10.1f}"
+        f"{size / 1024:>9.1f}"
+    )
 
 
 def main() -> None:
@@ -156,8 +160,7 @@ def main() -> None:
 
     print()
     print(f"MCP tools/call over stdio at {have} memories (ms; in-process engine call for comparison)")
-    print(f"{'call':<20}{'n':>5}{'p50':>9}{'p95':>9}{'max':>9}{'engine p50':>11}{'p95':>9}{'MCP adds':>10}"
-          f"{'KiB':>9}")
+    print(f"{'call':<20}{'n':>5}{'p50':>9}{'p95':>9}{'max':>9}{'engine p50':>11}{'p95':>9}{'MCP adds':>10}{'KiB':>9}")
     for name in mcp:
         print(row(name, mcp[name], direct[name], statistics.mean(size[name])))
 

@@ -34,10 +34,49 @@ import narrative
 from narrative.bench.pgserver import temporary_server
 
 WORDS = (
-    "garden", "volunteer", "watering", "plot", "compost", "seed", "swap", "rota", "map", "offline", "sister",
-    "wedding", "speech", "lisbon", "porto", "bicycle", "route", "budget", "invoice", "meeting", "deadline",
-    "review", "design", "schedule", "tomato", "soil", "release", "bug", "deploy", "server", "train", "ticket",
-    "recipe", "bread", "birthday", "gift", "doctor", "rent", "kitchen", "paint", "book", "chapter", "essay",
+    "garden",
+    "volunteer",
+    "watering",
+    "plot",
+    "compost",
+    "seed",
+    "swap",
+    "rota",
+    "map",
+    "offline",
+    "sister",
+    "wedding",
+    "speech",
+    "lisbon",
+    "porto",
+    "bicycle",
+    "route",
+    "budget",
+    "invoice",
+    "meeting",
+    "deadline",
+    "review",
+    "design",
+    "schedule",
+    "tomato",
+    "soil",
+    "release",
+    "bug",
+    "deploy",
+    "server",
+    "train",
+    "ticket",
+    "recipe",
+    "bread",
+    "birthday",
+    "gift",
+    "doctor",
+    "rent",
+    "kitchen",
+    "paint",
+    "book",
+    "chapter",
+    "essay",
 )
 OPS = ("remember", "search", "context")
 
@@ -71,8 +110,20 @@ def prepare(db: str, users: int, embedder: str) -> dict[str, str]:
 
 def start_server(db: str, embedder: str, port: int, workers: int) -> subprocess.Popen[bytes]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("NARRATIVE_")}
-    command = [sys.executable, "-m", "narrative.interfaces.cli", "--db", db, "--embedder", embedder, "serve",
-               "--port", str(port), "--workers", str(workers)]
+    command = [
+        sys.executable,
+        "-m",
+        "narrative.interfaces.cli",
+        "--db",
+        db,
+        "--embedder",
+        embedder,
+        "serve",
+        "--port",
+        str(port),
+        "--workers",
+        str(workers),
+    ]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
@@ -98,8 +149,12 @@ def request(conn: http.client.HTTPConnection, op: str, key: str, rng: random.Ran
     elif op == "search":
         conn.request("GET", f"/api/v1/search?q={'%20'.join(words.split()[:3])}&k=10&record=false", headers=headers)
     else:
-        conn.request("POST", "/api/v1/context", body=json.dumps({"query": words, "budget": 800, "record": False}),
-                     headers=headers)
+        conn.request(
+            "POST",
+            "/api/v1/context",
+            body=json.dumps({"query": words, "budget": 800, "record": False}),
+            headers=headers,
+        )
     response = conn.getresponse()
     response.read()
     return response.status, text
@@ -154,8 +209,13 @@ def count_messages(db: str, stats: Stats, users: list[str]) -> dict[str, int]:
             lost += sum(1 for text in sent if stored[text] == 0)
             duplicated += sum(n - 1 for n in stored.values() if n > 1)
             unexpected += sum(n for text, n in stored.items() if text not in set(sent))
-    return {"sent": sent_total, "lost": lost, "duplicated": duplicated, "not_sent_but_stored": unexpected,
-            "unanswered_remembers": stats.uncertain}
+    return {
+        "sent": sent_total,
+        "lost": lost,
+        "duplicated": duplicated,
+        "not_sent_but_stored": unexpected,
+        "unanswered_remembers": stats.uncertain,
+    }
 
 
 def pct(values: list[float], q: float) -> float:
@@ -187,16 +247,32 @@ def main() -> None:
         counts = count_messages(db, stats, sorted(keys))
     total = sum(len(v) for v in stats.latencies.values())
     report = {
-        "workers": args.workers, "clients": args.clients, "seconds": round(elapsed, 1), "users": args.users,
-        "embedder": args.embedder, "requests": total, "requests_per_s": round(total / elapsed, 1),
-        "ops": {op: {"n": len(stats.latencies[op]), "p50_ms": pct(stats.latencies[op], 0.5),
-                     "p95_ms": pct(stats.latencies[op], 0.95)} for op in OPS},
-        "errors": dict(stats.errors), "messages": counts,
+        "workers": args.workers,
+        "clients": args.clients,
+        "seconds": round(elapsed, 1),
+        "users": args.users,
+        "embedder": args.embedder,
+        "requests": total,
+        "requests_per_s": round(total / elapsed, 1),
+        "ops": {
+            op: {
+                "n": len(stats.latencies[op]),
+                "p50_ms": pct(stats.latencies[op], 0.5),
+                "p95_ms": pct(stats.latencies[op], 0.95),
+            }
+            for op in OPS
+        },
+        "errors": dict(stats.errors),
+        "messages": counts,
     }
-    print(f"load: {args.workers} workers, {args.clients} clients, {report['seconds']} s, {args.users} users, "
-          f"embedder {args.embedder}")
-    print(f"requests: {total} = {report['requests_per_s']} requests/s; errors: {sum(stats.errors.values())} "
-          f"{dict(stats.errors) or ''}")
+    print(
+        f"load: {args.workers} workers, {args.clients} clients, {report['seconds']} s, {args.users} users, "
+        f"embedder {args.embedder}"
+    )
+    print(
+        f"requests: {total} = {report['requests_per_s']} requests/s; errors: {sum(stats.errors.values())} "
+        f"{dict(stats.errors) or ''}"
+    )
     for op, row in report["ops"].items():
         print(f"  {op:<9} n={row['n']:<6} p50 {row['p50_ms']} ms  p95 {row['p95_ms']} ms")
     print("messages in the database: " + ", ".join(f"{k} {v}" for k, v in counts.items()))

@@ -29,8 +29,18 @@ class LiveServer:
 
     def __init__(self, app: Any) -> None:
         # uvicorn binds port 0 itself (handing it a socket of ours made every request ~40 ms slower)
-        config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off", ws="none",
-                                http="h11", access_log=False, server_header=False, timeout_keep_alive=300)
+        config = uvicorn.Config(
+            app,
+            host="127.0.0.1",
+            port=0,
+            log_level="warning",
+            lifespan="off",
+            ws="none",
+            http="h11",
+            access_log=False,
+            server_header=False,
+            timeout_keep_alive=300,
+        )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
         self.port = 0
@@ -84,8 +94,16 @@ class Client:
             return {"X-API-Key": self.key}
         return {"Authorization": f"Bearer {self.key}"}
 
-    def call(self, method: str, path: str, body: Any = None, *, raw: bytes | Iterable[bytes] | None = None,
-             headers: dict[str, str] | None = None, chunked: bool = False) -> Reply:
+    def call(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        raw: bytes | Iterable[bytes] | None = None,
+        headers: dict[str, str] | None = None,
+        chunked: bool = False,
+    ) -> Reply:
         sent = {**self.headers(), **(headers or {})}
         payload: Any = raw
         if body is not None:

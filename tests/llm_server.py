@@ -117,9 +117,7 @@ def _openai_body(model: str, reply: Reply) -> dict[str, Any]:
         "object": "chat.completion",
         "created": int(time.time()),
         "model": model,
-        "choices": [
-            {"index": 0, "message": {"role": "assistant", "content": reply.content}, "finish_reason": "stop"}
-        ],
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": reply.content}, "finish_reason": "stop"}],
     }
     if reply.prompt_tokens is not None and reply.completion_tokens is not None:
         body["usage"] = {

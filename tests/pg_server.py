@@ -84,10 +84,7 @@ class PgServer:
                 )
             ]
             sequences = [
-                r[0]
-                for r in conn.execute(
-                    "SELECT sequencename FROM pg_sequences WHERE schemaname = %s", (name,)
-                )
+                r[0] for r in conn.execute("SELECT sequencename FROM pg_sequences WHERE schemaname = %s", (name,))
             ]
             # small tables: DELETE is far cheaper than TRUNCATE (which makes new files for every table and index)
             statements = ["SET session_replication_role = replica"]  # no triggers, no foreign key checks

@@ -69,8 +69,18 @@ def test_db_user_and_json_work_after_the_command(run: Run, tmp_path: Path) -> No
 
 
 def test_a_read_of_a_missing_file_creates_no_file_or_folder(run: Run, tmp_path: Path) -> None:
-    for args in (["search", "foo"], ["memories"], ["narratives"], ["storylines"], ["conversations"],
-                 ["threads"], ["greet"], ["export"], ["status"], ["conversation", "status"]):
+    for args in (
+        ["search", "foo"],
+        ["memories"],
+        ["narratives"],
+        ["storylines"],
+        ["conversations"],
+        ["threads"],
+        ["greet"],
+        ["export"],
+        ["status"],
+        ["conversation", "status"],
+    ):
         code, _, err = run("--db", "nodir/x.db", *args)
         assert code == 1 and "no database at nodir/x.db" in err, args
     assert list(tmp_path.iterdir()) == []
@@ -246,8 +256,18 @@ def test_reindex_reports_progress_per_batch(tmp_path: Path) -> None:
 def test_llm_flags_reach_the_model(run: Run, llm_server: ScriptedLLMServer) -> None:
     base = ("--db", "notes.db", "--user", "maya")
     ok(run, *base, "add", "message", "We decided to paint the hall green because it is calm.")
-    llm = ("--llm", "openai", "--llm-url", llm_server.url, "--llm-model", "qwen2.5:1.5b", "--llm-key", "sk-test",
-           "--llm-timeout", "5")
+    llm = (
+        "--llm",
+        "openai",
+        "--llm-url",
+        llm_server.url,
+        "--llm-model",
+        "qwen2.5:1.5b",
+        "--llm-key",
+        "sk-test",
+        "--llm-timeout",
+        "5",
+    )
     ok(run, *llm, *base, "close")  # the scripted server has no replies: every pass falls back to the rules
     assert llm_server.requests, "the close path asked the model"
     first = llm_server.requests[0]

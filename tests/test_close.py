@@ -47,8 +47,9 @@ def assert_refused(mem: narrative.Memory, snapshot: Snap, error: type[Exception]
 
 
 def reviewed(mem: narrative.Memory, conversation_id: int) -> list[narrative.model.MemoryItem]:
-    return [m for m in mem.list_memories(conversation_id=conversation_id, stream="narrative", limit=100)
-            if m.user_reviewed]
+    return [
+        m for m in mem.list_memories(conversation_id=conversation_id, stream="narrative", limit=100) if m.user_reviewed
+    ]
 
 
 # --- close: active → ready_to_close, with a preview and nothing final -------------------------------
@@ -263,10 +264,13 @@ def test_split_makes_several_memories_linking_to_one_archive(mem: narrative.Memo
     work = mem.create_storyline("Work")
     preview = mem.close_conversation(cid)
     waiting = next(e for e in preview.kept if e.entity_type is EntityType.WAITING_ON)
-    result = mem.split_memory(cid, [
-        {"narrative": "The database moves to Postgres.", "storyline_id": work.id},
-        {"narrative": "Priya owes the schema dump.", "storyline_id": None, "entity_ids": [waiting.key]},
-    ])
+    result = mem.split_memory(
+        cid,
+        [
+            {"narrative": "The database moves to Postgres.", "storyline_id": work.id},
+            {"narrative": "Priya owes the schema dump.", "storyline_id": None, "entity_ids": [waiting.key]},
+        ],
+    )
     first, second = result.memories
     assert (first.storyline_id, second.storyline_id) == (work.id, mem.your_story().id)
     assert first.conversation_id == second.conversation_id == cid
@@ -302,20 +306,28 @@ def test_edit_memory_changes_entities_after_archival(mem: narrative.Memory, snap
     cid = talk(mem)
     mem.close_conversation(cid)
     [memory] = mem.confirm_memory(cid).memories
-    question = next(e for e in mem.store.list_entities("alice", memory_id=memory.id)
-                    if e.entity_type is EntityType.QUESTION_OPENED)
-    updated = mem.edit_memory(memory.id, content="Postgres it is.", entities_to_remove=[question.id],
-                              entities_to_add=[{"type": "person", "name": "Priya", "data": {"relation": "dba"}}])
+    question = next(
+        e for e in mem.store.list_entities("alice", memory_id=memory.id) if e.entity_type is EntityType.QUESTION_OPENED
+    )
+    updated = mem.edit_memory(
+        memory.id,
+        content="Postgres it is.",
+        entities_to_remove=[question.id],
+        entities_to_add=[{"type": "person", "name": "Priya", "data": {"relation": "dba"}}],
+    )
     assert updated.user_edited and updated.original_content == memory.content
     names = {(e.entity_type, e.name) for e in mem.store.list_entities("alice", memory_id=memory.id)}
     assert (EntityType.PERSON, "Priya") in names and (EntityType.QUESTION_OPENED, question.name) not in names
-    assert_refused(mem, snapshot, ValidationError,
-                   lambda: mem.edit_memory(memory.id, entities_to_add=[{"type": "planet", "name": "x"}]))
+    assert_refused(
+        mem,
+        snapshot,
+        ValidationError,
+        lambda: mem.edit_memory(memory.id, entities_to_add=[{"type": "planet", "name": "x"}]),
+    )
     stray = mem.add_memory("unrelated")
     mem.edit_memory(stray.id, entities_to_add=[{"type": "task", "name": "water plants"}])
     stray_entity = mem.store.list_entities("alice", memory_id=stray.id)[0]
-    assert_refused(mem, snapshot, NotFound,
-                   lambda: mem.edit_memory(memory.id, entities_to_remove=[stray_entity.id]))
+    assert_refused(mem, snapshot, NotFound, lambda: mem.edit_memory(memory.id, entities_to_remove=[stray_entity.id]))
 
 
 # --- the demo and the LLM ----------------------------------------------------------------------------
@@ -337,8 +349,16 @@ def test_the_demo_closes_and_confirms_every_session(db_path: Path, clock: FakeCl
 
 @pytest.fixture
 def llm_mem(db_path: Path, clock: FakeClock, llm_server: ScriptedLLMServer) -> Iterator[narrative.Memory]:
-    memory = narrative.Memory(db_path, user="alice", embedder="none", clock=clock, env={}, llm="ollama",
-                              llm_url=llm_server.url, llm_model="llama3.2")
+    memory = narrative.Memory(
+        db_path,
+        user="alice",
+        embedder="none",
+        clock=clock,
+        env={},
+        llm="ollama",
+        llm_url=llm_server.url,
+        llm_model="llama3.2",
+    )
     yield memory
     memory.close()
 
@@ -348,8 +368,12 @@ def test_the_llm_passes_are_used_when_they_answer(llm_mem: narrative.Memory, llm
     mem.add_message("We picked the blue logo. Jo will send the print files.", speaker="alex")
     work = mem.create_storyline("Branding")
     llm_server.script(
-        Reply.json({"people": [{"name": "Jo", "relation": "designer"}],
-                    "insights": [{"insight": "simple logos print better", "context": "print"}]}),
+        Reply.json(
+            {
+                "people": [{"name": "Jo", "relation": "designer"}],
+                "insights": [{"insight": "simple logos print better", "context": "print"}],
+            }
+        ),
         Reply.text("Alex settled on the blue logo. The print files are with Jo."),
         Reply.json({"suggested_destination": "Branding", "confidence": 0.8, "reasoning": "it is about the logo"}),
     )
@@ -370,8 +394,9 @@ def test_the_llm_passes_are_used_when_they_answer(llm_mem: narrative.Memory, llm
 def test_a_failing_llm_falls_back_to_the_rules(llm_mem: narrative.Memory, llm_server: ScriptedLLMServer) -> None:
     mem = llm_mem
     mem.add_message("We decided to move the launch because the venue cancelled.", speaker="alex")
-    llm_server.script(Reply.error(500), Reply.malformed(), Reply.json({"suggested_destination": "Nowhere",
-                                                                       "confidence": 0.9}))
+    llm_server.script(
+        Reply.error(500), Reply.malformed(), Reply.json({"suggested_destination": "Nowhere", "confidence": 0.9})
+    )
     preview = mem.close_conversation()
     assert preview.model == "heuristic" and preview.passes == 1
     assert preview.narrative.startswith("Alex decided to move the launch")
@@ -422,14 +447,16 @@ def test_cli_close_review_and_confirm(mem: narrative.Memory, db: str) -> None:
     assert "narrative confirm" in run("preview")
     assert "resumed conversation #1" in run("resume", "--yes")
     run("close")
-    done = json.loads(run("split", "--part", f"{work.id}:Postgres for the team.", "--part", ":Priya owes a dump.",
-                          "--json"))
+    done = json.loads(
+        run("split", "--part", f"{work.id}:Postgres for the team.", "--part", ":Priya owes a dump.", "--json")
+    )
     assert [m["storyline_id"] for m in done["memories"]] == [work.id, 1]  # empty id: Your Story (#1)
     assert done["status"] == "archived"
     archive = run("archive", "1")
     assert "Postgres for the team." in archive and "[1] alex:" in archive
-    bad = runner.invoke(cli, ["--db", db, "--user", "alice", "--embedder", "none", "split", "--part",
-                              "oops", "--part", "x:y"])
+    bad = runner.invoke(
+        cli, ["--db", db, "--user", "alice", "--embedder", "none", "split", "--part", "oops", "--part", "x:y"]
+    )
     assert bad.exit_code != 0
 
 

@@ -57,8 +57,9 @@ def test_demo_block_has_every_section_in_the_documented_order(maya: narrative.Me
     assert block.conversation is not None and block.conversation.title == "The map arrives"
     recent = text.split("<recent_messages", 1)[1]
     assert "maya: Sam sent the measurements yesterday, so the plot map is unblocked." in recent
-    assert recent.rstrip().endswith("Rook: Then the first story for Lena's speech is found. Two more to go.\n"
-                                    "</recent_messages>\n</context>")
+    assert recent.rstrip().endswith(
+        "Rook: Then the first story for Lena's speech is found. Two more to go.\n</recent_messages>\n</context>"
+    )
     # open threads: the active questions, waiting-ons and tasks, newest first
     threads = maya.store.list_entities("maya", entity_types=sorted(OPEN_ENTITY_TYPES), active=True)
     assert threads and [e.id for e in block.threads] == [e.id for e in threads][: len(block.threads)]
@@ -139,8 +140,9 @@ def long_chat(mem: narrative.Memory, positions: dict[str, list[int]], words: int
     for bucket, where in positions.items():
         for p in where:
             filler = " ".join(random.Random(p).sample(lexicon, words))  # distinct texts: none repeats another
-            mem.add_memory(f"compost note from {bucket} at {p}: {filler}", message_ids=[messages[p - 1].id],
-                           importance=3)
+            mem.add_memory(
+                f"compost note from {bucket} at {p}: {filler}", message_ids=[messages[p - 1].id], importance=3
+            )
     return len(messages)
 
 
@@ -180,8 +182,9 @@ def test_an_oversized_current_scene_loses_its_least_relevant_memories(mem: narra
 
 def test_key_points_stand_in_for_compressed_memories(mem: narrative.Memory) -> None:
     message = mem.add_message("We talked at length about the compost bins and the rota for turning them.")
-    memory = mem.add_memory("A long exchange on compost bins: who turns them, how often, and the weekly rota.",
-                            message_ids=[message.id])
+    memory = mem.add_memory(
+        "A long exchange on compost bins: who turns them, how often, and the weekly rota.", message_ids=[message.id]
+    )
     mem.store.update_memory("alice", memory.id, retention=Retention.KEY_POINTS, key_points="compost rota agreed")
     mem.add_message("unrelated")
     block = mem.context("compost bins", 2000, record=False)
@@ -232,9 +235,7 @@ def test_an_empty_memory_gives_an_empty_frame(mem: narrative.Memory) -> None:
     assert block.memories == () and block.use_id is not None
 
 
-@pytest.mark.parametrize(
-    ("query", "budget"), [("", 2000), ("ok", 49), ("ok", 2_000_000), ("ok", "many"), ("ok", True)]
-)
+@pytest.mark.parametrize(("query", "budget"), [("", 2000), ("ok", 49), ("ok", 2_000_000), ("ok", "many"), ("ok", True)])
 def test_bad_input_is_refused_and_records_nothing(mem: narrative.Memory, query: str, budget: object) -> None:
     with pytest.raises(ValidationError):
         mem.context(query, budget)  # type: ignore[arg-type]

@@ -33,8 +33,7 @@ CHILD = textwrap.dedent(
 
 
 def ingest_then_kill(db: str, round_: int, seconds: float) -> list[int]:
-    process = subprocess.Popen([sys.executable, "-c", CHILD, db, str(round_)],
-                               stdout=subprocess.PIPE, text=True)
+    process = subprocess.Popen([sys.executable, "-c", CHILD, db, str(round_)], stdout=subprocess.PIPE, text=True)
     assert process.stdout is not None
     assert process.stdout.readline().strip() == "ready"
     time.sleep(seconds)

@@ -23,8 +23,12 @@ from narrative.model import EntityType, StorylineKind
 from narrative.store.opening import open_store
 
 Snap = Callable[[Any], dict[str, list[tuple[Any, ...]]]]
-FTS = {"memories_fts": "memories", "messages_fts": "messages", "narratives_fts": "narratives",
-       "storylines_fts": "storylines"}
+FTS = {
+    "memories_fts": "memories",
+    "messages_fts": "messages",
+    "narratives_fts": "narratives",
+    "storylines_fts": "storylines",
+}
 
 GARDEN = [
     ("user", "We decided to use zinnias instead of marigolds because bees love them."),
@@ -57,11 +61,15 @@ def session(mem: narrative.Memory, turns: list[tuple[str, str]], title: str, use
 
 def user_tables(store: Any) -> list[str]:
     if store.backend == "postgres":
-        rows = store._all("SELECT table_name FROM information_schema.columns WHERE table_schema = current_schema()"
-                          " AND column_name = 'user_id'")
+        rows = store._all(
+            "SELECT table_name FROM information_schema.columns WHERE table_schema = current_schema()"
+            " AND column_name = 'user_id'"
+        )
         return sorted(r[0] for r in rows)
-    rows = store.conn.execute("SELECT m.name FROM sqlite_master m WHERE m.type = 'table' AND EXISTS"
-                              " (SELECT 1 FROM pragma_table_info(m.name) WHERE name = 'user_id')")
+    rows = store.conn.execute(
+        "SELECT m.name FROM sqlite_master m WHERE m.type = 'table' AND EXISTS"
+        " (SELECT 1 FROM pragma_table_info(m.name) WHERE name = 'user_id')"
+    )
     return sorted(r[0] for r in rows)
 
 
@@ -69,10 +77,14 @@ def census(store: Any, user: str) -> dict[str, int]:
     """Rows of ``user`` in every table, and child rows hanging on nothing."""
     counts = {t: store.count_rows(t, user) for t in user_tables(store)}
     counts["users"] = store._exec("SELECT COUNT(*) FROM users WHERE id = ?", (user,)).fetchone()[0]
-    for child, parent, column in (("memory_sources", "memories", "memory_id"), ("use_references", "uses", "use_id"),
-                                  ("memory_sources", "messages", "message_id")):
+    for child, parent, column in (
+        ("memory_sources", "memories", "memory_id"),
+        ("use_references", "uses", "use_id"),
+        ("memory_sources", "messages", "message_id"),
+    ):
         counts[f"orphan {child}.{column}"] = store._exec(
-            f"SELECT COUNT(*) FROM {child} WHERE {column} NOT IN (SELECT id FROM {parent})").fetchone()[0]
+            f"SELECT COUNT(*) FROM {child} WHERE {column} NOT IN (SELECT id FROM {parent})"
+        ).fetchone()[0]
     return counts
 
 
@@ -98,8 +110,9 @@ def fts_hits(store: Any, word: str) -> dict[str, list[int]]:
             "narratives_fts": [n.id for u in users for n in store.search_narratives(u, word)],
             "storylines_fts": [i for u in users for i, _ in store.keyword_search_storylines(u, word)],
         }
-    return {fts: [r[0] for r in store.conn.execute(f"SELECT rowid FROM {fts} WHERE {fts} MATCH ?", (word,))]
-            for fts in FTS}
+    return {
+        fts: [r[0] for r in store.conn.execute(f"SELECT rowid FROM {fts} WHERE {fts} MATCH ?", (word,))] for fts in FTS
+    }
 
 
 def vector_ids(mem: narrative.Memory, text: str, user: str = "alice") -> set[int]:
@@ -202,11 +215,21 @@ def test_delete_conversation_takes_what_came_only_from_it(mem: narrative.Memory)
         mem.get_conversation(second)
     assert mem.store.get_memories("alice", second_memories) == []
     for table in ("messages", "entities", "state_deltas", "memories", "narratives"):
-        assert store._exec(f"SELECT COUNT(*) FROM {table} WHERE conversation_id = ?",  # type: ignore[attr-defined]
-                                  (second,)).fetchone()[0] == 0, table
+        assert (
+            store._exec(  # type: ignore[attr-defined]
+                f"SELECT COUNT(*) FROM {table} WHERE conversation_id = ?",
+                (second,),
+            ).fetchone()[0]
+            == 0
+        ), table
     marks = ",".join("?" * len(second_memories))
-    assert store._exec(f"SELECT COUNT(*) FROM memory_vectors WHERE memory_id IN ({marks})",  # type: ignore[attr-defined]
-                              second_memories).fetchone()[0] == 0
+    assert (
+        store._exec(  # type: ignore[attr-defined]
+            f"SELECT COUNT(*) FROM memory_vectors WHERE memory_id IN ({marks})",
+            second_memories,
+        ).fetchone()[0]
+        == 0
+    )
     assert not vector_ids(mem, "Tomas sent the seed catalogue") & set(second_memories)
     assert fts_hits(store, "zeppelin") == {fts: [] for fts in FTS}
     assert_fts_clean(store)
@@ -254,8 +277,13 @@ def test_delete_storyline_moves_its_memories_to_your_story(mem: narrative.Memory
     assert {m.id for m in moved} <= {m.id for m in mem.list_memories(storyline_id=your_story.id, limit=500)}
     with pytest.raises(NotFound):
         mem.get_storyline(storyline.id)
-    assert mem.store._exec("SELECT COUNT(*) FROM storyline_vectors WHERE storyline_id = ?",  # type: ignore[attr-defined]
-                                  (storyline.id,)).fetchone()[0] == 0
+    assert (
+        mem.store._exec(  # type: ignore[attr-defined]
+            "SELECT COUNT(*) FROM storyline_vectors WHERE storyline_id = ?",
+            (storyline.id,),
+        ).fetchone()[0]
+        == 0
+    )
     assert_fts_clean(mem.store)
     before = snapshot(mem.store)
     with pytest.raises(InvalidTransition):
@@ -278,8 +306,13 @@ def test_delete_storyline_with_its_memories(mem: narrative.Memory) -> None:
     assert not vector_ids(mem, "zinnias marigolds bees") & set(ids)
     assert mem.get_conversation(cid).message_count == len(GARDEN) - len(routed) == len(mem.messages(cid))
     for table in ("memories", "narratives", "messages", "entities"):
-        assert store._exec(f"SELECT COUNT(*) FROM {table} WHERE storyline_id = ?",  # type: ignore[attr-defined]
-                                  (storyline_id,)).fetchone()[0] == 0
+        assert (
+            store._exec(  # type: ignore[attr-defined]
+                f"SELECT COUNT(*) FROM {table} WHERE storyline_id = ?",
+                (storyline_id,),
+            ).fetchone()[0]
+            == 0
+        )
     assert_fts_clean(store)
 
 

@@ -42,8 +42,12 @@ def no_trace(mem: narrative.Memory, backend: str, db_path: Path, user: str = "al
         return False
     if backend == "sqlite" and MARKER.encode() in file_bytes(db_path):
         return False
-    if mem.store._one(  # type: ignore[attr-defined]
-        "SELECT 1 FROM users WHERE id = ?", (user,)) is None:
+    if (
+        mem.store._one(  # type: ignore[attr-defined]
+            "SELECT 1 FROM users WHERE id = ?", (user,)
+        )
+        is None
+    ):
         return True  # a search would make the user again
     return not mem.search(MARKER, mode="keyword", user=user, record=False)
 

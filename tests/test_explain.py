@@ -43,12 +43,16 @@ def decision(memories: list[narrative.model.MemoryItem]) -> narrative.model.Memo
 
 def test_record_use_accepts_tuples_dicts_and_references(mem: narrative.Memory) -> None:
     a, b, c, d = seed(mem)[:4]
-    use = mem.record_use("classification", "fix the database thing", [
-        (a.id, "disambiguation", 0.9, "names the database"),
-        {"memory_id": b.id, "influence_type": "pattern_match", "score": 0.5},
-        (c.id, "entity_reference"),
-        UseReference(d.id, InfluenceType.INTENT_VERIFICATION, 0.1, "checks the reading"),
-    ])
+    use = mem.record_use(
+        "classification",
+        "fix the database thing",
+        [
+            (a.id, "disambiguation", 0.9, "names the database"),
+            {"memory_id": b.id, "influence_type": "pattern_match", "score": 0.5},
+            (c.id, "entity_reference"),
+            UseReference(d.id, InfluenceType.INTENT_VERIFICATION, 0.1, "checks the reading"),
+        ],
+    )
     assert use.kind is UseKind.CLASSIFICATION and use.query == "fix the database thing"
     assert [(r.memory_id, r.influence_type.value, r.score, r.reasoning, r.rank) for r in use.references] == [
         (a.id, "disambiguation", 0.9, "names the database", 1),
@@ -79,7 +83,11 @@ def test_record_use_accepts_tuples_dicts_and_references(mem: narrative.Memory) -
     ],
 )
 def test_record_use_refuses_bad_input_and_stores_nothing(
-    mem: narrative.Memory, snapshot: Snap, kind: str, query: str, make_refs: Callable[..., list[object]],
+    mem: narrative.Memory,
+    snapshot: Snap,
+    kind: str,
+    query: str,
+    make_refs: Callable[..., list[object]],
     error: type[Exception],
 ) -> None:
     memory = seed(mem)[0]
@@ -113,8 +121,12 @@ def test_explain_gives_the_memories_why_and_their_messages(mem: narrative.Memory
     assert entry["message_ids"] == [source.id] and entry["conversation_id"] == source.conversation_id
     (message,) = entry["messages"]
     assert message == {
-        "message_id": source.id, "position": source.position, "role": "user", "speaker": "alice",
-        "conversation_id": source.conversation_id, "created_at": source.created_at.isoformat(),
+        "message_id": source.id,
+        "position": source.position,
+        "role": "user",
+        "speaker": "alice",
+        "conversation_id": source.conversation_id,
+        "created_at": source.created_at.isoformat(),
         "text": source.content,
     }
     assert "1 memories (1 disambiguation)" in found["summary"]
@@ -218,7 +230,11 @@ def test_without_an_active_conversation_only_the_use_is_stored(mem: narrative.Me
     ],
 )
 def test_bad_outcomes_store_nothing(
-    mem: narrative.Memory, snapshot: Snap, outcome: str, correction: str | None, use_id: int | None,
+    mem: narrative.Memory,
+    snapshot: Snap,
+    outcome: str,
+    correction: str | None,
+    use_id: int | None,
     error: type[Exception],
 ) -> None:
     chosen = decision(seed(mem))

@@ -56,9 +56,22 @@ def test_export_import_export_is_byte_identical(maya: narrative.Memory, tmp_path
         second = restored.export("json")
     assert second == first
     document = json.loads(first)
-    assert all(document["counts"][t] > 0 for t in ("conversations", "messages", "memories", "memory_vectors",
-                                                   "entities", "state_deltas", "narratives", "uses",
-                                                   "use_references", "routing_decisions", "storyline_vectors"))
+    assert all(
+        document["counts"][t] > 0
+        for t in (
+            "conversations",
+            "messages",
+            "memories",
+            "memory_vectors",
+            "entities",
+            "state_deltas",
+            "narratives",
+            "uses",
+            "use_references",
+            "routing_decisions",
+            "storyline_vectors",
+        )
+    )
     assert result["rows"] == document["counts"]
 
 
@@ -84,8 +97,9 @@ def test_the_json_follows_the_documented_schema(maya: narrative.Memory) -> None:
     assert tables["users"] == [{"id": "maya", "created_at": tables["users"][0]["created_at"]}]
     vector = tables["memory_vectors"][0]
     assert vector["model"] == "hashing-v1:256" and len(base64.b64decode(vector["vector"])) == 256 * 4
-    assert document["embedding_models"] == {"hashing-v1:256": len(tables["memory_vectors"])
-                                            + len(tables["storyline_vectors"])}
+    assert document["embedding_models"] == {
+        "hashing-v1:256": len(tables["memory_vectors"]) + len(tables["storyline_vectors"])
+    }
     memory = next(m for m in tables["memories"] if m["stream"] == "research")
     assert isinstance(memory["details"], dict) and isinstance(memory["user_reviewed"], bool)
     assert [r["id"] for r in tables["memories"]] == sorted(r["id"] for r in tables["memories"])
@@ -133,8 +147,13 @@ def canonical(document: dict[str, Any]) -> dict[str, Any]:
 
     tables = document["tables"]
     ids = renumber(tables, lambda _table: 1)
-    return {t: [{k: v for k, v in remap_row(t, r, ids, n).items() if k != "user_id" and t != "users"}
-                for n, r in enumerate(rows, 1)] for t, rows in tables.items()}
+    return {
+        t: [
+            {k: v for k, v in remap_row(t, r, ids, n).items() if k != "user_id" and t != "users"}
+            for n, r in enumerate(rows, 1)
+        ]
+        for t, rows in tables.items()
+    }
 
 
 def test_delete_then_import_into_the_same_file(maya: narrative.Memory) -> None:
@@ -156,8 +175,10 @@ def test_import_reembeds_when_the_model_differs(maya: narrative.Memory, tmp_path
     document = json.loads(maya.export("json"))
     with fresh(tmp_path, clock, embedder=HashingEmbedder(dims=64)) as restored:
         result = restored.import_data(json.dumps(document))
-        assert result["reembedded"] == {"memories": len(document["tables"]["memory_vectors"]),
-                                        "storylines": len(document["tables"]["storyline_vectors"])}
+        assert result["reembedded"] == {
+            "memories": len(document["tables"]["memory_vectors"]),
+            "storylines": len(document["tables"]["storyline_vectors"]),
+        }
         again = json.loads(restored.export("json"))
         assert again["embedding_models"] == {"hashing-v1:64": sum(result["reembedded"].values())}
         assert restored.search("measurements of the beds", k=3, mode="vector", record=False)
@@ -195,10 +216,17 @@ def test_keyword_only_import_keeps_the_vectors(maya: narrative.Memory, tmp_path:
         json.dumps({"format": "narrative-export", "schema_version": 99, "user": "x", "tables": {}}),
         json.dumps({"format": "narrative-export", "schema_version": 1, "user": "x", "tables": {"memories": [1]}}),
         json.dumps({"format": "narrative-export", "schema_version": 1, "user": "", "tables": {}}),
-        json.dumps({"format": "narrative-export", "schema_version": 1, "user": "x",
-                    "tables": {"planets": [{"id": 1}]}}),
-        json.dumps({"format": "narrative-export", "schema_version": 1, "user": "x",
-                    "tables": {"users": [{"id": "x", "created_at": "2026-01-01", "mood": "good"}]}}),
+        json.dumps(
+            {"format": "narrative-export", "schema_version": 1, "user": "x", "tables": {"planets": [{"id": 1}]}}
+        ),
+        json.dumps(
+            {
+                "format": "narrative-export",
+                "schema_version": 1,
+                "user": "x",
+                "tables": {"users": [{"id": "x", "created_at": "2026-01-01", "mood": "good"}]},
+            }
+        ),
     ],
 )
 def test_malformed_exports_are_refused(mem: narrative.Memory, snapshot: Snap, text: str) -> None:

@@ -195,7 +195,7 @@ def test_decision_with_rationale_and_alternatives() -> None:
 
 def test_adopting_x_rather_than_y_is_an_interpretive_decision() -> None:
     text = "Adopting Gadamer's horizon language rather than Ricoeur's distanciation for consistency."
-    (_, details), = X.extract_turn(text).decisions
+    ((_, details),) = X.extract_turn(text).decisions
     assert details.decision.startswith("Adopting Gadamer's horizon language")
     assert details.alternatives_considered == ("Ricoeur's distanciation",)
     assert details.decision_type == "interpretive"
@@ -203,24 +203,24 @@ def test_adopting_x_rather_than_y_is_an_interpretive_decision() -> None:
 
 def test_decision_rationale_from_the_next_sentence() -> None:
     result = X.extract_turn("Let's go with the shorter survey. Because people drop out after ten minutes.")
-    (_, details), = result.decisions
+    ((_, details),) = result.decisions
     assert details.decision == "the shorter survey"
     assert details.rationale == "people drop out after ten minutes"
     assert details.confidence == 0.7
 
 
 def test_decision_confidence_hedges_and_finality() -> None:
-    (_, hedged), = X.extract_turn("I think we decided to skip chapter four for now, maybe.").decisions
-    (_, final), = X.extract_turn("This is final: I decided to drop the appendix for good.").decisions
+    ((_, hedged),) = X.extract_turn("I think we decided to skip chapter four for now, maybe.").decisions
+    ((_, final),) = X.extract_turn("This is final: I decided to drop the appendix for good.").decisions
     assert hedged.confidence < 0.5 and hedged.reversible and hedged.decision_type == "scope"
     assert not final.reversible
 
 
 def test_decided_against_and_chose() -> None:
-    (_, against), = X.extract_turn("We decided against the online survey.").decisions
+    ((_, against),) = X.extract_turn("We decided against the online survey.").decisions
     assert against.decision == "not the online survey"
     assert against.alternatives_considered == ("online survey",)
-    (_, chose), = X.extract_turn("I chose them 'cause they help LGBTQ+ folks with adoption.").decisions
+    ((_, chose),) = X.extract_turn("I chose them 'cause they help LGBTQ+ folks with adoption.").decisions
     assert chose.decision == "chose them" and chose.rationale == "they help LGBTQ+ folks with adoption"
 
 
@@ -240,7 +240,7 @@ def test_not_decisions(text: str) -> None:
 
 
 def test_answer_particle_is_not_a_negation() -> None:
-    (_, details), = X.extract_turn("No — we decided recurring events come first because they matter more.").decisions
+    ((_, details),) = X.extract_turn("No — we decided recurring events come first because they matter more.").decisions
     assert details.decision == "recurring events come first"
 
 
@@ -378,7 +378,7 @@ def test_people_cues_relations_speaker_and_addressees() -> None:
     [
         "Honestly, it was a great week.",
         "We went to the Grand Canyon in July.",
-        "I loved reading \"Charlotte's Web\" as a kid.",
+        'I loved reading "Charlotte\'s Web" as a kid.',
         "On Tuesday I went to New York.",
         "I'm learning Python and Spanish.",
     ],
@@ -392,7 +392,7 @@ def test_not_people(text: str) -> None:
 
 def test_author_year_citation_with_pages() -> None:
     result = X.extract_turn("Gadamer (1960, pp. 268-270) describes the fusion of horizons.")
-    (_, details), = result.research
+    ((_, details),) = result.research
     assert details.source_type == "citation"
     assert (details.author, details.page_reference) == ("Gadamer", "pp. 268-270")
     assert details.source_reference == "Gadamer (1960), pp. 268-270"
@@ -401,23 +401,23 @@ def test_author_year_citation_with_pages() -> None:
 
 
 def test_parenthetical_citation_and_title_by_author() -> None:
-    (_, paren), = X.extract_turn("Horizons are never closed (Gadamer 1960, p. 304).").research
+    ((_, paren),) = X.extract_turn("Horizons are never closed (Gadamer 1960, p. 304).").research
     assert (paren.author, paren.page_reference, paren.source_type) == ("Gadamer", "p. 304", "citation")
-    (_, titled), = X.extract_turn('I loved "Becoming Nicole" by Amy Ellis Nutt.').research
+    ((_, titled),) = X.extract_turn('I loved "Becoming Nicole" by Amy Ellis Nutt.').research
     assert (titled.work_title, titled.author, titled.source_type) == ("Becoming Nicole", "Amy Ellis Nutt", "citation")
-    (_, inside), = X.extract_turn("The idea appears in Truth and Method by Gadamer, page 12.").research
+    ((_, inside),) = X.extract_turn("The idea appears in Truth and Method by Gadamer, page 12.").research
     assert (inside.work_title, inside.author, inside.page_reference) == ("Truth and Method", "Gadamer", "page 12")
 
 
 def test_annotation_quote_and_note() -> None:
-    (_, note), = X.extract_turn("Gadamer pp. 268-270 on horizon fusion - key for my approach.").research
+    ((_, note),) = X.extract_turn("Gadamer pp. 268-270 on horizon fusion - key for my approach.").research
     assert note.source_type == "annotation" and note.author == "Gadamer"
     assert note.user_annotation == "horizon fusion - key for my approach"
-    (_, quote), = X.extract_turn(
+    ((_, quote),) = X.extract_turn(
         'Ricoeur writes "the text is a discourse fixed by writing" and that matters here.'
     ).research
     assert quote.source_type == "quote" and quote.author == "Ricoeur"
-    (_, mention), = X.extract_turn("I'm reading a book about the history of maps.").research
+    ((_, mention),) = X.extract_turn("I'm reading a book about the history of maps.").research
     assert mention.source_type == "note"
 
 
@@ -484,7 +484,11 @@ def test_deterministic_and_protocol_conformant() -> None:
     assert first == again
     assert extractor.identity == "heuristic"
     assert {e.entity_type for e in first.entities} >= {
-        EntityType.PERSON, EntityType.DECISION, EntityType.TASK, EntityType.WAITING_ON, EntityType.QUESTION_OPENED
+        EntityType.PERSON,
+        EntityType.DECISION,
+        EntityType.TASK,
+        EntityType.WAITING_ON,
+        EntityType.QUESTION_OPENED,
     }
 
 

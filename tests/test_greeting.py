@@ -106,13 +106,13 @@ def test_a_paused_conversation_is_never_nudged(mem: narrative.Memory, clock: Fak
 
 
 def test_idle_threshold_comes_from_settings(db_path: Path, clock: FakeClock) -> None:
-    with narrative.Memory(db_path, user="alice", embedder="none", clock=clock, env={},
-                          idle_after_minutes=5) as mem:
+    with narrative.Memory(db_path, user="alice", embedder="none", clock=clock, env={}, idle_after_minutes=5) as mem:
         mem.add_message("Hm.", speaker="alex")
         clock.advance(minutes=6)
         assert mem.idle_check() == IDLE_INVITATION
-    with narrative.Memory(db_path, user="alice", embedder="none", clock=clock, env={"NARRATIVE_STALE_AFTER_DAYS": "1"}
-                          ) as mem:
+    with narrative.Memory(
+        db_path, user="alice", embedder="none", clock=clock, env={"NARRATIVE_STALE_AFTER_DAYS": "1"}
+    ) as mem:
         mem.store.update_conversation("alice", mem.active_conversation().id, idle_notified_at=None)  # type: ignore[union-attr]
         clock.advance(timedelta(minutes=10))
         assert mem.idle_check() is None  # 30 minutes by default

@@ -87,17 +87,25 @@ def build_user(engine: narrative.Memory, user: str) -> dict[str, int]:
     active = engine.start_conversation(f"{user}'s second talk", user=user)
     engine.remember(f"More about {WORDS[user][0]} today.", user=user)
     storyline = engine.create_storyline(f"{user.title()} {WORDS[user][0]} project", user=user)
-    note = engine.add_memory(f"{user} notes about {WORDS[user][0]} in {WORDS[user][1]}", storyline_id=storyline.id,
-                             importance=4, user=user)
-    link = engine.narrative_update(f"{user} planned the {WORDS[user][0]} work", [note.id], None, WORDS[user][0],
-                                   user=user)
+    note = engine.add_memory(
+        f"{user} notes about {WORDS[user][0]} in {WORDS[user][1]}", storyline_id=storyline.id, importance=4, user=user
+    )
+    link = engine.narrative_update(
+        f"{user} planned the {WORDS[user][0]} work", [note.id], None, WORDS[user][0], user=user
+    )
     engine.search(WORDS[user][0], record=True, user=user)
     use = engine.list_uses(1, user=user)[0] if has(engine, "list_uses") else None
     entity = next(e for r in results for e in r.entities)
     message = results[0].message
     return {
-        "closing": closing.id, "active": active.id, "memory": note.id, "storyline": storyline.id,
-        "narrative": link.id, "entity": entity.id, "message": message.id, "use": 0 if use is None else use.id,
+        "closing": closing.id,
+        "active": active.id,
+        "memory": note.id,
+        "storyline": storyline.id,
+        "narrative": link.id,
+        "entity": entity.id,
+        "message": message.id,
+        "use": 0 if use is None else use.id,
     }
 
 
@@ -171,18 +179,30 @@ TARGETS: list[tuple[str, str, Any, tuple[str, ...]]] = [
     # alice's own objects, pointed at one of bob's
     ("PATCH", "/conversations/{own_closing}/preview", {"storyline_id": "{storyline}"}, ("redirect_preview",)),
     ("POST", "/conversations/{own_closing}/confirm", {"storyline_id": "{storyline}"}, ("confirm_memory",)),
-    ("POST", "/conversations/{own_closing}/split",
-     {"parts": [{"narrative": "a"}, {"narrative": "b", "storyline_id": "{storyline}"}]}, ("split_memory",)),
+    (
+        "POST",
+        "/conversations/{own_closing}/split",
+        {"parts": [{"narrative": "a"}, {"narrative": "b", "storyline_id": "{storyline}"}]},
+        ("split_memory",),
+    ),
     ("PATCH", "/memories/{own_memory}", {"entities_to_remove": ["{entity}"]}, ()),
     ("POST", "/entities/{own_entity}/resolve", {"by_memory_id": "{memory}"}, ("resolve_thread",)),
-    ("POST", "/narratives", {"summary": "link", "memory_ids": ["{own_memory}"], "previous_narrative_id": "{narrative}"},
-     ()),
+    (
+        "POST",
+        "/narratives",
+        {"summary": "link", "memory_ids": ["{own_memory}"], "previous_narrative_id": "{narrative}"},
+        (),
+    ),
 ]
 
 # What bob reads before and after each refused request: nothing of his may change.
 WITNESSES = [
-    "/conversations/{closing}", "/conversations/{active}", "/memories/{memory}", "/storylines/{storyline}",
-    "/narratives/{narrative}", "/conversations/{closing}/messages",
+    "/conversations/{closing}",
+    "/conversations/{active}",
+    "/memories/{memory}",
+    "/storylines/{storyline}",
+    "/narratives/{narrative}",
+    "/conversations/{closing}/messages",
 ]
 
 
@@ -198,10 +218,14 @@ def fill(template: Any, ids: dict[str, int], own: dict[str, int]) -> Any:
     return template
 
 
-@pytest.mark.parametrize(("method", "path", "body", "needs"), TARGETS,
-                         ids=[f"{m} {p} {json.dumps(b) if b else ''}".strip() for m, p, b, _ in TARGETS])
-def test_another_users_object_is_not_found(shared: World, method: str, path: str, body: Any,
-                                           needs: tuple[str, ...]) -> None:
+@pytest.mark.parametrize(
+    ("method", "path", "body", "needs"),
+    TARGETS,
+    ids=[f"{m} {p} {json.dumps(b) if b else ''}".strip() for m, p, b, _ in TARGETS],
+)
+def test_another_users_object_is_not_found(
+    shared: World, method: str, path: str, body: Any, needs: tuple[str, ...]
+) -> None:
     need(shared.engine, *needs)
     bob_ids, alice_ids = shared.ids["bob"], shared.ids["alice"]
     bob, alice = shared.client("bob"), shared.client("alice")
@@ -215,11 +239,20 @@ def test_another_users_object_is_not_found(shared: World, method: str, path: str
     assert after == before
 
 
-@pytest.mark.parametrize("path", [
-    "/conversations/{closing}", "/conversations/{closing}/messages", "/memories/{memory}",
-    "/memories/{memory}/chain", "/storylines/{storyline}", "/narratives/{narrative}", "/narratives/{narrative}/back",
-    "/narratives/{narrative}/forward", "/memories?storyline_id={storyline}",
-])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/conversations/{closing}",
+        "/conversations/{closing}/messages",
+        "/memories/{memory}",
+        "/memories/{memory}/chain",
+        "/storylines/{storyline}",
+        "/narratives/{narrative}",
+        "/narratives/{narrative}/back",
+        "/narratives/{narrative}/forward",
+        "/memories?storyline_id={storyline}",
+    ],
+)
 def test_own_objects_are_found(shared: World, path: str) -> None:
     reply = shared.client("alice").get(API + path.format(**shared.ids["alice"]))
     assert reply.status == 200, reply
@@ -234,12 +267,27 @@ def without_queries(value: Any) -> Any:
     return value
 
 
-@pytest.mark.parametrize("path", [
-    "/conversations", "/conversations/active", "/messages?limit=200", "/memories?limit=200", "/storylines",
-    "/narratives", "/narratives/latest", "/narratives/search?q=tomatoes", "/search?q=tomatoes%20Priya&record=false",
-    "/search?q=bicycle&record=false", "/uses", "/entities/open", "/greeting", "/export", "/export?format=markdown",
-    "/me",
-])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/conversations",
+        "/conversations/active",
+        "/messages?limit=200",
+        "/memories?limit=200",
+        "/storylines",
+        "/narratives",
+        "/narratives/latest",
+        "/narratives/search?q=tomatoes",
+        "/search?q=tomatoes%20Priya&record=false",
+        "/search?q=bicycle&record=false",
+        "/uses",
+        "/entities/open",
+        "/greeting",
+        "/export",
+        "/export?format=markdown",
+        "/me",
+    ],
+)
 def test_lists_hold_only_the_callers_data(shared: World, path: str) -> None:
     needs = {"/uses": ("list_uses",), "/entities/open": ("open_threads",), "/greeting": ("greet",)}
     need(shared.engine, *needs.get(path, ("export",) if path.startswith("/export") else ()))
@@ -247,8 +295,12 @@ def test_lists_hold_only_the_callers_data(shared: World, path: str) -> None:
     assert reply.status == 200, reply
     text = json.dumps(without_queries(reply.json)) if path.startswith(("/search", "/uses")) else reply.raw.decode()
     assert not any(word in text for word in WORDS["bob"]), f"bob's data leaked into alice's {path}"
-    kinds = {"/conversations": ("closing", "active"), "/memories": ("memory",), "/storylines": ("storyline",),
-             "/narratives": ("narrative",)}
+    kinds = {
+        "/conversations": ("closing", "active"),
+        "/memories": ("memory",),
+        "/storylines": ("storyline",),
+        "/narratives": ("narrative",),
+    }
     bob = shared.ids["bob"]
     for prefix, names in kinds.items():
         if path.startswith(prefix) and "items" in reply.json:
@@ -292,11 +344,20 @@ def test_page_and_openapi_need_no_key(shared: World) -> None:
     spec = client.get("/openapi.json")
     assert spec.status == 200
     paths = spec.json["paths"]
-    for expected in ("/api/v1/conversations", "/api/v1/conversations/{conversation_id}/confirm",
-                     "/api/v1/conversations/{conversation_id}/preview", "/api/v1/messages",
-                     "/api/v1/memories/{memory_id}",
-                     "/api/v1/storylines", "/api/v1/narratives/{narrative_id}/back", "/api/v1/search",
-                     "/api/v1/context", "/api/v1/uses/{use_id}", "/api/v1/export", "/api/v1/user"):
+    for expected in (
+        "/api/v1/conversations",
+        "/api/v1/conversations/{conversation_id}/confirm",
+        "/api/v1/conversations/{conversation_id}/preview",
+        "/api/v1/messages",
+        "/api/v1/memories/{memory_id}",
+        "/api/v1/storylines",
+        "/api/v1/narratives/{narrative_id}/back",
+        "/api/v1/search",
+        "/api/v1/context",
+        "/api/v1/uses/{use_id}",
+        "/api/v1/export",
+        "/api/v1/user",
+    ):
         assert expected in paths, expected
     schemes = spec.json["components"]["securitySchemes"]
     assert {"HTTPBearer", "APIKeyHeader"} <= set(schemes)
@@ -310,35 +371,41 @@ def test_keys_are_stored_hashed(db_path: Path, clock: FakeClock) -> None:
     assert engine.user_for_api_key("nk_unknown") is None and engine.user_for_api_key("") is None
     engine.close()
     rows = sqlite3.connect(db_path).execute("SELECT key_hash, label FROM api_keys ORDER BY id").fetchall()
-    assert rows == [(hashlib.sha256(first.encode()).hexdigest(), ""),
-                    (hashlib.sha256(second.encode()).hexdigest(), "laptop")]
+    assert rows == [
+        (hashlib.sha256(first.encode()).hexdigest(), ""),
+        (hashlib.sha256(second.encode()).hexdigest(), "laptop"),
+    ]
     assert first.encode() not in db_path.read_bytes()
 
 
 # --- input errors: 422, 409, 413 --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("method", "path", "body", "fields"), [
-    ("POST", "/messages", {"content": ""}, ["content"]),
-    ("POST", "/messages", {"content": "hi", "role": "wizard"}, ["role"]),
-    ("POST", "/messages", {"text": "hi"}, ["content", "text"]),
-    ("POST", "/memories", {"content": "x", "importance": 9}, ["importance"]),
-    ("POST", "/memories", {"content": "x", "stream": "dreams"}, ["stream"]),
-    ("PATCH", "/conversations/1/preview", {}, ["body"]),
-    ("POST", "/conversations/1/split", {"parts": []}, ["parts"]),
-    ("POST", "/storylines", {"name": "x" * 201}, ["name"]),
-    ("POST", "/narratives", {"summary": "s", "memory_ids": ["one"]}, ["memory_ids.0"]),
-    ("GET", "/memories/abc", None, ["memory_id"]),
-    ("GET", "/memories?limit=0", None, ["limit"]),
-    ("GET", "/memories?limit=201", None, ["limit"]),
-    ("GET", "/memories?offset=-1", None, ["offset"]),
-    ("GET", "/search", None, ["q"]),
-    ("GET", "/search?q=%20%20", None, ["query"]),  # the engine's own check, mapped from ValidationError
-    ("GET", "/search?q=x&mode=psychic", None, ["mode"]),
-    ("POST", "/context", {"query": "x", "budget": 1}, ["budget"]),
-])
-def test_malformed_input_is_422_naming_the_field(shared: World, method: str, path: str, body: Any,
-                                                 fields: list[str]) -> None:
+@pytest.mark.parametrize(
+    ("method", "path", "body", "fields"),
+    [
+        ("POST", "/messages", {"content": ""}, ["content"]),
+        ("POST", "/messages", {"content": "hi", "role": "wizard"}, ["role"]),
+        ("POST", "/messages", {"text": "hi"}, ["content", "text"]),
+        ("POST", "/memories", {"content": "x", "importance": 9}, ["importance"]),
+        ("POST", "/memories", {"content": "x", "stream": "dreams"}, ["stream"]),
+        ("PATCH", "/conversations/1/preview", {}, ["body"]),
+        ("POST", "/conversations/1/split", {"parts": []}, ["parts"]),
+        ("POST", "/storylines", {"name": "x" * 201}, ["name"]),
+        ("POST", "/narratives", {"summary": "s", "memory_ids": ["one"]}, ["memory_ids.0"]),
+        ("GET", "/memories/abc", None, ["memory_id"]),
+        ("GET", "/memories?limit=0", None, ["limit"]),
+        ("GET", "/memories?limit=201", None, ["limit"]),
+        ("GET", "/memories?offset=-1", None, ["offset"]),
+        ("GET", "/search", None, ["q"]),
+        ("GET", "/search?q=%20%20", None, ["query"]),  # the engine's own check, mapped from ValidationError
+        ("GET", "/search?q=x&mode=psychic", None, ["mode"]),
+        ("POST", "/context", {"query": "x", "budget": 1}, ["budget"]),
+    ],
+)
+def test_malformed_input_is_422_naming_the_field(
+    shared: World, method: str, path: str, body: Any, fields: list[str]
+) -> None:
     reply = shared.client("alice").call(method, API + path, body)
     assert reply.status == 422, reply
     assert reply.json["error"] == "validation_error"
@@ -405,8 +472,9 @@ def test_pagination_walks_every_item_once(world: World) -> None:
 
 def test_posting_a_turn_remembers_it(world: World) -> None:
     alice = world.client("alice")
-    reply = alice.post(API + "/messages", {"content": "We decided to camp near Porto because hotels are full.",
-                                           "speaker": "alice"})
+    reply = alice.post(
+        API + "/messages", {"content": "We decided to camp near Porto because hotels are full.", "speaker": "alice"}
+    )
     assert reply.status == 201, reply
     made = reply.json
     assert made["memory_ids"] and made["storyline"]["id"]
@@ -443,8 +511,10 @@ def test_storylines_create_rename_archive(world: World) -> None:
 def test_narrative_chain_walks(world: World) -> None:
     alice = world.client("alice")
     first = world.ids["alice"]["narrative"]
-    second = alice.post(API + "/narratives", {"summary": "Bought panniers for the ride", "previous_narrative_id": first,
-                                              "topic": "gear"})
+    second = alice.post(
+        API + "/narratives",
+        {"summary": "Bought panniers for the ride", "previous_narrative_id": first, "topic": "gear"},
+    )
     assert second.status == 201
     second_id = second.json["id"]
     assert alice.get(API + "/narratives/latest").json["narrative"]["id"] == second_id
@@ -491,8 +561,10 @@ def test_review_step_split_and_resume(world: World) -> None:
     active = world.ids["alice"]["active"]
     assert alice.post(f"{API}/conversations/{active}/close").status == 200
     your_story = alice.get(API + "/storylines/your-story").json["id"]
-    parts = [{"narrative": "The touring bicycle decision.", "storyline_id": world.ids["alice"]["storyline"]},
-             {"narrative": "Waiting on Marco for maps.", "storyline_id": your_story}]
+    parts = [
+        {"narrative": "The touring bicycle decision.", "storyline_id": world.ids["alice"]["storyline"]},
+        {"narrative": "Waiting on Marco for maps.", "storyline_id": your_story},
+    ]
     split = alice.post(f"{API}/conversations/{cid}/split", {"parts": parts})
     assert split.status == 200, split
     assert alice.get(f"{API}/conversations/{cid}").json["status"] == "archived"
@@ -525,9 +597,16 @@ def test_context_and_explain_and_influence(world: World) -> None:
     assert reasoning.status == 200 and reasoning.json["use_id"]
     uses = alice.get(API + "/uses?limit=2").json
     assert len(uses["items"]) == 2 and uses["next_offset"] == 2
-    recorded = alice.post(API + "/uses", {"kind": "classification", "query": "which trip?",
-                                          "references": [{"memory_id": memory_id, "influence_type": "disambiguation",
-                                                          "score": 0.8, "reasoning": "same trip"}]})
+    recorded = alice.post(
+        API + "/uses",
+        {
+            "kind": "classification",
+            "query": "which trip?",
+            "references": [
+                {"memory_id": memory_id, "influence_type": "disambiguation", "score": 0.8, "reasoning": "same trip"}
+            ],
+        },
+    )
     assert recorded.status == 201 and recorded.json["references"][0]["influence_type"] == "disambiguation"
     judged = alice.post(f"{API}/uses/{recorded.json['id']}/outcome", {"outcome": "approved"})
     assert judged.status == 200 and judged.json["outcome"] == "approved"
@@ -577,8 +656,14 @@ def test_delete_user_revokes_the_key(world: World) -> None:
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("NARRATIVE_")}
-    return subprocess.run([sys.executable, "-m", "narrative.interfaces.cli", *args], capture_output=True, text=True,
-                          env=env, timeout=120, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "narrative.interfaces.cli", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
 
 
 def test_keys_create_command(db_path: Path) -> None:
@@ -596,9 +681,24 @@ def test_serve_command_serves_the_open_user(db_path: Path) -> None:
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("NARRATIVE_")}
     process = subprocess.Popen(
-        [sys.executable, "-m", "narrative.interfaces.cli", "--db", str(db_path), "--embedder", "none", "serve",
-         "--port", str(port), "--open-user", "maya"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        [
+            sys.executable,
+            "-m",
+            "narrative.interfaces.cli",
+            "--db",
+            str(db_path),
+            "--embedder",
+            "none",
+            "serve",
+            "--port",
+            str(port),
+            "--open-user",
+            "maya",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
     )
     try:
         assert process.stdout is not None
@@ -631,7 +731,10 @@ def test_http_modules_talk_to_the_engine_only() -> None:
     assert len(files) >= 5
     for path in files:
         for node in ast.walk(ast.parse(path.read_text("utf-8"))):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
-                [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else ([node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            )
             for name in names:
                 assert not name.startswith(("narrative.store", "sqlite3")), f"{path.name} imports {name}"

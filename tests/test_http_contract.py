@@ -31,8 +31,7 @@ class Contract:
 
     def __init__(self, spec: dict[str, Any]) -> None:
         self.spec = spec
-        self.routes = [(re.compile("^" + re.sub(r"\{[^}]+\}", r"[^/]+", path) + "$"), path)
-                       for path in spec["paths"]]
+        self.routes = [(re.compile("^" + re.sub(r"\{[^}]+\}", r"[^/]+", path) + "$"), path) for path in spec["paths"]]
         self.checked: set[tuple[str, str, int]] = set()
 
     def schema(self, method: str, path: str, status: int) -> dict[str, Any]:
@@ -70,8 +69,9 @@ class Checked:
         self.contract = contract
 
     def call(self, method: str, path: str, body: Any = None, **options: Any) -> Reply:
-        reply = self.client.call(method, API + path if path.startswith("/") and not path.startswith("/health")
-                                 else path, body, **options)
+        reply = self.client.call(
+            method, API + path if path.startswith("/") and not path.startswith("/health") else path, body, **options
+        )
         self.contract.check(method, API + path if not path.startswith("/health") else path, reply)
         return reply
 
@@ -114,21 +114,42 @@ def test_every_route_declares_its_2xx_body_and_the_error_body(contract: Contract
             if path.startswith(API):
                 for status in ("400", "401", "404", "409", "413", "422"):
                     assert responses[status]["content"]["application/json"]["schema"] == {
-                        "$ref": "#/components/schemas/ErrorBody"}, (method, path, status)
+                        "$ref": "#/components/schemas/ErrorBody"
+                    }, (method, path, status)
     assert "HTTPValidationError" not in contract.spec["components"]["schemas"]
 
 
 def test_live_replies_match_the_contract(world: World, contract: Contract) -> None:
     alice = Checked(world.client("alice"), contract)
     ids = world.ids["alice"]
-    for path in ("/me", "/conversations", "/conversations/active", f"/conversations/{ids['closing']}",
-                 f"/conversations/{ids['closing']}/preview", f"/conversations/{ids['closing']}/messages",
-                 "/messages", "/memories", f"/memories/{ids['memory']}", f"/memories/{ids['memory']}/chain",
-                 f"/memories/{ids['memory']}/influence", f"/memories/{ids['memory']}/history", "/storylines",
-                 "/storylines/your-story", f"/storylines/{ids['storyline']}", "/narratives", "/narratives/latest",
-                 f"/narratives/{ids['narrative']}", f"/narratives/{ids['narrative']}/back",
-                 f"/narratives/{ids['narrative']}/forward", "/narratives/search?q=bicycle", "/entities/open",
-                 "/search?q=bicycle", "/uses", f"/uses/{ids['use']}", "/greeting"):
+    for path in (
+        "/me",
+        "/conversations",
+        "/conversations/active",
+        f"/conversations/{ids['closing']}",
+        f"/conversations/{ids['closing']}/preview",
+        f"/conversations/{ids['closing']}/messages",
+        "/messages",
+        "/memories",
+        f"/memories/{ids['memory']}",
+        f"/memories/{ids['memory']}/chain",
+        f"/memories/{ids['memory']}/influence",
+        f"/memories/{ids['memory']}/history",
+        "/storylines",
+        "/storylines/your-story",
+        f"/storylines/{ids['storyline']}",
+        "/narratives",
+        "/narratives/latest",
+        f"/narratives/{ids['narrative']}",
+        f"/narratives/{ids['narrative']}/back",
+        f"/narratives/{ids['narrative']}/forward",
+        "/narratives/search?q=bicycle",
+        "/entities/open",
+        "/search?q=bicycle",
+        "/uses",
+        f"/uses/{ids['use']}",
+        "/greeting",
+    ):
         assert alice.get(path).status == 200, path
     assert alice.post("/context", {"query": "bicycle", "budget": 300}).status == 200
     assert alice.post("/reasoning-context", {"request": "which bicycle?"}).status == 200
@@ -200,9 +221,15 @@ def test_search_filters_and_min_score(world: World) -> None:
 
 def test_a_batch_of_messages_in_one_call(world: World) -> None:
     bob = world.client("bob")
-    reply = bob.post(API + "/messages/batch", {"messages": [
-        {"content": "The tomatoes need stakes this week."}, {"content": "Ok, I will buy them.", "role": "assistant"},
-    ]})
+    reply = bob.post(
+        API + "/messages/batch",
+        {
+            "messages": [
+                {"content": "The tomatoes need stakes this week."},
+                {"content": "Ok, I will buy them.", "role": "assistant"},
+            ]
+        },
+    )
     assert reply.status == 201
     items = reply.json["items"]
     assert len(items) == 2 and items[0]["position"] < items[1]["position"]
@@ -220,7 +247,9 @@ def test_a_memory_history_keeps_the_original(world: World) -> None:
     alice.patch(f"{API}/memories/{made['id']}", {"content": "the frame is titanium"})
     history = alice.get(f"{API}/memories/{made['id']}/history").json
     assert [(v["kind"], v["content"]) for v in history["versions"]] == [
-        ("original", "the frame is steel"), ("current", "the frame is titanium")]
+        ("original", "the frame is steel"),
+        ("current", "the frame is titanium"),
+    ]
     assert history["user_edited"] is True
     assert world.client("bob").get(f"{API}/memories/{made['id']}/history").status == 404
 

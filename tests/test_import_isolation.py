@@ -36,8 +36,10 @@ def minilm() -> MiniLMEmbedder:
 @pytest.fixture(scope="module")
 def world(module_db: str, minilm: MiniLMEmbedder) -> Iterator[dict[str, Any]]:
     engine = narrative.Memory(module_db, user="alice", embedder=minilm, env={})
-    for user, lines in {"alice": ["I ride my bicycle to Lisbon in spring.", "The bicycle needs new brakes."],
-                        "bob": ["Priya and I plant tomatoes in raised beds.", "The tomatoes need more sun."]}.items():
+    for user, lines in {
+        "alice": ["I ride my bicycle to Lisbon in spring.", "The bicycle needs new brakes."],
+        "bob": ["Priya and I plant tomatoes in raised beds.", "The tomatoes need more sun."],
+    }.items():
         for line in lines:
             engine.remember(line, user=user)
     engine.search("bicycle", user="alice")  # a recorded use: uses and use_references rows

@@ -49,19 +49,28 @@ RULES: tuple[Rule, ...] = (
     Rule("narrative.checks", allowed=(*BASE, "narrative.validate")),
     Rule("narrative.config", allowed=BASE),
     Rule("narrative.store", allowed=(*BASE, "narrative.checks", "narrative.validate", "narrative.store")),
-    Rule("narrative.providers", allowed=(*BASE, "narrative.checks", "narrative.validate", "narrative.config",
-                                         "narrative.providers")),
+    Rule(
+        "narrative.providers",
+        allowed=(*BASE, "narrative.checks", "narrative.validate", "narrative.config", "narrative.providers"),
+    ),
     Rule("narrative.text", allowed=(*BASE, "narrative.text")),
-    Rule("narrative.read", forbidden=(ROOT, "narrative.engine", "narrative.interfaces", "narrative.write",
-                                      *DATABASE_DRIVERS)),
-    Rule("narrative.write", forbidden=(ROOT, "narrative.engine", "narrative.interfaces", "narrative.read",
-                                       *DATABASE_DRIVERS)),
+    Rule(
+        "narrative.read",
+        forbidden=(ROOT, "narrative.engine", "narrative.interfaces", "narrative.write", *DATABASE_DRIVERS),
+    ),
+    Rule(
+        "narrative.write",
+        forbidden=(ROOT, "narrative.engine", "narrative.interfaces", "narrative.read", *DATABASE_DRIVERS),
+    ),
     Rule("narrative.engine", forbidden=(ROOT, "narrative.interfaces")),
     Rule("narrative.interfaces", forbidden=("narrative.store", *DATABASE_DRIVERS)),
     # the benchmarks drive the engine like any user would; the single-turn BM25 baseline borrows the store's
     # tokenizer and scoring, so that both sides of the comparison cut words alike
-    Rule("narrative.bench", forbidden=("narrative.store", "narrative.interfaces", *DATABASE_DRIVERS),
-         excepted=("narrative.store.keyword_index",)),
+    Rule(
+        "narrative.bench",
+        forbidden=("narrative.store", "narrative.interfaces", *DATABASE_DRIVERS),
+        excepted=("narrative.store.keyword_index",),
+    ),
 )
 
 #: Only the store talks to SQLite (bench/ and tests/ live outside src/ and are not scanned).
@@ -213,7 +222,6 @@ def _pipeline_names(tree: ast.Module) -> set[str]:
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(PIPELINES):
             names.update(alias.asname or alias.name for alias in node.names)
     return names
-
 
 
 def engine_calls(module: str) -> tuple[int, int]:

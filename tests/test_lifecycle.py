@@ -39,9 +39,7 @@ def archive(mem: narrative.Memory, conversation_id: int) -> Conversation:
     return lifecycle.archive(mem.store, mem.user, conversation_id, mem.clock(), model="heuristic", passes=2)
 
 
-def assert_refused(
-    mem: narrative.Memory, snapshot: Snap, error: type[Exception], step: Callable[[], object]
-) -> None:
+def assert_refused(mem: narrative.Memory, snapshot: Snap, error: type[Exception], step: Callable[[], object]) -> None:
     """``step`` raises ``error`` and changes nothing in the database."""
     before = snapshot(mem.store)
     with pytest.raises(error):
@@ -99,12 +97,15 @@ def test_full_lifecycle_to_archived(mem: narrative.Memory) -> None:
     close(mem, conversation.id)
     compressing = lifecycle.begin_compressing(mem.store, mem.user, conversation.id)
     assert compressing.status is COMPRESSING
-    archived = lifecycle.archive(mem.store, mem.user, conversation.id, mem.clock(), model="heuristic", passes=2,
-                                 duration_ms=15)
+    archived = lifecycle.archive(
+        mem.store, mem.user, conversation.id, mem.clock(), model="heuristic", passes=2, duration_ms=15
+    )
     assert archived.status is ARCHIVED
     assert archived.archived_at is not None
     assert (archived.compression_model, archived.compression_passes, archived.compression_duration_ms) == (
-        "heuristic", 2, 15,
+        "heuristic",
+        2,
+        15,
     )
     assert archived.message_count == 2
     assert [c.status for c in mem.list_conversations()] == [ARCHIVED]
@@ -204,18 +205,14 @@ def test_close_when_none_is_active_is_refused(mem: narrative.Memory, snapshot: S
 
 def test_resume_an_active_conversation_is_refused(mem: narrative.Memory, snapshot: Snap) -> None:
     conversation = mem.start_conversation()
-    assert_refused(
-        mem, snapshot, InvalidTransition, lambda: lifecycle.resume(mem.store, mem.user, conversation.id)
-    )
+    assert_refused(mem, snapshot, InvalidTransition, lambda: lifecycle.resume(mem.store, mem.user, conversation.id))
 
 
 def test_resume_an_archived_conversation_is_refused(mem: narrative.Memory, snapshot: Snap) -> None:
     conversation = mem.start_conversation()
     close(mem)
     archive(mem, conversation.id)
-    assert_refused(
-        mem, snapshot, InvalidTransition, lambda: lifecycle.resume(mem.store, mem.user, conversation.id)
-    )
+    assert_refused(mem, snapshot, InvalidTransition, lambda: lifecycle.resume(mem.store, mem.user, conversation.id))
 
 
 def test_resume_while_another_is_active_is_refused(mem: narrative.Memory, snapshot: Snap) -> None:
@@ -223,9 +220,7 @@ def test_resume_while_another_is_active_is_refused(mem: narrative.Memory, snapsh
     close(mem)
     mem.store.set_preview(mem.user, closed.id, {"summary": "draft"})
     mem.start_conversation("second")
-    assert_refused(
-        mem, snapshot, ConversationAlreadyActive, lambda: lifecycle.resume(mem.store, mem.user, closed.id)
-    )
+    assert_refused(mem, snapshot, ConversationAlreadyActive, lambda: lifecycle.resume(mem.store, mem.user, closed.id))
     assert mem.get_conversation(closed.id).status is READY
     assert mem.store.get_preview(mem.user, closed.id) == {"summary": "draft"}  # the rollback kept it
 

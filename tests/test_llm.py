@@ -410,7 +410,8 @@ def test_builtin_providers_come_from_entry_points(llm_server: ScriptedLLMServer)
 
 
 def test_third_party_provider_registers_like_builtins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    (tmp_path / "echo_llm_plugin.py").write_text(textwrap.dedent('''
+    (tmp_path / "echo_llm_plugin.py").write_text(
+        textwrap.dedent("""
         from narrative.providers.llm import Completion
 
         class EchoLLM:
@@ -428,7 +429,8 @@ def test_third_party_provider_registers_like_builtins(tmp_path: Path, monkeypatc
 
         class NotAnLLM:
             pass
-    '''))
+    """)
+    )
     dist = tmp_path / "echo_llm_plugin-1.0.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: echo-llm-plugin\nVersion: 1.0\n")

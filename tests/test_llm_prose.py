@@ -45,8 +45,15 @@ def provider(request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 def mem(db_path: Path, llm_server: ScriptedLLMServer, provider: str) -> Iterator[narrative.Memory]:
     memory = narrative.Memory(
-        db_path, user="maya", embedder="none", clock=FakeClock(), env={}, reflect_every=3,
-        llm=provider, llm_url=llm_server.url, llm_model="test",
+        db_path,
+        user="maya",
+        embedder="none",
+        clock=FakeClock(),
+        env={},
+        reflect_every=3,
+        llm=provider,
+        llm_url=llm_server.url,
+        llm_model="test",
     )
     yield memory
     memory.close()

@@ -42,18 +42,37 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "narrative" / "interfaces"
 
 KOSHI = {"narrative_update", "narrative_search"}
 TALKING_ROCK = {
-    "get_active_conversation", "close_conversation", "get_memory_preview", "confirm_memory", "resume_conversation",
-    "search_memories", "get_open_threads", "get_your_story", "get_conversation_archive", "edit_memory",
-    "get_reasoning_context", "explain_classification", "get_memory_influence_chain",
+    "get_active_conversation",
+    "close_conversation",
+    "get_memory_preview",
+    "confirm_memory",
+    "resume_conversation",
+    "search_memories",
+    "get_open_threads",
+    "get_your_story",
+    "get_conversation_archive",
+    "edit_memory",
+    "get_reasoning_context",
+    "explain_classification",
+    "get_memory_influence_chain",
 }
 EVERYDAY = {"remember", "recall", "get_context", "greet", "list_storylines", "walk_narrative"}
 REVIEW = {"edit_memory_preview", "redirect_memory", "split_memory", "resolve_thread", "record_outcome", "forget_memory"}
 ALL_TOOLS = KOSHI | TALKING_ROCK | EVERYDAY | REVIEW
 READ_ONLY = {
-    "recall", "search_memories",
-    "narrative_search", "walk_narrative", "greet", "list_storylines", "get_active_conversation",
-    "get_memory_preview", "get_conversation_archive", "get_your_story", "get_open_threads",
-    "explain_classification", "get_memory_influence_chain",
+    "recall",
+    "search_memories",
+    "narrative_search",
+    "walk_narrative",
+    "greet",
+    "list_storylines",
+    "get_active_conversation",
+    "get_memory_preview",
+    "get_conversation_archive",
+    "get_your_story",
+    "get_open_threads",
+    "explain_classification",
+    "get_memory_influence_chain",
 }
 
 
@@ -193,8 +212,11 @@ def test_narrative_update_continues_the_chain_and_walks_both_ways(server: Driver
     hits = server.ok("recall", query="SQLite offline storage", k=3)["hits"]
     ids = [h["memory_id"] for h in hits]
     link = server.ok(
-        "narrative_update", summary="Storage settled on SQLite; next is the sync design.", memory_ids=ids,
-        previous_narrative_id=before["id"], topic="storage",
+        "narrative_update",
+        summary="Storage settled on SQLite; next is the sync design.",
+        memory_ids=ids,
+        previous_narrative_id=before["id"],
+        topic="storage",
     )
     assert link["previous_narrative_id"] == before["id"] and link["memory_ids"] == ids and link["topic"] == "storage"
     assert server.ok("narrative_search")["narratives"][0]["id"] == link["id"]  # session recovery sees it
@@ -212,8 +234,9 @@ def test_narrative_update_continues_the_chain_and_walks_both_ways(server: Driver
 
 
 def test_remember_stores_a_turn_through_the_write_path(server: Driver) -> None:
-    done = server.ok("remember", text="We decided to use MapLibre for the garden map because it is free.",
-                     speaker="Maya")
+    done = server.ok(
+        "remember", text="We decided to use MapLibre for the garden map because it is free.", speaker="Maya"
+    )
     assert done["message_id"] > 0 and done["storyline"]["name"]
     assert done["summary"].startswith(f"message #{done['message_id']}")
     assert server.ok("get_active_conversation")["active"] is True
@@ -288,8 +311,11 @@ def test_close_preview_resume_confirm_archive(server: Driver) -> None:
     resumed = server.ok("resume_conversation", conversation_id=active["id"])["conversation"]
     assert resumed["status"] == "active"
     server.ok("close_conversation", conversation_id=active["id"])
-    confirmed = server.ok("confirm_memory", conversation_id=active["id"],
-                          edited_narrative="Maya will ask Jonas about the watering schedule.")
+    confirmed = server.ok(
+        "confirm_memory",
+        conversation_id=active["id"],
+        edited_narrative="Maya will ask Jonas about the watering schedule.",
+    )
     assert confirmed
     assert server.ok("get_active_conversation")["active"] is False
 
@@ -301,8 +327,9 @@ def test_close_preview_resume_confirm_archive(server: Driver) -> None:
 
 def test_edit_memory_text_and_entities(server: Driver) -> None:
     target = server.ok("recall", query="SQLite Firebase", k=1)["hits"][0]
-    edited = server.ok("edit_memory", memory_id=target["memory_id"],
-                       narrative="We chose SQLite over Firebase: offline, free, simple.")["memory"]
+    edited = server.ok(
+        "edit_memory", memory_id=target["memory_id"], narrative="We chose SQLite over Firebase: offline, free, simple."
+    )["memory"]
     assert edited["content"].startswith("We chose SQLite") and edited["user_edited"] is True
     assert edited["original_content"] == target["content"]
     assert "nothing to change" in server.error("edit_memory", memory_id=target["memory_id"])
@@ -310,11 +337,17 @@ def test_edit_memory_text_and_entities(server: Driver) -> None:
     needs("open_threads")
     if "entities_to_add" not in inspect.signature(narrative.Memory.edit_memory).parameters:
         pytest.skip("engine edit_memory has no entity editing yet (entities_to_add/entities_to_remove)")
-    added = server.ok("edit_memory", memory_id=target["memory_id"],
-                      entities_to_add=[{"type": "waiting_on", "name": "Jonas: sync design review"}])
+    added = server.ok(
+        "edit_memory",
+        memory_id=target["memory_id"],
+        entities_to_add=[{"type": "waiting_on", "name": "Jonas: sync design review"}],
+    )
     assert added["memory"]["id"] == target["memory_id"]
-    thread = next(t for t in server.ok("get_open_threads", entity_type="waiting_on")["threads"]
-                  if t["name"] == "Jonas: sync design review")
+    thread = next(
+        t
+        for t in server.ok("get_open_threads", entity_type="waiting_on")["threads"]
+        if t["name"] == "Jonas: sync design review"
+    )
     server.ok("edit_memory", memory_id=target["memory_id"], entities_to_remove=[thread["id"]])
     names = [t["name"] for t in server.ok("get_open_threads", entity_type="waiting_on")["threads"]]
     assert "Jonas: sync design review" not in names
@@ -325,8 +358,13 @@ def test_edit_memory_text_and_entities(server: Driver) -> None:
 
 def test_reasoning_context_explanation_and_influence_chain(server: Driver) -> None:
     needs("reasoning_context", "explain", "influence_chain")
-    found = server.ok("get_reasoning_context", query="set up offline storage for the app",
-                      context_type="decomposition", include_active_entities=True, top_k=3)
+    found = server.ok(
+        "get_reasoning_context",
+        query="set up offline storage for the app",
+        context_type="decomposition",
+        include_active_entities=True,
+        top_k=3,
+    )
     assert isinstance(found["use_id"], int) and found["memories"]
     explained = server.ok("explain_classification", classification_id=found["use_id"])
     text = json.dumps(explained)
@@ -361,8 +399,10 @@ def test_every_input_schema_refuses_unknown_arguments(server: Driver) -> None:
     for t in server.tools():
         assert t.input_schema.get("additionalProperties") is False, t.name
     wrong = server.error("search_memories", query="garden", act="Garden")
-    assert wrong == ("search_memories: there is no argument act (it takes act_id, limit, min_score, query, "
-                     "storyline_id, your_story_only).")
+    assert wrong == (
+        "search_memories: there is no argument act (it takes act_id, limit, min_score, query, "
+        "storyline_id, your_story_only)."
+    )
 
 
 def test_argument_errors_are_one_plain_sentence(server: Driver) -> None:
@@ -406,8 +446,11 @@ def test_searches_are_read_only_and_record_nothing(server: Driver, demo_db: Path
 
 def test_review_tools_edit_redirect_and_split_the_preview(server: Driver) -> None:
     needs("edit_preview", "redirect_preview", "split_memory")
-    server.ok("remember", text="I need to call the nursery about the apple trees. I am waiting on Lena for the "
-                               "soil test results.", speaker="Maya")
+    server.ok(
+        "remember",
+        text="I need to call the nursery about the apple trees. I am waiting on Lena for the soil test results.",
+        speaker="Maya",
+    )
     preview = server.ok("close_conversation")
     conversation = preview["conversation_id"]
     assert "redirect_memory" in server.error("redirect_memory", storyline_id="nowhere")
@@ -420,11 +463,18 @@ def test_review_tools_edit_redirect_and_split_the_preview(server: Driver) -> Non
     other = next(s for s in stories if s["kind"] != "your_story" and s["status"] == "active")
     moved = server.ok("redirect_memory", act_id=other["id"])
     assert moved["destination"]["storyline_id"] == other["id"]
-    split = server.ok("split_memory", conversation_id=conversation, parts=[
-        {"narrative": "Maya will call the nursery about the apple trees.", "storyline_id": other["id"],
-         "entity_ids": keys[1:2]},
-        {"narrative": "Lena owes Maya the soil test results."},
-    ])
+    split = server.ok(
+        "split_memory",
+        conversation_id=conversation,
+        parts=[
+            {
+                "narrative": "Maya will call the nursery about the apple trees.",
+                "storyline_id": other["id"],
+                "entity_ids": keys[1:2],
+            },
+            {"narrative": "Lena owes Maya the soil test results."},
+        ],
+    )
     assert [m["storyline_id"] for m in split["memories"]] == [other["id"], story["id"]]
     assert server.ok("get_active_conversation")["awaiting_confirmation"] == []
     assert "split_memory: parts" in server.error("split_memory", parts=[{"narrative": "only one"}])
@@ -448,8 +498,9 @@ def test_resolve_a_thread_record_an_outcome_and_forget_a_memory(server: Driver) 
     assert threads[0]["id"] not in [t["id"] for t in server.ok("get_open_threads")["threads"]]
 
     found = server.ok("get_reasoning_context", query="which storage for the app?", top_k=2)
-    judged = server.ok("record_outcome", use_id=found["use_id"], outcome="corrected",
-                       correction="We use SQLite, not Firebase.")["outcome"]
+    judged = server.ok(
+        "record_outcome", use_id=found["use_id"], outcome="corrected", correction="We use SQLite, not Firebase."
+    )["outcome"]
     assert judged["kind"] == "outcome" and judged["meta"]["use_id"] == found["use_id"]
     assert "correction" in server.error("record_outcome", use_id=found["use_id"], outcome="corrected")
 
@@ -487,8 +538,22 @@ def wait_for_port(port: int, process: subprocess.Popen[bytes], log: Path, timeou
 def test_streamable_http_on_loopback(demo_db: Path) -> None:
     db = copy_db(demo_db, demo_db.with_name("http.db"))
     port, log = free_port(), demo_db.with_name("http.log")
-    args = [*CLI, "--embedder", "none", "mcp", "--db", str(db), "--user", "alice",
-            "--transport", "http", "--host", "127.0.0.1", "--port", str(port)]
+    args = [
+        *CLI,
+        "--embedder",
+        "none",
+        "mcp",
+        "--db",
+        str(db),
+        "--user",
+        "alice",
+        "--transport",
+        "http",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+    ]
     with log.open("wb") as out:
         process = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT)
     try:

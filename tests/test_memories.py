@@ -241,8 +241,18 @@ def test_keyword_search_explains_each_hit(mem: narrative.Memory) -> None:
     hits = mem.search("sqlite storage", mode="keyword")
     assert [h.memory.id for h in hits] == [sqlite.id]
     why = hits[0].why()
-    for key in ("bm25_rank", "bm25_score", "vector_rank", "similarity", "fused", "recency",
-                "semantic_weight", "recency_weight", "score", "summary"):
+    for key in (
+        "bm25_rank",
+        "bm25_score",
+        "vector_rank",
+        "similarity",
+        "fused",
+        "recency",
+        "semantic_weight",
+        "recency_weight",
+        "score",
+        "summary",
+    ):
         assert key in why
     assert why["bm25_rank"] == 1
     assert why["vector_rank"] is None and why["similarity"] is None  # keyword mode: no vectors

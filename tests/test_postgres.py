@@ -33,7 +33,12 @@ NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
 def memory(user: str, content: str, seconds: int = 0) -> MemoryItem:
     return MemoryItem(
-        id=0, user_id=user, stream=Stream.FACT, source=Source.AGENT, content=content, importance=2,
+        id=0,
+        user_id=user,
+        stream=Stream.FACT,
+        source=Source.AGENT,
+        content=content,
+        importance=2,
         created_at=NOW + timedelta(seconds=seconds),
     )
 
@@ -107,9 +112,7 @@ def test_every_key_and_unique_constraint_includes_the_user(pg: PostgresStore, ur
 def test_partial_unique_index_refuses_a_second_active_conversation(pg: PostgresStore, url: str) -> None:
     pg.insert_conversation("alice", NOW)
     with raw(url) as conn, pytest.raises(psycopg.errors.UniqueViolation, match="one_active_conversation"):
-        conn.execute(
-            "INSERT INTO conversations(user_id, status, started_at) VALUES ('alice', 'active', '2026-03-02')"
-        )
+        conn.execute("INSERT INTO conversations(user_id, status, started_at) VALUES ('alice', 'active', '2026-03-02')")
 
 
 def test_sealed_link_trigger_refuses_raw_updates(pg: PostgresStore, url: str) -> None:
@@ -190,7 +193,10 @@ def test_a_second_process_writes_are_seen_before_answering(pg: PostgresStore, ur
     assert pg.keyword_search_memories("alice", "lighthouse") == []  # the index exists now
     done = subprocess.run(
         [sys.executable, "-c", _WRITER, url, "the lighthouse keeper waved", "7"],
-        capture_output=True, text=True, timeout=120, check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
     )
     made = int(done.stdout.strip())
     assert [hit[0] for hit in pg.keyword_search_memories("alice", "lighthouse")] == [made]
@@ -378,8 +384,23 @@ def test_serve_workers_answer_over_one_database(url: str) -> None:
         port = probe.getsockname()[1]
     env = {k: v for k, v in os.environ.items() if not k.startswith("NARRATIVE_")}
     server = subprocess.Popen(
-        [sys.executable, "-m", "narrative.interfaces.cli", "--db", url, "--embedder", "none", "serve",
-         "--port", str(port), "--workers", "2"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
+        [
+            sys.executable,
+            "-m",
+            "narrative.interfaces.cli",
+            "--db",
+            url,
+            "--embedder",
+            "none",
+            "serve",
+            "--port",
+            str(port),
+            "--workers",
+            "2",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=env,
     )
     headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
 
@@ -430,14 +451,34 @@ def test_mcp_http_workers_answer_over_one_database(url: str) -> None:
         port = probe.getsockname()[1]
     env = {k: v for k, v in os.environ.items() if not k.startswith("NARRATIVE_")}
     server = subprocess.Popen(
-        [sys.executable, "-m", "narrative.interfaces.cli", "--db", url, "--user", "mcpw", "--embedder", "none",
-         "mcp", "--transport", "http", "--port", str(port), "--workers", "2"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
+        [
+            sys.executable,
+            "-m",
+            "narrative.interfaces.cli",
+            "--db",
+            url,
+            "--user",
+            "mcpw",
+            "--embedder",
+            "none",
+            "mcp",
+            "--transport",
+            "http",
+            "--port",
+            str(port),
+            "--workers",
+            "2",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=env,
     )
 
     async def call(tool: str, arguments: dict[str, Any]) -> str:
-        async with streamable_http_client(f"http://127.0.0.1:{port}/mcp") as (read, write), \
-                ClientSession(read, write) as session:
+        async with (
+            streamable_http_client(f"http://127.0.0.1:{port}/mcp") as (read, write),
+            ClientSession(read, write) as session,
+        ):
             await session.initialize()
             result = await session.call_tool(tool, arguments)
             assert not result.is_error, result

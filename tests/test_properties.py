@@ -31,8 +31,28 @@ from narrative.engine.turns import Turn
 CALLS = int(os.environ.get("NARRATIVE_PROPERTY_EXAMPLES", "400"))
 COUNT_ONLY = bool(os.environ.get("NARRATIVE_PROPERTY_COUNT"))
 SKIPPED = {"close"}
-WORDS = ["hybrid", "keyword", "vector", "json", "markdown", "user", "assistant", "fact", "decision", "research",
-         "recall", "context", "active", "archived", "task", "person", "helpful", "alice", "garden", "bicycle"]
+WORDS = [
+    "hybrid",
+    "keyword",
+    "vector",
+    "json",
+    "markdown",
+    "user",
+    "assistant",
+    "fact",
+    "decision",
+    "research",
+    "recall",
+    "context",
+    "active",
+    "archived",
+    "task",
+    "person",
+    "helpful",
+    "alice",
+    "garden",
+    "bicycle",
+]
 
 surrogate_text = st.one_of(
     st.text(alphabet=st.characters(categories=["L", "N", "Zs", "Cs", "P"]), max_size=12),
@@ -49,7 +69,9 @@ texts = st.one_of(
     st.just("s" * 5_000_001),
 )
 ints = st.one_of(
-    st.integers(-3, 40), st.booleans(), st.sampled_from([0, -1, 2**31, 2**63 - 1, 2**63, 2**64, -(2**63) - 1]),
+    st.integers(-3, 40),
+    st.booleans(),
+    st.sampled_from([0, -1, 2**31, 2**63 - 1, 2**63, 2**64, -(2**63) - 1]),
     st.integers(-(2**80), 2**80),
 )
 times = st.one_of(
@@ -57,10 +79,19 @@ times = st.one_of(
     st.datetimes(min_value=datetime(1, 1, 1), max_value=datetime(9999, 12, 31)),
     st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30), timezones=st.just(UTC)),
 )
-dicts = st.dictionaries(st.sampled_from(["content", "narrative", "name", "type", "importance", "stream", "note"]),
-                        st.one_of(texts, ints), max_size=3)
-turns = st.builds(Turn, content=texts, role=st.sampled_from(["user", "assistant", "robot"]) | texts,
-                  speaker=texts, at=times, meta=st.dictionaries(st.text(max_size=5), texts, max_size=2))
+dicts = st.dictionaries(
+    st.sampled_from(["content", "narrative", "name", "type", "importance", "stream", "note"]),
+    st.one_of(texts, ints),
+    max_size=3,
+)
+turns = st.builds(
+    Turn,
+    content=texts,
+    role=st.sampled_from(["user", "assistant", "robot"]) | texts,
+    speaker=texts,
+    at=times,
+    meta=st.dictionaries(st.text(max_size=5), texts, max_size=2),
+)
 users = st.one_of(st.just("alice"), st.just("alice"), st.just("bob"), texts)
 
 
@@ -69,14 +100,21 @@ def strategy(annotation: str) -> st.SearchStrategy[Any]:
     optional = "None" in annotation
     base = annotation.replace(" | None", "")
     table: dict[str, st.SearchStrategy[Any]] = {
-        "int": ints, "str": texts, "bool": st.booleans(), "datetime": times,
+        "int": ints,
+        "str": texts,
+        "bool": st.booleans(),
+        "datetime": times,
         "float": st.one_of(st.floats(), ints),
-        "Sequence[int]": st.lists(ints, max_size=3), "Iterable[int]": st.lists(ints, max_size=3),
-        "Sequence[str]": st.lists(texts, max_size=3), "tuple[str, ...]": st.lists(texts, max_size=3).map(tuple),
-        "dict[str, Any]": dicts, "Sequence[Mapping[str, Any]]": st.lists(dicts, max_size=2),
+        "Sequence[int]": st.lists(ints, max_size=3),
+        "Iterable[int]": st.lists(ints, max_size=3),
+        "Sequence[str]": st.lists(texts, max_size=3),
+        "tuple[str, ...]": st.lists(texts, max_size=3).map(tuple),
+        "dict[str, Any]": dicts,
+        "Sequence[Mapping[str, Any]]": st.lists(dicts, max_size=2),
         "Sequence[dict[str, Any]]": st.lists(dicts, max_size=2),
         "Iterable[dict[str, Any]]": st.lists(dicts, max_size=2),
-        "Iterable[Turn]": st.lists(turns, max_size=2), "Iterable[object]": st.lists(st.one_of(ints, dicts), max_size=2),
+        "Iterable[Turn]": st.lists(turns, max_size=2),
+        "Iterable[object]": st.lists(st.one_of(ints, dicts), max_size=2),
     }
     found = table.get(base, st.none())
     return st.one_of(st.none(), found) if optional else found
@@ -181,8 +219,12 @@ def play(mem: narrative.Memory, history: list[tuple[str, str]]) -> None:
 EXPORTS: Counter[str] = Counter()
 
 
-@settings(max_examples=int(os.environ.get("NARRATIVE_EXPORT_EXAMPLES", "15")), deadline=None, derandomize=True,
-          suppress_health_check=list(HealthCheck))
+@settings(
+    max_examples=int(os.environ.get("NARRATIVE_EXPORT_EXAMPLES", "15")),
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=list(HealthCheck),
+)
 @given(history=steps)
 def test_export_import_export_is_identical(databases: Databases, history: list[tuple[str, str]]) -> None:
     from test_export import canonical
@@ -219,10 +261,27 @@ def _annotation_names() -> set[str]:
 
 
 def test_every_annotation_has_a_strategy() -> None:
-    known = {"int", "str", "bool", "datetime", "Sequence[int]", "Iterable[int]", "Sequence[str]", "tuple[str, ...]",
-             "dict[str, Any]", "Sequence[Mapping[str, Any]]", "Sequence[dict[str, Any]]", "Iterable[dict[str, Any]]",
-             "Iterable[Turn]", "Iterable[object]", "np.ndarray", "model.Details", "object", "float",
-             "Callable[[int, int], None]"}
+    known = {
+        "int",
+        "str",
+        "bool",
+        "datetime",
+        "Sequence[int]",
+        "Iterable[int]",
+        "Sequence[str]",
+        "tuple[str, ...]",
+        "dict[str, Any]",
+        "Sequence[Mapping[str, Any]]",
+        "Sequence[dict[str, Any]]",
+        "Iterable[dict[str, Any]]",
+        "Iterable[Turn]",
+        "Iterable[object]",
+        "np.ndarray",
+        "model.Details",
+        "object",
+        "float",
+        "Callable[[int, int], None]",
+    }
     missing = {a for a in _annotation_names() if a.replace(" | None", "") not in known}
     assert not missing, missing
 

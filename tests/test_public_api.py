@@ -85,9 +85,7 @@ def test_error_tree(error: type[Exception], parent: type[Exception]) -> None:
 
 
 def test_error_tree_is_complete_and_drawn() -> None:
-    defined = {
-        obj for obj in vars(errors).values() if isinstance(obj, type) and issubclass(obj, errors.NarrativeError)
-    }
+    defined = {obj for obj in vars(errors).values() if isinstance(obj, type) and issubclass(obj, errors.NarrativeError)}
     assert defined == {e for e, _ in ERROR_TREE}
     doc = errors.__doc__ or ""
     for error in defined:

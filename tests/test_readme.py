@@ -72,8 +72,9 @@ def test_the_readme_command_lines_print_what_the_readme_says(tmp_path: Path) -> 
                 name, _, value = assignment.partition("=")
                 env[name] = value
             continue
-        done = subprocess.run(step.command, shell=True, cwd=tmp_path, env=env, capture_output=True, text=True,
-                              timeout=300, check=False)
+        done = subprocess.run(
+            step.command, shell=True, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False
+        )
         failed = any(line.startswith("error:") for line in step.expected)
         assert (done.returncode != 0) == failed, f"`{step.command}` exited {done.returncode}:\n{done.stderr}"
         assert_shows(step, done.stdout + done.stderr)

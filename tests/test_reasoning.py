@@ -81,11 +81,19 @@ def test_decomposition_adds_decisions(maya: narrative.Memory) -> None:
     ("kind", "headings", "extra"),
     [
         ("classification", ["Relevant memories (id: text):", "Open threads:"], {}),
-        ("decomposition", ["Similar past tasks (id: text):", "Relevant decisions (id: text):", "Open blockers:"],
-         {"classification": "file × human × execute"}),
-        ("verification", ["Memories where the user asked something similar (id: text):",
-                          "Memories about the same people, tasks or projects (id: text):"],
-         {"classification": "stream × human × read", "proposed_action": "show the measurements"}),
+        (
+            "decomposition",
+            ["Similar past tasks (id: text):", "Relevant decisions (id: text):", "Open blockers:"],
+            {"classification": "file × human × execute"},
+        ),
+        (
+            "verification",
+            [
+                "Memories where the user asked something similar (id: text):",
+                "Memories about the same people, tasks or projects (id: text):",
+            ],
+            {"classification": "stream × human × read", "proposed_action": "show the measurements"},
+        ),
     ],
 )
 def test_prompt_section_and_template_per_kind(
@@ -134,8 +142,14 @@ def test_a_correction_feeds_the_next_reasoning(maya: narrative.Memory) -> None:
 
 @pytest.mark.parametrize(
     ("request_text", "kind", "top_k"),
-    [("", "classification", 5), ("ok", "recall", 5), ("ok", "outcome", 5), ("ok", "guess", 5),
-     ("ok", "classification", 0), ("ok", "classification", 51)],
+    [
+        ("", "classification", 5),
+        ("ok", "recall", 5),
+        ("ok", "outcome", 5),
+        ("ok", "guess", 5),
+        ("ok", "classification", 0),
+        ("ok", "classification", 51),
+    ],
 )
 def test_bad_input_is_refused_and_records_nothing(
     mem: narrative.Memory, request_text: str, kind: str, top_k: int
@@ -184,6 +198,7 @@ def test_match_entities(name: str, request_text: str, matched: bool) -> None:
 
 
 def test_better_overlap_first() -> None:
-    found = match_entities([entity("plot map", eid=1), entity("draw the plot map before the rain", eid=2)],
-                           "the plot map")
+    found = match_entities(
+        [entity("plot map", eid=1), entity("draw the plot map before the rain", eid=2)], "the plot map"
+    )
     assert [e.id for e, _, _ in found] == [1, 2]

@@ -17,8 +17,15 @@ import pytest
 def narrative(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "NARRATIVE_USER": ""}
     env.pop("NARRATIVE_USER")
-    return subprocess.run([sys.executable, "-m", "narrative.interfaces.cli", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=300, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "narrative.interfaces.cli", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -30,8 +37,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_why_sqlite_shows_the_decision_first(demo: Path) -> None:
-    done = narrative("--db", "d.db", "--user", "maya", "search", "why SQLite instead of Firebase", "-k", "3",
-                     cwd=demo)
+    done = narrative("--db", "d.db", "--user", "maya", "search", "why SQLite instead of Firebase", "-k", "3", cwd=demo)
     assert done.returncode == 0, done.stderr
     first = done.stdout.splitlines()[0]
     assert "[decision]" in first and "SQLite instead of Firebase" in first
@@ -52,5 +58,6 @@ def test_each_message_is_shown_once_in_a_long_result_list(demo: Path) -> None:
     assert hits[0]["stream"] == "decision"  # the broad reflection no longer pushes the specific memories down
     shown = [m for hit in hits for m in hit["shown_message_ids"]]
     assert len(shown) == len(set(shown))
-    assert all(hit["why"]["similarity"] is None or hit["why"]["similarity"] >= 0.35 or hit["why"]["bm25_rank"]
-               for hit in hits)  # nothing below the similarity floor unless it shares a query word
+    assert all(
+        hit["why"]["similarity"] is None or hit["why"]["similarity"] >= 0.35 or hit["why"]["bm25_rank"] for hit in hits
+    )  # nothing below the similarity floor unless it shares a query word

@@ -168,8 +168,9 @@ def test_the_stream_size_threshold_reflects_across_conversations(db_path: Path) 
 
 
 def test_reflections_get_vectors_when_there_is_an_embedder(tmp_path: Path) -> None:
-    with narrative.Memory(tmp_path / "h.db", user="alice", embedder="hashing", clock=FakeClock(), env={},
-                          reflect_every=3) as mem:
+    with narrative.Memory(
+        tmp_path / "h.db", user="alice", embedder="hashing", clock=FakeClock(), env={}, reflect_every=3
+    ) as mem:
         made = say(mem, [QUESTION, DECISION, RESEARCH])[-1].reflections
         assert made
         hits = mem.search("Maya decided to use MapLibre", streams=["reflection"], mode="vector", record=False)
@@ -179,12 +180,66 @@ def test_reflections_get_vectors_when_there_is_an_embedder(tmp_path: Path) -> No
 # --- retention tiers -------------------------------------------------------------------------------------------------
 
 PLANTS = [
-    "basil", "borage", "calendula", "chard", "chives", "cilantro", "comfrey", "dill", "fennel", "garlic",
-    "kale", "leek", "lovage", "marjoram", "mint", "nasturtium", "oregano", "parsley", "radish", "rhubarb",
-    "rocket", "rosemary", "sage", "sorrel", "spinach", "squash", "tarragon", "thyme", "tomato", "turnip",
-    "yarrow", "zucchini", "artichoke", "asparagus", "beetroot", "broccoli", "cabbage", "carrot", "celery", "chicory",
-    "cucumber", "endive", "fava", "hyssop", "lettuce", "lupin", "melon", "okra", "onion", "parsnip",
-    "pea", "pepper", "potato", "pumpkin", "quinoa", "salsify", "shallot", "strawberry", "sunflower", "watercress",
+    "basil",
+    "borage",
+    "calendula",
+    "chard",
+    "chives",
+    "cilantro",
+    "comfrey",
+    "dill",
+    "fennel",
+    "garlic",
+    "kale",
+    "leek",
+    "lovage",
+    "marjoram",
+    "mint",
+    "nasturtium",
+    "oregano",
+    "parsley",
+    "radish",
+    "rhubarb",
+    "rocket",
+    "rosemary",
+    "sage",
+    "sorrel",
+    "spinach",
+    "squash",
+    "tarragon",
+    "thyme",
+    "tomato",
+    "turnip",
+    "yarrow",
+    "zucchini",
+    "artichoke",
+    "asparagus",
+    "beetroot",
+    "broccoli",
+    "cabbage",
+    "carrot",
+    "celery",
+    "chicory",
+    "cucumber",
+    "endive",
+    "fava",
+    "hyssop",
+    "lettuce",
+    "lupin",
+    "melon",
+    "okra",
+    "onion",
+    "parsnip",
+    "pea",
+    "pepper",
+    "potato",
+    "pumpkin",
+    "quinoa",
+    "salsify",
+    "shallot",
+    "strawberry",
+    "sunflower",
+    "watercress",
     "wasabi",
 ]
 
@@ -195,8 +250,10 @@ def long_talk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[narrat
     path = tmp_path_factory.mktemp("retention") / "alice.db"
     mem = narrative.Memory(path, user="alice", embedder="none", clock=FakeClock(), env={})
     turns = mem.remember_many(
-        [Turn(f"In bed {i} of the community garden we planted {plant} next to the path.", speaker="maya")
-         for i, plant in enumerate(PLANTS)]
+        [
+            Turn(f"In bed {i} of the community garden we planted {plant} next to the path.", speaker="maya")
+            for i, plant in enumerate(PLANTS)
+        ]
     )
     yield mem, turns
     mem.close()
@@ -204,14 +261,14 @@ def long_talk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[narrat
 
 def test_recent_exchanges_keep_full_retention(long_talk: tuple[narrative.Memory, list[TurnResult]]) -> None:
     mem, turns = long_talk
-    newest = exchanges(mem)[-reflect.FULL_WINDOW:]
+    newest = exchanges(mem)[-reflect.FULL_WINDOW :]
     assert all(m.retention is Retention.FULL and m.key_points == "" for m in newest)
-    assert [m.id for m in newest] == [t.memories[0].id for t in turns[-reflect.FULL_WINDOW:]]
+    assert [m.id for m in newest] == [t.memories[0].id for t in turns[-reflect.FULL_WINDOW :]]
 
 
 def test_exchanges_past_ten_get_key_points(long_talk: tuple[narrative.Memory, list[TurnResult]]) -> None:
     mem, _ = long_talk
-    middle = exchanges(mem)[-reflect.KEY_POINTS_WINDOW:-reflect.FULL_WINDOW]
+    middle = exchanges(mem)[-reflect.KEY_POINTS_WINDOW : -reflect.FULL_WINDOW]
     assert len(middle) == reflect.KEY_POINTS_WINDOW - reflect.FULL_WINDOW
     for memory in middle:
         assert memory.retention is Retention.KEY_POINTS
@@ -242,8 +299,11 @@ def test_retention_keeps_the_originals_and_they_stay_searchable(
         original = turn.memories[0]
         now = mem.get_memory(original.id)
         assert now.retention is not Retention.FULL
-        assert (now.content, now.message_ids, now.positions) == (original.content, original.message_ids,
-                                                                 original.positions)
+        assert (now.content, now.message_ids, now.positions) == (
+            original.content,
+            original.message_ids,
+            original.positions,
+        )
         plant = PLANTS[turn.message.position - 1]
         hits = mem.search(plant, streams=["conversation"], record=False)
         assert original.id in [h.memory.id for h in hits[:2]], plant
@@ -254,6 +314,7 @@ def test_periodic_reflections_run_alongside_retention(long_talk: tuple[narrative
     periodic = [m for m in reflections(mem) if details(m).reflection_type != "theme"]
     assert periodic
     assert {details(m).exchange_count for m in periodic} == {10}
-    reflected_at = [i + 1 for i, t in enumerate(turns) if any(
-        details(m).reflection_type != "theme" for m in t.reflections)]
+    reflected_at = [
+        i + 1 for i, t in enumerate(turns) if any(details(m).reflection_type != "theme" for m in t.reflections)
+    ]
     assert reflected_at == [10, 20, 30, 40, 50, 60]

@@ -153,8 +153,10 @@ def test_reindex_is_idempotent(smem: narrative.Memory) -> None:
     assert forced["forced"] and forced["memories"] == len(before) and forced["storylines"] > 0
     after = vectors(smem)
     assert after.keys() == before.keys()
-    assert all(np.allclose(np.frombuffer(after[i], np.float32), np.frombuffer(before[i], np.float32), atol=1e-5)
-               for i in before)
+    assert all(
+        np.allclose(np.frombuffer(after[i], np.float32), np.frombuffer(before[i], np.float32), atol=1e-5)
+        for i in before
+    )
 
 
 def test_small_batches_give_the_same_vectors(db_path: Path, tmp_path: Path) -> None:

@@ -74,7 +74,9 @@ def test_remember_records_the_routing_decision_with_its_scores(mem: narrative.Me
     turn = mem.remember("I'm planning a garden app with a plot map for the community garden.", speaker="maya")
     [decision] = mem.routing_decisions(turn.message.id)
     assert (decision.message_id, decision.storyline_id, decision.decision) == (
-        turn.message.id, turn.storyline.id, turn.decision,
+        turn.message.id,
+        turn.storyline.id,
+        turn.decision,
     )
     assert decision.decision == "create"
     assert decision.scores == turn.scores
@@ -241,9 +243,13 @@ BATCH = [
 
 def summary_of(results: list[TurnResult]) -> list[tuple[Any, ...]]:
     return [
-        (r.message.position, r.storyline.name, r.decision,
-         tuple((m.stream, m.content, m.message_ids) for m in r.memories),
-         tuple((e.entity_type, e.name) for e in r.entities))
+        (
+            r.message.position,
+            r.storyline.name,
+            r.decision,
+            tuple((m.stream, m.content, m.message_ids) for m in r.memories),
+            tuple((e.entity_type, e.name) for e in r.entities),
+        )
         for r in results
     ]
 
@@ -253,9 +259,9 @@ def test_remember_many_equals_remembering_one_at_a_time(tmp_path: Path) -> None:
 
     def run(name: str, batch: bool) -> tuple[list[tuple[Any, ...]], list[Any], list[Any]]:
         with narrative.Memory(tmp_path / name, user="maya", embedder="hashing", clock=FakeClock(), env={}) as m:
-            results = m.remember_many(BATCH) if batch else [
-                m.remember(t.content, t.role, speaker=t.speaker) for t in BATCH
-            ]
+            results = (
+                m.remember_many(BATCH) if batch else [m.remember(t.content, t.role, speaker=t.speaker) for t in BATCH]
+            )
             memory_vectors = [tuple(r) for r in rows(m, "memory_vectors")]
             storyline_vectors = [tuple(r) for r in rows(m, "storyline_vectors")]
             return summary_of(results), memory_vectors, storyline_vectors
@@ -531,8 +537,10 @@ def test_finishing_an_empty_conversation_is_a_no_op(mem: narrative.Memory) -> No
 
 
 def test_a_long_arc_seals_its_link_and_the_next_one_follows(mem: narrative.Memory) -> None:
-    turns = [Turn(f"The plot map legend number {i} shows the community garden beds.", speaker="maya")
-             for i in range(narrate.MAX_LINK_MEMORIES + 1)]
+    turns = [
+        Turn(f"The plot map legend number {i} shows the community garden beds.", speaker="maya")
+        for i in range(narrate.MAX_LINK_MEMORIES + 1)
+    ]
     results = mem.remember_many(turns)
     full = results[narrate.MAX_LINK_MEMORIES - 1].narrative
     nxt = results[-1].narrative

@@ -49,8 +49,11 @@ def test_sams_measurements_waiting_on_is_resolved_by_session_four(maya: narrativ
     assert waiting.resolved_by_memory_id == closing.id
     blocker = maya.store.get_entity("maya", waiting.resolved_by_entity_id or 0)
     assert blocker.entity_type is EntityType.BLOCKER_CLEARED and blocker.conversation_id == fourth.id
-    [delta] = [d for d in maya.store.list_state_deltas("maya", conversation_id=fourth.id)
-               if d.delta_type is DeltaType.RESOLVED_WAITING_ON]
+    [delta] = [
+        d
+        for d in maya.store.list_state_deltas("maya", conversation_id=fourth.id)
+        if d.delta_type is DeltaType.RESOLVED_WAITING_ON
+    ]
     assert delta.applied and delta.data["entity_id"] == waiting.id and delta.data["from_conversation"] == first.id
     assert "Sam sent the measurements" in delta.data["evidence"]
 
@@ -67,8 +70,7 @@ def test_only_explicit_resolutions_count(maya: narrative.Memory) -> None:
 
 def test_open_threads_filter_by_type_and_storyline(maya: narrative.Memory, snapshot: Snap) -> None:
     everything = maya.open_threads()
-    assert {e.entity_type for e in everything} <= {EntityType.TASK, EntityType.QUESTION_OPENED,
-                                                   EntityType.WAITING_ON}
+    assert {e.entity_type for e in everything} <= {EntityType.TASK, EntityType.QUESTION_OPENED, EntityType.WAITING_ON}
     assert [e.created_at for e in everything] == sorted(e.created_at for e in everything)
     tasks = maya.open_threads("task")
     assert tasks and all(e.entity_type is EntityType.TASK for e in tasks)
@@ -128,18 +130,30 @@ def test_a_later_turn_of_the_same_conversation_can_settle_a_question(mem: narrat
 
 
 def _entity(kind: EntityType, name: str, **data: Any) -> Entity:
-    return Entity(id=1, user_id="u", entity_type=kind, name=name, created_at=T0, data={"message_id": 1, **data},
-                  conversation_id=1)
+    return Entity(
+        id=1, user_id="u", entity_type=kind, name=name, created_at=T0, data={"message_id": 1, **data}, conversation_id=1
+    )
 
 
 def _said(*texts: str, role: Role = Role.USER) -> list[resolve.Evidence]:
-    messages = [Message(id=10 + i, user_id="u", conversation_id=2, position=10 + i, role=role, content=t,
-                        created_at=T0 + timedelta(days=1)) for i, t in enumerate(texts)]
+    messages = [
+        Message(
+            id=10 + i,
+            user_id="u",
+            conversation_id=2,
+            position=10 + i,
+            role=role,
+            content=t,
+            created_at=T0 + timedelta(days=1),
+        )
+        for i, t in enumerate(texts)
+    ]
     return resolve.evidence_from(messages)
 
 
-WAITING = _entity(EntityType.WAITING_ON, "Sam: send the measurements of the beds", who="Sam",
-                  what="send the measurements of the beds")
+WAITING = _entity(
+    EntityType.WAITING_ON, "Sam: send the measurements of the beds", who="Sam", what="send the measurements of the beds"
+)
 TASK = _entity(EntityType.TASK, "call Mum about the summer in Lisbon")
 QUESTION = _entity(EntityType.QUESTION_OPENED, "Should the schedule be per plot or per volunteer?")
 

@@ -39,10 +39,13 @@ def test_each_split_part_carries_only_its_own_key_points(mem: narrative.Memory) 
     preview = mem.close_conversation(cid)
     waiting = next(e for e in preview.kept if e.entity_type is EntityType.WAITING_ON)
     decision = next(e for e in preview.kept if e.entity_type is EntityType.DECISION)
-    first, second = mem.split_memory(cid, [
-        {"narrative": "The database moves to Postgres.", "storyline_id": work.id},
-        {"narrative": "Priya owes the schema dump.", "storyline_id": None, "entity_ids": [waiting.key]},
-    ]).memories
+    first, second = mem.split_memory(
+        cid,
+        [
+            {"narrative": "The database moves to Postgres.", "storyline_id": work.id},
+            {"narrative": "Priya owes the schema dump.", "storyline_id": None, "entity_ids": [waiting.key]},
+        ],
+    ).memories
     assert waiting.label in second.key_points and decision.label not in second.key_points
     assert decision.label in first.key_points and waiting.label not in first.key_points
 
@@ -53,10 +56,13 @@ def test_each_split_part_is_stamped_with_the_link_of_its_own_storyline(mem: narr
     work_link = mem.narrative_update("Work moved to Postgres", [], None, "work", storyline_id=work.id)
     home_link = mem.narrative_update("The kitchen plan stands", [], None, "home", storyline_id=home.id)
     mem.close_conversation(cid)
-    first, second = mem.split_memory(cid, [
-        {"narrative": "The database moves to Postgres.", "storyline_id": work.id},
-        {"narrative": "The kitchen waits.", "storyline_id": home.id},
-    ]).memories
+    first, second = mem.split_memory(
+        cid,
+        [
+            {"narrative": "The database moves to Postgres.", "storyline_id": work.id},
+            {"narrative": "The kitchen waits.", "storyline_id": home.id},
+        ],
+    ).memories
     assert (first.narrative_id, second.narrative_id) == (work_link.id, home_link.id)
 
 

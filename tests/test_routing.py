@@ -52,8 +52,15 @@ def given(
     cue: bool = False,
 ) -> RoutingInput:
     return RoutingInput(
-        text="a message", vector=None, topic_tags=tags, substantive=substantive, now=NOW, current=current,
-        previous_at=None if since_previous is None else NOW - since_previous, llm_continuity=llm, cue=cue,
+        text="a message",
+        vector=None,
+        topic_tags=tags,
+        substantive=substantive,
+        now=NOW,
+        current=current,
+        previous_at=None if since_previous is None else NOW - since_previous,
+        llm_continuity=llm,
+        cue=cue,
     )
 
 
@@ -295,7 +302,11 @@ def test_routing_embedding_drifts_and_refreshes_on_schedule() -> None:
     assert np.allclose(embedding.blend(a, b), np.array([1, 1]) / np.sqrt(2))
     topic = storyline()
     assert [storylines.needs_embedding_refresh(replace(topic, interaction_count=n), 5) for n in (1, 2, 5, 6, 10)] == [
-        True, False, True, False, True,
+        True,
+        False,
+        True,
+        False,
+        True,
     ]
     default = storyline(2, StorylineKind.DEFAULT, "Small talk")
     assert not storylines.needs_embedding_refresh(replace(default, interaction_count=5), 5)
@@ -344,8 +355,11 @@ CONVERSATION_1 = [
     ("garden reply", "assistant", "Should the plot map use MapLibre or Leaflet for the garden beds?"),
     ("thanks", "user", "Thanks!"),
     ("garden more", "user", "The plot map should color each garden bed by its watering schedule."),
-    ("wedding", "user",
-     "On a completely different topic, my sister's wedding is next month in Lisbon and I need a dress."),
+    (
+        "wedding",
+        "user",
+        "On a completely different topic, my sister's wedding is next month in Lisbon and I need a dress.",
+    ),
     ("wedding more", "user", "The wedding venue in Lisbon is by the river."),
 ]
 CONVERSATION_2 = [

@@ -105,11 +105,25 @@ def current() -> Storyline:
     return Storyline(CURRENT, "maya", "Porto trip", StorylineKind.DETECTED, StorylineStatus.ACTIVE, NOW, NOW)
 
 
-def given(*, reply: bool, cue: bool = False, since: timedelta = timedelta(minutes=1),
-          may_create: bool = True, tags: tuple[str, ...] = ("wedding", "dress")) -> RoutingInput:
+def given(
+    *,
+    reply: bool,
+    cue: bool = False,
+    since: timedelta = timedelta(minutes=1),
+    may_create: bool = True,
+    tags: tuple[str, ...] = ("wedding", "dress"),
+) -> RoutingInput:
     return RoutingInput(
-        text="a message", vector=None, topic_tags=tags, substantive=True, now=NOW,
-        current=current(), previous_at=NOW - since, cue=cue, reply=reply, may_create=may_create,
+        text="a message",
+        vector=None,
+        topic_tags=tags,
+        substantive=True,
+        now=NOW,
+        current=current(),
+        previous_at=NOW - since,
+        cue=cue,
+        reply=reply,
+        may_create=may_create,
     )
 
 
@@ -156,11 +170,19 @@ TURNS = [
     ("morning", "user", "maya", "Good morning!"),
     ("about", "user", "maya", "What can you do?"),
     ("porto hotel", "user", "maya", "For Porto I'd like a hotel near the river in Ribeira."),
-    ("wedding", "user", "maya",
-     "Completely different topic: my sister's wedding is next month and I still need a dress and shoes."),
+    (
+        "wedding",
+        "user",
+        "maya",
+        "Completely different topic: my sister's wedding is next month and I still need a dress and shoes.",
+    ),
     ("wedding reply", "assistant", "rook", "How exciting! What colour is the dress code?"),
-    ("garden", "user", "maya",
-     "Completely different topic: the community garden app needs a plot map of the raised beds."),
+    (
+        "garden",
+        "user",
+        "maya",
+        "Completely different topic: the community garden app needs a plot map of the raised beds.",
+    ),
 ]
 TWO_PEOPLE = [  # a later conversation between two people, both with role "user"
     ("mel", "user", "Melanie", "I finally finished the pottery bowl for my kids, it took three weekends."),

@@ -51,9 +51,20 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     log = path.with_suffix(".log")
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "narrative.interfaces.cli", "--db", str(path), "--user", "alice", "serve",
-             "--port", str(port)],
-            stdout=out, stderr=subprocess.STDOUT,
+            [
+                sys.executable,
+                "-m",
+                "narrative.interfaces.cli",
+                "--db",
+                str(path),
+                "--user",
+                "alice",
+                "serve",
+                "--port",
+                str(port),
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
         )
         url = f"http://127.0.0.1:{port}"
         try:
@@ -91,8 +102,7 @@ schema = (
 
 
 @schema.parametrize()
-@settings(max_examples=MAX_EXAMPLES, deadline=None, derandomize=True,
-          suppress_health_check=list(HealthCheck))
+@settings(max_examples=MAX_EXAMPLES, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 def test_no_server_errors_and_responses_match_the_schema(case: Any, served: dict[str, Any]) -> None:
     RAN[case.operation.label] += 1
     response = case.call(base_url=served["url"], headers={"Authorization": f"Bearer {served['key']}"}, timeout=60)

@@ -31,8 +31,16 @@ from narrative.read.search import (
 
 MODES = ("hybrid", "keyword", "vector")
 WHY_KEYS = {
-    "bm25_rank", "bm25_score", "vector_rank", "similarity", "fused", "recency",
-    "semantic_weight", "recency_weight", "score", "summary",
+    "bm25_rank",
+    "bm25_score",
+    "vector_rank",
+    "similarity",
+    "fused",
+    "recency",
+    "semantic_weight",
+    "recency_weight",
+    "score",
+    "summary",
 }
 
 
@@ -287,8 +295,9 @@ def test_recency_factor_halves_per_half_life() -> None:
 
 
 def test_recency_on_hits_follows_the_configured_half_life(db_path: Path, clock: FakeClock) -> None:
-    with narrative.Memory(db_path, user="alice", embedder="none", clock=clock, env={},
-                          recency_half_life_days=10) as mem:
+    with narrative.Memory(
+        db_path, user="alice", embedder="none", clock=clock, env={}, recency_half_life_days=10
+    ) as mem:
         mem.add_memory("tidal chart", event_at=clock.now - timedelta(days=10))
         mem.add_memory("tidal almanac", event_at=clock.now - timedelta(days=20))
         why = {h.memory.content: h.why() for h in mem.search("tidal", 5, record=False)}
@@ -297,9 +306,7 @@ def test_recency_on_hits_follows_the_configured_half_life(db_path: Path, clock: 
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_newer_beats_older_more_in_the_conversation_stream(
-    hmem: narrative.Memory, clock: FakeClock, mode: str
-) -> None:
+def test_newer_beats_older_more_in_the_conversation_stream(hmem: narrative.Memory, clock: FakeClock, mode: str) -> None:
     text = "We talked about the harbour festival."
     old_at = clock.now - timedelta(days=60)
     made = {
@@ -386,8 +393,14 @@ def test_search_with_record_false_records_nothing(hmem: narrative.Memory) -> Non
 
 
 def test_collapsed_folds_what_is_shown_and_trims_what_overlaps() -> None:
-    shows = {1: frozenset({10, 11}), 2: frozenset({11, 12}), 3: frozenset({11}), 4: frozenset({20}),
-             5: frozenset(), 6: frozenset({10, 12})}
+    shows = {
+        1: frozenset({10, 11}),
+        2: frozenset({11, 12}),
+        3: frozenset({11}),
+        4: frozenset({20}),
+        5: frozenset(),
+        6: frozenset({10, 12}),
+    }
     chosen, folded = collapsed([1, 2, 3, 4, 5, 6], shows, 4)
     assert chosen == [1, 2, 4, 5]  # 3 and 6 show nothing new
     assert folded == {1: [3, 6]}  # folded into the best hit that shows one of their messages
@@ -402,12 +415,17 @@ def test_overlapping_exchanges_show_each_message_once(hmem: narrative.Memory) ->
         hmem.add_message("Then tomatoes in May, and beans first.", speaker="Ana"),
     ]
     ids = [t.id for t in turns]
-    exchange_a = hmem.add_memory("Ana: tomatoes in April or May? / Tomatoes risk frost in April; tomatoes in May.",
-                                 stream="conversation", message_ids=ids[:2])
-    exchange_b = hmem.add_memory("Tomatoes in May then. / Tomatoes in May, and beans first.",
-                                 stream="conversation", message_ids=ids[1:])
-    echo = hmem.add_memory("tomatoes, beans, seeds, compost, a trowel, gloves and May", stream="conversation",
-                           message_ids=ids[1:2])
+    exchange_a = hmem.add_memory(
+        "Ana: tomatoes in April or May? / Tomatoes risk frost in April; tomatoes in May.",
+        stream="conversation",
+        message_ids=ids[:2],
+    )
+    exchange_b = hmem.add_memory(
+        "Tomatoes in May then. / Tomatoes in May, and beans first.", stream="conversation", message_ids=ids[1:]
+    )
+    echo = hmem.add_memory(
+        "tomatoes, beans, seeds, compost, a trowel, gloves and May", stream="conversation", message_ids=ids[1:2]
+    )
     other = hmem.add_memory("Seed catalogue: tomatoes, beans, squash, peppers and herbs", stream="conversation")
     everything = hmem.search("tomatoes May", 10, mode="keyword", record=False)
     assert {h.memory.id for h in everything} == {exchange_a.id, exchange_b.id, other.id}
@@ -419,15 +437,21 @@ def test_overlapping_exchanges_show_each_message_once(hmem: narrative.Memory) ->
     assert sorted(shown) == sorted(set(shown)) and set(ids) <= set(shown)  # every message once
     trimmed = next(h for h in everything if h.memory.id in {exchange_a.id, exchange_b.id} and h is not shower)
     assert len(trimmed.shown) == 1  # the other exchange shows only what the better one did not
-    assert trimmed.text == next(f"{t.speaker}: {t.content}" if t.speaker else t.content
-                                for t in turns if t.id == trimmed.shown[0])
+    assert trimmed.text == next(
+        f"{t.speaker}: {t.content}" if t.speaker else t.content for t in turns if t.id == trimmed.shown[0]
+    )
 
 
 def test_a_broad_summary_does_not_push_specific_memories_down(hmem: narrative.Memory) -> None:
-    turns = [hmem.add_message(f"Note {i}: the greenhouse heater needs a new thermostat part {i}.", speaker="Ana")
-             for i in range(6)]
-    summary = hmem.add_memory("Ana talked about the greenhouse heater and its thermostat all week.",
-                              stream="reflection", message_ids=[t.id for t in turns])
+    turns = [
+        hmem.add_message(f"Note {i}: the greenhouse heater needs a new thermostat part {i}.", speaker="Ana")
+        for i in range(6)
+    ]
+    summary = hmem.add_memory(
+        "Ana talked about the greenhouse heater and its thermostat all week.",
+        stream="reflection",
+        message_ids=[t.id for t in turns],
+    )
     specific = [hmem.add_memory(t.content, stream="conversation", message_ids=[t.id]) for t in turns[:4]]
     hits = hmem.search("greenhouse heater thermostat", 7, record=False)
     assert {h.memory.id for h in hits} == {summary.id, *(m.id for m in specific)}  # nothing specific pushed out
@@ -440,8 +464,11 @@ def test_a_broad_summary_does_not_push_specific_memories_down(hmem: narrative.Me
 
 
 def test_a_query_with_nothing_relevant_returns_nothing(smem: narrative.Memory) -> None:
-    for text in ("We decided to go with SQLite because it works offline.", "The garden has 24 beds in four rows.",
-                 "My sister's wedding is in June in Porto."):
+    for text in (
+        "We decided to go with SQLite because it works offline.",
+        "The garden has 24 beds in four rows.",
+        "My sister's wedding is in June in Porto.",
+    ):
         smem.add_memory(text)
     assert smem.search("nothingmatchesthisxyz", 10, record=False) == []
     assert smem.search("qwzx vbnm plokij", 10, mode="vector", record=False) == []

@@ -30,7 +30,12 @@ def at(seconds: int) -> datetime:
 def memory(user: str, content: str, seconds: int = 0) -> MemoryItem:
     """A memory value for ``insert_memory`` (the store assigns the id)."""
     return MemoryItem(
-        id=0, user_id=user, stream=Stream.FACT, source=Source.AGENT, content=content, importance=2,
+        id=0,
+        user_id=user,
+        stream=Stream.FACT,
+        source=Source.AGENT,
+        content=content,
+        importance=2,
         created_at=at(seconds),
     )
 
@@ -105,7 +110,8 @@ def test_opening_while_another_connection_migrates(db_path: Path) -> None:
     other.execute("CREATE TABLE schema_migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
     # The other opener is half-way through the first migration, holding the write lock.
     other.executescript(
-        "BEGIN IMMEDIATE;\n" + migration_sql(name)
+        "BEGIN IMMEDIATE;\n"
+        + migration_sql(name)
         + f"\nINSERT INTO schema_migrations VALUES ('{name}', '{NOW.isoformat()}');"
     )
     outcome: list[object] = []
@@ -169,7 +175,7 @@ def test_keyword_search_ranks_by_bm25(store: SqliteStore, alice: str) -> None:
 
 def test_keyword_search_survives_fts_syntax_in_the_query(store: SqliteStore, alice: str) -> None:
     found = store.insert_memory(memory(alice, "NOT everything is a query: AND, OR, NEAR are words"))
-    for query in ['NOT', 'AND OR', '"unbalanced', "near(", "*", "col:umn", "don't"]:
+    for query in ["NOT", "AND OR", '"unbalanced', "near(", "*", "col:umn", "don't"]:
         store.keyword_search_memories(alice, query)  # never an FTS5 syntax error
     assert [i for i, _ in store.keyword_search_memories(alice, "near")] == [found.id]
 
@@ -362,9 +368,7 @@ def test_outer_failure_undoes_committed_savepoints(store: SqliteStore, alice: st
 
 
 @pytest.mark.sqlite_only  # the SQLite file's own rules; tests/test_postgres.py has PostgreSQL's
-def test_uncommitted_writes_are_invisible_to_another_connection(
-    store: SqliteStore, alice: str, db_path: Path
-) -> None:
+def test_uncommitted_writes_are_invisible_to_another_connection(store: SqliteStore, alice: str, db_path: Path) -> None:
     other = SqliteStore(db_path)
     try:
         with store.transaction():

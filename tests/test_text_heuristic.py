@@ -34,7 +34,11 @@ KEYWORD_LIST = re.compile(r"\b(It was about|Explored|talked about)\b|;\s*\w+;")
 @pytest.fixture(scope="module")
 def mem(tmp_path_factory: pytest.TempPathFactory) -> Iterator[narrative.Memory]:
     memory = narrative.Memory(
-        tmp_path_factory.mktemp("text") / "maya.db", user="maya", embedder="none", clock=FakeClock(), env={},
+        tmp_path_factory.mktemp("text") / "maya.db",
+        user="maya",
+        embedder="none",
+        clock=FakeClock(),
+        env={},
         reflect_every=4,
     )
     memory.start_conversation("garden and a seminar")

@@ -152,7 +152,10 @@ def test_the_mcp_stdio_server_answers_requests_with_bad_text(tmp_path: Path) -> 
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     process = subprocess.Popen(
         [*CLI, "--db", str(tmp_path / "mcp.db"), "--user", "alice", "--embedder", "none", "mcp"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
     )
     assert process.stdin is not None and process.stdout is not None
 
@@ -163,14 +166,33 @@ def test_the_mcp_stdio_server_answers_requests_with_bad_text(tmp_path: Path) -> 
         return json.loads(process.stdout.readline()) if "id" in message else None
 
     try:
-        ask({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+        ask(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "t", "version": "1"},
+                },
+            }
+        )
         ask({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        calls = [("remember", {"text": "hi \ud800 there"}), ("recall", {"query": "\udcff"}),
-                 ("get_memory_influence_chain", {"memory_id": 2**64})]
+        calls = [
+            ("remember", {"text": "hi \ud800 there"}),
+            ("recall", {"query": "\udcff"}),
+            ("get_memory_influence_chain", {"memory_id": 2**64}),
+        ]
         for number, (tool, arguments) in enumerate(calls, start=2):
-            reply = ask({"jsonrpc": "2.0", "id": number, "method": "tools/call",
-                         "params": {"name": tool, "arguments": arguments}})
+            reply = ask(
+                {
+                    "jsonrpc": "2.0",
+                    "id": number,
+                    "method": "tools/call",
+                    "params": {"name": tool, "arguments": arguments},
+                }
+            )
             assert reply is not None and reply["id"] == number
             assert reply["result"]["isError"] and "ValidationError" in reply["result"]["content"][0]["text"]
     finally:

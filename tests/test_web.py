@@ -27,8 +27,16 @@ pytestmark = pytest.mark.browser
 
 CHROMIUM = "/usr/bin/chromium"
 SHOTS = Path(__file__).resolve().parents[1] / "artifacts" / "screenshots"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
 
 LAST_SESSION = [
     ("user", "Quick one about the volunteer rota for the garden."),
@@ -37,7 +45,6 @@ LAST_SESSION = [
     ("user", "I'm waiting on Sam to confirm who takes the Saturday shift."),
     ("user", "Also I keep thinking my sister would enjoy the seed swap."),
 ]
-
 
 
 def wait_title(page: Any, expected: str) -> None:
@@ -65,12 +72,17 @@ def site(tmp_path: Path) -> Iterator[dict[str, Any]]:
     demo.load(engine)
     start = datetime(2026, 3, 18, 18, 0, tzinfo=UTC)
     pending = engine.start_conversation("Volunteer rota", at=start)
-    engine.remember_many([Turn(text, role, speaker="Maya" if role == "user" else "Rock",
-                               at=start + timedelta(minutes=i)) for i, (role, text) in enumerate(LAST_SESSION)])
+    engine.remember_many(
+        [
+            Turn(text, role, speaker="Maya" if role == "user" else "Rock", at=start + timedelta(minutes=i))
+            for i, (role, text) in enumerate(LAST_SESSION)
+        ]
+    )
     engine.close_conversation(pending.id, at=start + timedelta(minutes=10))
     engine.context("what is the plan for the garden app?", 1200)
-    target = engine.create_storyline("Garden volunteers", description="Who does what at the garden",
-                                     keywords=("volunteer", "rota"))
+    target = engine.create_storyline(
+        "Garden volunteers", description="Who does what at the garden", keywords=("volunteer", "rota")
+    )
     key = engine.create_api_key(label="browser test")
     with LiveServer(create_app(engine)) as server:
         yield {"engine": engine, "server": server, "key": key, "pending": pending.id, "target": target}
@@ -162,8 +174,14 @@ def close_another(engine: narrative.Memory, title: str, turns: list[str]) -> int
 def test_split_and_resume(page: Any, site: dict[str, Any]) -> None:
     engine = site["engine"]
     engine.confirm_memory(site["pending"])
-    cid = close_another(engine, "Two things", ["We decided to buy a second water butt because July was dry.",
-                                               "My sister Lena wants to help with the seed swap in May."])
+    cid = close_another(
+        engine,
+        "Two things",
+        [
+            "We decided to buy a second water butt because July was dry.",
+            "My sister Lena wants to help with the seed swap in May.",
+        ],
+    )
     page.goto(f"{site['server'].url}/#key={site['key']}")
     page.get_by_role("heading", name="Memory from “Two things”").wait_for()
     page.get_by_role("button", name="Split").click()
@@ -177,7 +195,9 @@ def test_split_and_resume(page: Any, site: dict[str, Any]) -> None:
     assert engine.get_conversation(cid).status.value == "archived"
     archive = engine.get_conversation_archive(cid)
     assert sorted(m.content for m in archive["memories"]) == [
-        "A second water butt, because July was dry.", "Lena will help with the seed swap in May."]
+        "A second water butt, because July was dry.",
+        "Lena will help with the seed swap in May.",
+    ]
     assert {m.storyline_id for m in archive["memories"]} == {site["target"].id, engine.your_story().id}
 
     again = close_another(engine, "Not done yet", ["I still need to ask about the compost delivery."])
@@ -253,8 +273,17 @@ def test_keyboard_order_and_login(page: Any, site: dict[str, Any]) -> None:
         order.append(page.evaluate("document.activeElement.textContent.trim()"))
     page.keyboard.press("Tab")
     assert page.evaluate("document.activeElement.closest('main') !== null"), "then into the view"
-    assert order[:9] == ["Skip to content", "Review", "Your Story & storylines", "Conversations", "Open threads",
-                         "Narrative chain", "Search", "Influence", "Forget key"]
+    assert order[:9] == [
+        "Skip to content",
+        "Review",
+        "Your Story & storylines",
+        "Conversations",
+        "Open threads",
+        "Narrative chain",
+        "Search",
+        "Influence",
+        "Forget key",
+    ]
     page.get_by_role("button", name="Forget key").click()
     page.get_by_label("API key").wait_for()
     assert page.evaluate("sessionStorage.length") == 0
@@ -390,8 +419,14 @@ def test_resolve_an_open_thread(page: Any, site: dict[str, Any]) -> None:
 def test_split_checks_parts_assigns_items_and_lands_where_they_went(page: Any, site: dict[str, Any]) -> None:
     engine = site["engine"]
     engine.confirm_memory(site["pending"])
-    cid = close_another(engine, "Two things", ["We decided to buy a second water butt because July was dry.",
-                                               "I am waiting on Lena to bring the seed packets for the swap."])
+    cid = close_another(
+        engine,
+        "Two things",
+        [
+            "We decided to buy a second water butt because July was dry.",
+            "I am waiting on Lena to bring the seed packets for the swap.",
+        ],
+    )
     keys = [e.key for e in engine.get_memory_preview(cid).kept]
     open_page(page, site, f"/review/{cid}")
     page.get_by_role("heading", name="Memory from “Two things”").wait_for()

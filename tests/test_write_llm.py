@@ -37,16 +37,26 @@ PROMPT_OPENINGS = {  # how each prompt's system message begins
 EXTRACTION: dict[str, Any] = {
     "question_type": "methodological",
     "topic_tags": ["Garden App", "plot map"],
-    "decisions": [{
-        "decision": "use MapLibre for the plot map", "rationale": "it renders vector tiles offline",
-        "alternatives": ["Leaflet", "Google Maps"], "decision_type": "methodological", "confidence": 0.9,
-        "reversible": False,
-    }],
-    "research": [{
-        "content": "Meadows: stocks change slowly", "source_type": "citation",
-        "source_reference": "Meadows, Thinking in Systems, p. 45", "author": "Donella Meadows",
-        "work_title": "Thinking in Systems", "page_reference": "p. 45",
-    }],
+    "decisions": [
+        {
+            "decision": "use MapLibre for the plot map",
+            "rationale": "it renders vector tiles offline",
+            "alternatives": ["Leaflet", "Google Maps"],
+            "decision_type": "methodological",
+            "confidence": 0.9,
+            "reversible": False,
+        }
+    ],
+    "research": [
+        {
+            "content": "Meadows: stocks change slowly",
+            "source_type": "citation",
+            "source_reference": "Meadows, Thinking in Systems, p. 45",
+            "author": "Donella Meadows",
+            "work_title": "Thinking in Systems",
+            "page_reference": "p. 45",
+        }
+    ],
     "entities": [
         {"type": "task", "name": "email Jonas about the plot list", "detail": "by Friday"},
         {"type": "unknown_kind", "name": "ignored"},
@@ -75,8 +85,15 @@ def topic_turn(sentence: str = SENTENCE, summary: dict[str, Any] = SUMMARY) -> l
 
 def with_llm(db_path: Path, server: ScriptedLLMServer, provider: str, **settings: Any) -> narrative.Memory:
     return narrative.Memory(
-        db_path, user="maya", embedder="none", clock=FakeClock(), env={},
-        llm=provider, llm_url=server.url, llm_model="test", **settings,
+        db_path,
+        user="maya",
+        embedder="none",
+        clock=FakeClock(),
+        env={},
+        llm=provider,
+        llm_url=server.url,
+        llm_model="test",
+        **settings,
     )
 
 
@@ -120,8 +137,11 @@ def test_the_models_extraction_sentence_and_summary_are_used(
 ) -> None:
     llm_server.script(Reply.json(EXTRACTION), *topic_turn())
     turn = mem.remember("Let's plan the garden app; what should draw the plot map?", speaker="maya")
-    assert [prompt_of(r) for r in llm_server.chat_requests] == ["turn_extraction", "narrative_update",
-                                                                "storyline_summary"]
+    assert [prompt_of(r) for r in llm_server.chat_requests] == [
+        "turn_extraction",
+        "narrative_update",
+        "storyline_summary",
+    ]
     assert turn.decision == "create" and turn.storyline.name == "Garden app · plot map"
     exchange, decision, research = turn.memories
     assert isinstance(exchange.details, ConversationDetails)
@@ -135,7 +155,10 @@ def test_the_models_extraction_sentence_and_summary_are_used(
     assert (decision.details.confidence, decision.details.reversible) == (0.9, False)
     assert research.stream is Stream.RESEARCH and isinstance(research.details, ResearchDetails)
     assert (research.details.author, research.details.work_title, research.details.page_reference) == (
-        "Donella Meadows", "Thinking in Systems", "p. 45")
+        "Donella Meadows",
+        "Thinking in Systems",
+        "p. 45",
+    )
     assert [(e.entity_type, e.name) for e in turn.entities] == [(EntityType.TASK, "email Jonas about the plot list")]
     assert turn.narrative is not None and turn.narrative.summary == SENTENCE
     assert turn.storyline.summary == SUMMARY["summary"]
@@ -160,9 +183,7 @@ def test_requests_speak_the_providers_wire_format(
             assert (request.body.get("response_format") == {"type": "json_object"}) is json_mode
 
 
-def test_the_continuity_verdict_is_honoured_both_ways(
-    mem: narrative.Memory, llm_server: ScriptedLLMServer
-) -> None:
+def test_the_continuity_verdict_is_honoured_both_ways(mem: narrative.Memory, llm_server: ScriptedLLMServer) -> None:
     llm_server.script(extraction(["garden app", "plot map"]), *topic_turn())
     garden = mem.remember("I'm planning the garden app with a plot map.", speaker="maya")
     # an explicit change of subject, which the heuristic would leave — the model says it continues
@@ -270,8 +291,17 @@ def test_a_spent_turn_budget_falls_back_and_resets_next_turn(
 def test_no_server_at_all_never_loses_a_turn(db_path: Path, provider: str, caplog: pytest.LogCaptureFixture) -> None:
     with ScriptedLLMServer() as gone:
         url = gone.url  # a port nobody listens on once the server stops
-    mem = narrative.Memory(db_path, user="maya", embedder="none", clock=FakeClock(), env={},
-                           llm=provider, llm_url=url, llm_model="test", llm_timeout_s=2)
+    mem = narrative.Memory(
+        db_path,
+        user="maya",
+        embedder="none",
+        clock=FakeClock(),
+        env={},
+        llm=provider,
+        llm_url=url,
+        llm_model="test",
+        llm_timeout_s=2,
+    )
     with mem, caplog.at_level(logging.WARNING, logger="narrative.llm"):
         turn = mem.remember(TEXT, speaker="maya")
         assert_heuristic_turn(mem, turn)

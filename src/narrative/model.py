@@ -93,9 +93,7 @@ class EntityType(StrEnum):
 
 
 #: Entity types that stay "open" until a later conversation resolves them.
-OPEN_ENTITY_TYPES = frozenset(
-    {EntityType.TASK, EntityType.WAITING_ON, EntityType.QUESTION_OPENED}
-)
+OPEN_ENTITY_TYPES = frozenset({EntityType.TASK, EntityType.WAITING_ON, EntityType.QUESTION_OPENED})
 
 
 class DeltaType(StrEnum):

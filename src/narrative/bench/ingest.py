@@ -55,8 +55,16 @@ QUESTIONS = (
     "How's {t} going?",
 )
 PLACES = ("the beach", "the museum", "a pottery workshop", "the mountains", "a concert", "the park", "Lisbon")
-THINGS = ("the garden", "my painting", "the adoption papers", "the new shelves", "the photo album",
-          "my speech", "the kids' treehouse", "my novel")
+THINGS = (
+    "the garden",
+    "my painting",
+    "the adoption papers",
+    "the new shelves",
+    "the photo album",
+    "my speech",
+    "the kids' treehouse",
+    "my novel",
+)
 ACTIVITIES = ("pottery", "painting", "hiking", "swimming", "guitar", "yoga", "camping", "baking")
 RELATIVES = ("kids", "husband", "mom", "sister", "best friend")
 
@@ -69,8 +77,9 @@ def _turn_text(rng: random.Random, other: str) -> str:
     if rng.random() < 0.3:
         parts.append(rng.choice(QUESTIONS))
     text = rng.choice(OPENERS) + " ".join(parts)
-    return text.format(o=other, p=rng.choice(PLACES), t=rng.choice(THINGS), a=rng.choice(ACTIVITIES),
-                       r=rng.choice(RELATIVES))
+    return text.format(
+        o=other, p=rng.choice(PLACES), t=rng.choice(THINGS), a=rng.choice(ACTIVITIES), r=rng.choice(RELATIVES)
+    )
 
 
 def history(turns: int, session_turns: int = 20, seed: int = 7) -> list[tuple[datetime, list[Turn]]]:
@@ -117,8 +126,11 @@ class RecordingEmbedder:
 
 
 def import_history(
-    mem: Memory, sessions: Sequence[tuple[datetime, list[Turn]]], progress: Progress | None = None,
-    recorder: RecordingEmbedder | None = None, bare: BareModel | None = None,
+    mem: Memory,
+    sessions: Sequence[tuple[datetime, list[Turn]]],
+    progress: Progress | None = None,
+    recorder: RecordingEmbedder | None = None,
+    bare: BareModel | None = None,
 ) -> tuple[float, float]:
     """Replay the sessions; returns (seconds in ``remember_many``, seconds in all, closes included).
 
@@ -197,22 +209,28 @@ def measure(workdir: Path, turns: int = 400, progress: Progress | None = None) -
 
 
 def _speed(turns: int, writing: float, total: float) -> dict[str, float]:
-    return {"write_s": round(writing, 2), "total_s": round(total, 2),
-            "turns_per_s": round(turns / writing, 1), "turns_per_s_with_closing": round(turns / total, 1)}
+    return {
+        "write_s": round(writing, 2),
+        "total_s": round(total, 2),
+        "turns_per_s": round(turns / writing, 1),
+        "turns_per_s_with_closing": round(turns / total, 1),
+    }
 
 
 def format_report(report: dict[str, Any]) -> str:
     m, n = report["minilm"], report["none"]
-    return "\n".join([
-        f"Importing a history: {report['turns']} LoCoMo-like turns in {report['sessions']} sessions,"
-        " each closed and confirmed",
-        f"  embedder minilm  {m['turns_per_s_with_closing']} turns/s ({m['total_s']} s);"
-        f" remember_many alone {m['turns_per_s']} turns/s ({m['write_s']} s)",
-        f"  embedder none    {n['turns_per_s_with_closing']} turns/s ({n['total_s']} s);"
-        f" remember_many alone {n['turns_per_s']} turns/s ({n['write_s']} s)",
-        f"  texts embedded per turn: {report['texts_per_turn']} ({report['texts_embedded']} texts in"
-        f" {report['calls']} calls; remember_many alone {report['write_texts_per_turn']})",
-        f"  the bare model on the same calls: {report['bare_texts_per_s']} texts/s"
-        f" (remember_many's calls alone {report['bare_write_texts_per_s']} texts/s)",
-        f"  ratio turns/s ÷ bare texts/s: {report['ratio']} (remember_many alone {report['write_ratio']})",
-    ])
+    return "\n".join(
+        [
+            f"Importing a history: {report['turns']} LoCoMo-like turns in {report['sessions']} sessions,"
+            " each closed and confirmed",
+            f"  embedder minilm  {m['turns_per_s_with_closing']} turns/s ({m['total_s']} s);"
+            f" remember_many alone {m['turns_per_s']} turns/s ({m['write_s']} s)",
+            f"  embedder none    {n['turns_per_s_with_closing']} turns/s ({n['total_s']} s);"
+            f" remember_many alone {n['turns_per_s']} turns/s ({n['write_s']} s)",
+            f"  texts embedded per turn: {report['texts_per_turn']} ({report['texts_embedded']} texts in"
+            f" {report['calls']} calls; remember_many alone {report['write_texts_per_turn']})",
+            f"  the bare model on the same calls: {report['bare_texts_per_s']} texts/s"
+            f" (remember_many's calls alone {report['bare_write_texts_per_s']} texts/s)",
+            f"  ratio turns/s ÷ bare texts/s: {report['ratio']} (remember_many alone {report['write_ratio']})",
+        ]
+    )

@@ -128,8 +128,7 @@ def build_store(mem: Memory, size: int, pool_texts: list[str], pool_vectors: np.
     for start in range(0, size, chunk):
         end = min(size, start + chunk)
         items = [
-            {"content": sentence(texts), "stream": streams[i % 4], "importance": 1 + i % 5}
-            for i in range(start, end)
+            {"content": sentence(texts), "stream": streams[i % 4], "importance": 1 + i % 5} for i in range(start, end)
         ]
         mem.add_memories(items, vectors=vectors[start:end])
     return vectors.astype(np.float32)
@@ -225,8 +224,14 @@ def run(
     rng = random.Random(11)
     report: dict[str, Any] = {
         "ingest": ingest.measure(workdir, ingest_turns, progress) if ingest_turns else None,
-        "ingest_by_store": [measure_ingest(workdir, ingest_turns, e, url) for url in [None, postgres] if postgres
-                            for e in ("minilm", "none")] if postgres and ingest_turns else [],
+        "ingest_by_store": [
+            measure_ingest(workdir, ingest_turns, e, url)
+            for url in [None, postgres]
+            if postgres
+            for e in ("minilm", "none")
+        ]
+        if postgres and ingest_turns
+        else [],
         "sizes": [],
     }
     if not sizes:

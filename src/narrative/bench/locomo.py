@@ -182,8 +182,9 @@ def evaluate(mem: Memory, sample: dict[str, Any], modes: Sequence[str] = MODES) 
             }
         ranked.update(baselines.rankings(question))
         row["turns"] = {name: shown_text.score(items, wanted) for name, items in ranked.items()}
-        row["duplicates"] = {name: shown_text.duplicates(ranked[name]) for name in ("default", "tuned")
-                             if name in ranked}
+        row["duplicates"] = {
+            name: shown_text.duplicates(ranked[name]) for name in ("default", "tuned") if name in ranked
+        }
         rows.append(row)
     return rows
 
@@ -341,8 +342,10 @@ def format_report(report: dict[str, Any]) -> str:
         parts = "  ".join(f"{k} ×{r['ratio']:.2f} ({r['best_baseline']})" for k, r in ratio.items() if r["ratio"])
         lines.append(f"{name} vs best single-turn baseline: {parts}")
     dup = report["duplicates_top10"]
-    lines.append(f"duplicates in the top 10 (all source turns already shown above): default {dup['default']:.3f}, "
-                 f"tuned {dup['tuned']:.3f}")
+    lines.append(
+        f"duplicates in the top 10 (all source turns already shown above): default {dup['default']:.3f}, "
+        f"tuned {dup['tuned']:.3f}"
+    )
     ret = report["default_returned"]
     lines.append(f"default search returned {ret['mean']} results on average; {ret['empty']} questions got none")
     lines += ["", "Secondary: memory-level recall@k of the tuned path (comparable with earlier reports)", ""]
@@ -368,9 +371,7 @@ def _memory_table(report: dict[str, Any]) -> list[str]:
             for k in KS
         )
         lines.append(f"hybrid vs {base}-only: {ratios_text}")
-    lines.append(
-        f"a top-10 tuned result covers {report['hybrid_top10_distinct_turns']} distinct turns on average"
-    )
+    lines.append(f"a top-10 tuned result covers {report['hybrid_top10_distinct_turns']} distinct turns on average")
     return lines
 
 
@@ -390,8 +391,14 @@ def compare(sqlite: dict[str, Any], postgres: dict[str, Any]) -> dict[str, Any]:
 
 
 def format_comparison(report: dict[str, Any]) -> str:
-    lines = [format_report(report["sqlite"]), "", "— the same run on PostgreSQL —", format_report(report["postgres"]),
-             "", "overall recall, sqlite / postgres:"]
+    lines = [
+        format_report(report["sqlite"]),
+        "",
+        "— the same run on PostgreSQL —",
+        format_report(report["postgres"]),
+        "",
+        "overall recall, sqlite / postgres:",
+    ]
     for mode, row in report["overall"].items():
         lines.append(f"{mode:<8} " + "  ".join(f"{k} {a:.3f}/{b:.3f}" for k, (a, b) in row.items()))
     lines.append(f"largest gap: {report['max_gap_points']} points")

@@ -109,13 +109,18 @@ def ingest_interleaved(mem: Memory, samples: Sequence[dict[str, Any]]) -> int:
     for date, name, number, turns in timeline(samples):
         start = date if last_end is None or date > last_end else last_end + timedelta(minutes=1)
         mem.start_conversation(at=start)
-        mem.remember_many([
-            Turn(
-                turn_text(t), "user", speaker=str(t.get("speaker", "")), at=start + TURN_GAP * i,
-                meta={"dia_id": t.get("dia_id", ""), "source_conversation": name, "source_session": number},
-            )
-            for i, t in enumerate(turns)
-        ])
+        mem.remember_many(
+            [
+                Turn(
+                    turn_text(t),
+                    "user",
+                    speaker=str(t.get("speaker", "")),
+                    at=start + TURN_GAP * i,
+                    meta={"dia_id": t.get("dia_id", ""), "source_conversation": name, "source_session": number},
+                )
+                for i, t in enumerate(turns)
+            ]
+        )
         last_end = start + TURN_GAP * len(turns)
         mem.close_conversation(at=last_end)
         mem.confirm_memory(at=last_end)

@@ -106,7 +106,13 @@ class Closing:
             return end
 
         return close.commit(
-            self.rt.store, user_id, preview, parts, now, store_memories=store_memories, finish=finish,
+            self.rt.store,
+            user_id,
+            preview,
+            parts,
+            now,
+            store_memories=store_memories,
+            finish=finish,
             stamp=lambda storyline_id: self._stamp(user_id, cid, storyline_id),
         )
 
@@ -136,9 +142,10 @@ class Closing:
         """The preview of a ready_to_close conversation (recomputed if it was closed without one)."""
         user_id = self.rt.user_id(user)
         conversation = self._ready(user_id, conversation_id)
-        if conversation.status is ConversationStatus.READY_TO_CLOSE and self.rt.store.get_preview(
-            user_id, conversation.id
-        ) is None:
+        if (
+            conversation.status is ConversationStatus.READY_TO_CLOSE
+            and self.rt.store.get_preview(user_id, conversation.id) is None
+        ):
             preview = close.build_preview(self.rt.store, user_id, conversation, self.rt.clock(), self._close_tools())
             return self._save(user_id, preview)
         return close.load_preview(self.rt.store, user_id, conversation)
@@ -172,9 +179,7 @@ class Closing:
             return []
         return close.edits_of(preview)
 
-    def redirect_preview(
-        self, conversation_id: int | None, storyline_id: int, *, user: str | None = None
-    ) -> Preview:
+    def redirect_preview(self, conversation_id: int | None, storyline_id: int, *, user: str | None = None) -> Preview:
         """Send the memory to another storyline (Your Story included)."""
         user_id = self.rt.user_id(user)
         preview = close.load_preview(self.rt.store, user_id, self._ready(user_id, conversation_id))
@@ -260,9 +265,7 @@ class Closing:
         wait = self.rt.settings.stale_after_days if days is None else days
         return stale_entities(self.rt.store, user_id, self.rt.clock(), wait)
 
-    def resolve_thread(
-        self, entity_id: int, *, by_memory_id: int | None = None, user: str | None = None
-    ) -> Entity:
+    def resolve_thread(self, entity_id: int, *, by_memory_id: int | None = None, user: str | None = None) -> Entity:
         """Mark an open item resolved by hand (optionally naming the memory that settled it)."""
         user_id = self.rt.user_id(user)
         return resolve.resolve_entity(self.rt.store, user_id, entity_id, self.rt.clock(), by_memory_id=by_memory_id)

@@ -83,16 +83,20 @@ class Context:
         Records a use of kind ``context`` naming every memory shown (``record=False`` to skip).
         """
         user_id = self.rt.user_id(user)
-        block = build_context(self.rt.store, user_id, query, budget, search=self._searcher(user_id),
-                              counter=self.token_counter)
+        block = build_context(
+            self.rt.store, user_id, query, budget, search=self._searcher(user_id), counter=self.token_counter
+        )
         if not self._recording(record):
             return block
         references = [
             UseReference(r.memory.id, InfluenceType.RETRIEVAL, round(r.score, 6), r.why, rank)
             for rank, r in enumerate(block.memories, start=1)
         ]
-        meta = {"budget": block.budget, "tokens": block.tokens,
-                "storyline_id": None if block.storyline is None else block.storyline.id}
+        meta = {
+            "budget": block.budget,
+            "tokens": block.tokens,
+            "storyline_id": None if block.storyline is None else block.storyline.id,
+        }
         use = self._insert_use(user_id, UseKind.CONTEXT, query, references, meta)
         return replace(block, use_id=use.id)
 
@@ -111,8 +115,15 @@ class Context:
         Records a use of that kind; each reference carries its influence type (rule in read/reasoning.py).
         """
         user_id = self.rt.user_id(user)
-        found = build_reasoning(self.rt.store, user_id, request, kind, top_k, search=self._searcher(user_id),
-                                include_active_entities=include_active_entities)
+        found = build_reasoning(
+            self.rt.store,
+            user_id,
+            request,
+            kind,
+            top_k,
+            search=self._searcher(user_id),
+            include_active_entities=include_active_entities,
+        )
         if not self._recording(record):
             return found
         meta = {"top_k": top_k, "include_active_entities": include_active_entities}
@@ -122,17 +133,27 @@ class Context:
     # --- uses --------------------------------------------------------------------------------------------
 
     def _insert_use(
-        self, user_id: str, kind: UseKind, query: str, references: Sequence[UseReference], meta: dict[str, Any],
+        self,
+        user_id: str,
+        kind: UseKind,
+        query: str,
+        references: Sequence[UseReference],
+        meta: dict[str, Any],
         outcome: str | None = None,
     ) -> Use:
         active = self.rt.store.active_conversation(user_id)
-        return self.rt.store.insert_use(user_id, kind, query, references, self.rt.clock(),
-                                     conversation_id=None if active is None else active.id, outcome=outcome,
-                                     meta=meta)
+        return self.rt.store.insert_use(
+            user_id,
+            kind,
+            query,
+            references,
+            self.rt.clock(),
+            conversation_id=None if active is None else active.id,
+            outcome=outcome,
+            meta=meta,
+        )
 
-    def record_use(
-        self, kind: str, query: str, references: Iterable[object] = (), *, user: str | None = None
-    ) -> Use:
+    def record_use(self, kind: str, query: str, references: Iterable[object] = (), *, user: str | None = None) -> Use:
         """Store which memories influenced a decision.
 
         ``references``: items ``(memory_id, influence_type, score, reasoning)`` (score and reasoning
@@ -187,8 +208,12 @@ class Context:
             active = self.rt.store.active_conversation(user_id)
             if active is not None:
                 message = self.conversations.add_message(
-                    text, Role.SYSTEM.value, speaker=OUTCOME_SPEAKER, conversation_id=active.id,
-                    meta={"type": "system_learning", "use_id": judged.id, "outcome": verdict.value}, user=user_id,
+                    text,
+                    Role.SYSTEM.value,
+                    speaker=OUTCOME_SPEAKER,
+                    conversation_id=active.id,
+                    meta={"type": "system_learning", "use_id": judged.id, "outcome": verdict.value},
+                    user=user_id,
                 )
                 meta["message_id"] = message.id
             return self._insert_use(user_id, UseKind.OUTCOME, judged.query, references, meta, verdict.value)

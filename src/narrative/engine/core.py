@@ -28,7 +28,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("narrative")
 
 
-
 def utc_now() -> datetime:
     return datetime.now(UTC)
 

@@ -81,8 +81,9 @@ class Memory:
         env: Mapping[str, str] | None = None,
         **overrides: Any,
     ) -> None:
-        rt = Runtime(db, user=user, settings=settings, store=store, embedder=embedder, llm=llm, clock=clock,
-                     env=env, **overrides)
+        rt = Runtime(
+            db, user=user, settings=settings, store=store, embedder=embedder, llm=llm, clock=clock, env=env, **overrides
+        )
         self._runtime = rt
         self._conversations = Conversations(rt)
         self._keys = Keys(rt)
@@ -265,8 +266,17 @@ class Memory:
     ) -> model.MemoryItem:
         """Store one memory, stamped with the narrative active now, embedded when an embedder is set."""
         return self._memories.add_memory(
-            content, stream=stream, source=source, importance=importance, emotions=emotions, message_ids=message_ids,
-            details=details, storyline_id=storyline_id, conversation_id=conversation_id, event_at=event_at, user=user
+            content,
+            stream=stream,
+            source=source,
+            importance=importance,
+            emotions=emotions,
+            message_ids=message_ids,
+            details=details,
+            storyline_id=storyline_id,
+            conversation_id=conversation_id,
+            event_at=event_at,
+            user=user,
         )
 
     def add_memories(
@@ -294,8 +304,12 @@ class Memory:
     ) -> list[model.MemoryItem]:
         """Memories newest first, optionally of one stream, storyline or conversation."""
         return self._memories.list_memories(
-            stream=stream, storyline_id=storyline_id, conversation_id=conversation_id, limit=limit, offset=offset,
-            user=user
+            stream=stream,
+            storyline_id=storyline_id,
+            conversation_id=conversation_id,
+            limit=limit,
+            offset=offset,
+            user=user,
         )
 
     def edit_memory(
@@ -311,8 +325,13 @@ class Memory:
     ) -> model.MemoryItem:
         """Change a memory after the fact: text (the first edit keeps the original and marks it user_edited),"""
         return self._memories.edit_memory(
-            memory_id, content=content, importance=importance, emotions=emotions,
-            entities_to_remove=entities_to_remove, entities_to_add=entities_to_add, user=user
+            memory_id,
+            content=content,
+            importance=importance,
+            emotions=emotions,
+            entities_to_remove=entities_to_remove,
+            entities_to_add=entities_to_add,
+            user=user,
         )
 
     def narrative_update(
@@ -343,9 +362,7 @@ class Memory:
     def walk_back(self, narrative_id: int, depth: int | None = None, *, user: str | None = None) -> list[Narrative]:
         return self._memories.walk_back(narrative_id, depth, user=user)
 
-    def walk_forward(
-        self, narrative_id: int, depth: int | None = None, *, user: str | None = None
-    ) -> list[Narrative]:
+    def walk_forward(self, narrative_id: int, depth: int | None = None, *, user: str | None = None) -> list[Narrative]:
         return self._memories.walk_forward(narrative_id, depth, user=user)
 
     def recall_chain(self, memory_id: int, depth: int = 3, *, user: str | None = None) -> chain.RecallChain:
@@ -378,9 +395,20 @@ class Memory:
     ) -> list[SearchHit]:
         """Hybrid search over this user's memories; every hit carries ``why()``."""
         return self._search.search(
-            query, k, mode=mode, conversation_id=conversation_id, conversation_ids=conversation_ids,
-            storyline_id=storyline_id, streams=streams, sources=sources, entity_types=entity_types, since=since,
-            until=until, record=record, min_score=min_score, user=user
+            query,
+            k,
+            mode=mode,
+            conversation_id=conversation_id,
+            conversation_ids=conversation_ids,
+            storyline_id=storyline_id,
+            streams=streams,
+            sources=sources,
+            entity_types=entity_types,
+            since=since,
+            until=until,
+            record=record,
+            min_score=min_score,
+            user=user,
         )
 
     def recall(
@@ -488,9 +516,7 @@ class Memory:
             request, kind, top_k, include_active_entities=include_active_entities, record=record, user=user
         )
 
-    def record_use(
-        self, kind: str, query: str, references: Iterable[object] = (), *, user: str | None = None
-    ) -> Use:
+    def record_use(self, kind: str, query: str, references: Iterable[object] = (), *, user: str | None = None) -> Use:
         """Store which memories influenced a decision."""
         return self._context.record_use(kind, query, references, user=user)
 
@@ -541,9 +567,7 @@ class Memory:
         """What you changed in the waiting preview (reworded, items removed, another storyline): what"""
         return self._closing.preview_edits(conversation_id, user=user)
 
-    def redirect_preview(
-        self, conversation_id: int | None, storyline_id: int, *, user: str | None = None
-    ) -> Preview:
+    def redirect_preview(self, conversation_id: int | None, storyline_id: int, *, user: str | None = None) -> Preview:
         """Send the memory to another storyline (Your Story included)."""
         return self._closing.redirect_preview(conversation_id, storyline_id, user=user)
 
@@ -558,8 +582,11 @@ class Memory:
     ) -> ConfirmResult:
         """Accept the preview (optionally edited or redirected): ready_to_close → compressing → archived."""
         return self._closing.confirm_memory(
-            conversation_id, destination_storyline_id=destination_storyline_id, edited_narrative=edited_narrative,
-            at=at, user=user
+            conversation_id,
+            destination_storyline_id=destination_storyline_id,
+            edited_narrative=edited_narrative,
+            at=at,
+            user=user,
         )
 
     def split_memory(
@@ -583,9 +610,7 @@ class Memory:
         """Open items nothing has moved for ``days`` days (default ``Settings.stale_after_days``)."""
         return self._closing.stale_threads(days, user=user)
 
-    def resolve_thread(
-        self, entity_id: int, *, by_memory_id: int | None = None, user: str | None = None
-    ) -> Entity:
+    def resolve_thread(self, entity_id: int, *, by_memory_id: int | None = None, user: str | None = None) -> Entity:
         """Mark an open item resolved by hand (optionally naming the memory that settled it)."""
         return self._closing.resolve_thread(entity_id, by_memory_id=by_memory_id, user=user)
 

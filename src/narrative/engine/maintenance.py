@@ -39,8 +39,9 @@ class Maintenance:
         raise ``EmbeddingMismatch`` now (foreign memory vectors anywhere in the file).
         """
         embedder = self.rt.embedder
-        return vectors.vector_status(self.rt.store, None if embedder is None else embedder.identity,
-                                     self._existing_user(user))
+        return vectors.vector_status(
+            self.rt.store, None if embedder is None else embedder.identity, self._existing_user(user)
+        )
 
     def reindex(
         self,
@@ -60,14 +61,16 @@ class Maintenance:
         """
         embedder = self.rt.embedder
         if embedder is None:
-            raise ValidationError("reindex needs an embedder; this memory runs keyword-only (embedder 'none')",
-                                  field="embedder")
+            raise ValidationError(
+                "reindex needs an embedder; this memory runs keyword-only (embedder 'none')", field="embedder"
+            )
         user_id = self._existing_user(user)
         size = DEFAULT_BATCH if batch_size is None else require_positive(batch_size, "batch_size")
         started = time.perf_counter()
         model = embedder.identity
-        memories = reindex.reembed_memories(self.rt.store, embedder.embed_batch, model, user_id, force=force,
-                                            batch_size=size, progress=progress)
+        memories = reindex.reembed_memories(
+            self.rt.store, embedder.embed_batch, model, user_id, force=force, batch_size=size, progress=progress
+        )
         storylines, users = reindex.reembed_routing(self.rt.store, embedder.embed_batch, model, user_id, force=force)
         self.rt.store.drop_index()  # the next search builds the index from the new vectors
         status = self.embedding_status(user=user_id)

@@ -45,8 +45,16 @@ class Memories:
         """Store one memory, stamped with the narrative active now, embedded when an embedder is set."""
         user_id = self.rt.user_id(user)
         memory = self._new_memory(
-            user_id, content, stream=stream, source=source, importance=importance, emotions=emotions,
-            message_ids=message_ids, details=details, storyline_id=storyline_id, conversation_id=conversation_id,
+            user_id,
+            content,
+            stream=stream,
+            source=source,
+            importance=importance,
+            emotions=emotions,
+            message_ids=message_ids,
+            details=details,
+            storyline_id=storyline_id,
+            conversation_id=conversation_id,
             event_at=event_at,
         )
         return by_hand.add_memories(self.rt.store, user_id, [memory], self._embedder())[0]
@@ -166,8 +174,16 @@ class Memories:
         """
         user_id = self.rt.user_id(user)
         changes = by_hand.memory_changes(self.rt.store, user_id, memory_id, content, importance, emotions)
-        return by_hand.edit_memory(self.rt.store, user_id, memory_id, changes, entities_to_remove, entities_to_add,
-                                   self._embedder(), self.rt.clock())
+        return by_hand.edit_memory(
+            self.rt.store,
+            user_id,
+            memory_id,
+            changes,
+            entities_to_remove,
+            entities_to_add,
+            self._embedder(),
+            self.rt.clock(),
+        )
 
     # --- the narrative chain (Koshi) ------------------------------------------------
 
@@ -184,7 +200,13 @@ class Memories:
         """Append a sealed link: one-sentence summary, the memories it connects, the previous link."""
         user_id = self.rt.user_id(user)
         return narrate.narrative_update(
-            self.rt.store, user_id, summary, memory_ids, previous_narrative_id, topic, self.rt.clock(),
+            self.rt.store,
+            user_id,
+            summary,
+            memory_ids,
+            previous_narrative_id,
+            topic,
+            self.rt.clock(),
             storyline_id=storyline_id,
         )
 
@@ -203,9 +225,7 @@ class Memories:
     def walk_back(self, narrative_id: int, depth: int | None = None, *, user: str | None = None) -> list[Narrative]:
         return chain.walk_back(self.rt.store, self.rt.user_id(user), narrative_id, depth)
 
-    def walk_forward(
-        self, narrative_id: int, depth: int | None = None, *, user: str | None = None
-    ) -> list[Narrative]:
+    def walk_forward(self, narrative_id: int, depth: int | None = None, *, user: str | None = None) -> list[Narrative]:
         return chain.walk_forward(self.rt.store, self.rt.user_id(user), narrative_id, depth)
 
     def recall_chain(self, memory_id: int, depth: int = 3, *, user: str | None = None) -> chain.RecallChain:

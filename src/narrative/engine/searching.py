@@ -123,6 +123,11 @@ class Search:
         ]
         active = self.rt.store.active_conversation(user_id)
         return self.rt.store.insert_use(
-            user_id, kind, query, references, self.rt.clock(),
-            conversation_id=None if active is None else active.id, meta=meta,
+            user_id,
+            kind,
+            query,
+            references,
+            self.rt.clock(),
+            conversation_id=None if active is None else active.id,
+            meta=meta,
         )

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("narrative.write")
 
+
 @dataclass(frozen=True)
 class Turn:
     """One message to remember: text, role, speaker, optional time and metadata."""
@@ -37,7 +38,6 @@ class Turns:
 
     def __init__(self, runtime: Runtime) -> None:
         self.rt = runtime
-
 
     def writer(self) -> TurnWriter:
         """The write path's turn writer (built once, on first use)."""
@@ -114,7 +114,8 @@ class Turns:
         for start in range(0, len(items), batch):
             chunk = items[start : start + batch]
             messages = lifecycle.add_messages(
-                self.rt.store, user_id,
+                self.rt.store,
+                user_id,
                 [(t.content, t.at or self.rt.clock(), Role(t.role), t.speaker, t.meta) for t in chunk],
             )
             results += self._process(user_id, messages)
@@ -139,13 +140,23 @@ class Turns:
             for message, before in zip(messages, befores, strict=True):
                 assist.begin_turn()
                 extraction = assist.extract_turn(
-                    message.content, speaker=message.speaker, role=message.role.value,
+                    message.content,
+                    speaker=message.speaker,
+                    role=message.role.value,
                     previous=None if before is None else before.content,
                 )
                 [made] = self._turn_vectors([message], [before], [extraction])
-                results.append(writer.process(
-                    message, made.exchange, extraction, made.derived, defaults, your_story, routing_vector=made.routing
-                ))
+                results.append(
+                    writer.process(
+                        message,
+                        made.exchange,
+                        extraction,
+                        made.derived,
+                        defaults,
+                        your_story,
+                        routing_vector=made.routing,
+                    )
+                )
             return results
         extractor = self.extractor()
         extractions = [
@@ -160,10 +171,19 @@ class Turns:
         with self.rt.store.transaction():  # one write transaction for the batch; each turn is a savepoint in it
             for message, before, extraction, made in zip(messages, befores, extractions, vectors, strict=True):
                 try:
-                    results.append(writer.process(
-                        message, made.exchange, extraction, made.derived, defaults, your_story,
-                        routing_vector=made.routing, previous=before, context=context,
-                    ))
+                    results.append(
+                        writer.process(
+                            message,
+                            made.exchange,
+                            extraction,
+                            made.derived,
+                            defaults,
+                            your_story,
+                            routing_vector=made.routing,
+                            previous=before,
+                            context=context,
+                        )
+                    )
                 except Exception as error:  # rolled back to the turn's savepoint: commit the turns before it
                     failure = error
                     break
@@ -177,7 +197,8 @@ class Turns:
         for i, message in enumerate(messages):
             last = messages[i - 1] if i else None
             if last is not None and (last.conversation_id, last.position + 1) == (
-                message.conversation_id, message.position
+                message.conversation_id,
+                message.position,
             ):
                 befores.append(last)
             else:
@@ -212,4 +233,3 @@ class Turns:
 def _derived_texts(extraction: Any) -> list[str]:
     """Texts of the decision and research memories a turn will make (embedded with the turn)."""
     return [content for content, _ in extraction.decisions] + [content for content, _ in extraction.research]
-

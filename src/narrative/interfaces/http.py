@@ -122,17 +122,18 @@ def _content_length(scope: Scope) -> int | None:
 
 
 async def _too_large(send: Send, max_bytes: int) -> None:
-    body = (
-        b'{"error":"too_large","message":"request body is larger than '
-        + str(max_bytes).encode()
-        + b' bytes"}'
+    body = b'{"error":"too_large","message":"request body is larger than ' + str(max_bytes).encode() + b' bytes"}'
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 413,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"connection", b"close"),
+            ],
+        }
     )
-    await send({
-        "type": "http.response.start",
-        "status": 413,
-        "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                    (b"connection", b"close")],
-    })
     await send({"type": "http.response.body", "body": body})
 
 
@@ -145,10 +146,7 @@ def _web_file(*parts: str) -> str:
 
 def _add_page(app: FastAPI) -> None:
     page = Template(_web_file("templates", "index.html")).safe_substitute(version=__version__)
-    static = {
-        name: _web_file("static", name)
-        for name in ("app.js", "memory.js", "review.js", "views.js", "style.css")
-    }
+    static = {name: _web_file("static", name) for name in ("app.js", "memory.js", "review.js", "views.js", "style.css")}
 
     @app.get("/", include_in_schema=False)
     def index() -> HTMLResponse:
@@ -159,9 +157,12 @@ def _add_page(app: FastAPI) -> None:
         text = static.get(name)
         if text is None:
             return Response(status_code=404)
-        suffix = name[name.rfind("."):]
-        return Response(text, media_type=STATIC_TYPES.get(suffix, "text/plain"),
-                        headers={"X-Content-Type-Options": "nosniff", "Cache-Control": "no-cache"})
+        suffix = name[name.rfind(".") :]
+        return Response(
+            text,
+            media_type=STATIC_TYPES.get(suffix, "text/plain"),
+            headers={"X-Content-Type-Options": "nosniff", "Cache-Control": "no-cache"},
+        )
 
 
 # --- /docs from the package, /health -------------------------------------------------------------
@@ -188,8 +189,10 @@ def _add_docs(app: FastAPI, folder: Any) -> None:
     @app.get("/docs", include_in_schema=False)
     def docs() -> HTMLResponse:
         return get_swagger_ui_html(
-            openapi_url="/openapi.json", title="narrative API",
-            swagger_js_url="/docs/assets/swagger-ui-bundle.js", swagger_css_url="/docs/assets/swagger-ui.css",
+            openapi_url="/openapi.json",
+            title="narrative API",
+            swagger_js_url="/docs/assets/swagger-ui-bundle.js",
+            swagger_css_url="/docs/assets/swagger-ui.css",
             swagger_favicon_url="/docs/assets/favicon-32x32.png",
         )
 
@@ -198,13 +201,19 @@ def _add_docs(app: FastAPI, folder: Any) -> None:
         data = assets.get(name)
         if data is None:
             return error_body(404, "not_found", f"no docs asset {name!r}")
-        return Response(data, media_type=DOCS_TYPES[name[name.rfind("."):]],
-                        headers={"Cache-Control": "public, max-age=86400"})
+        return Response(
+            data, media_type=DOCS_TYPES[name[name.rfind(".") :]], headers={"Cache-Control": "public, max-age=86400"}
+        )
 
 
 def _add_health(app: FastAPI, memory: Memory) -> None:
-    @app.get("/health", tags=["health"], response_model=Health, responses={503: ERRORS[400] | {
-        "description": "The database does not answer."}}, summary="Liveness: the server and its database answer")
+    @app.get(
+        "/health",
+        tags=["health"],
+        response_model=Health,
+        responses={503: ERRORS[400] | {"description": "The database does not answer."}},
+        summary="Liveness: the server and its database answer",
+    )
     def health() -> JSONResponse:
         try:
             memory.user_for_api_key(KEY_PREFIX + "health-check")  # one indexed read
@@ -274,8 +283,15 @@ def run_workers(db: str, workers: int, host: str, port: int, max_body: int, embe
     os.environ["NARRATIVE_SERVE_MAX_BODY"] = str(max_body)
     if embedder:
         os.environ["NARRATIVE_SERVE_EMBEDDER"] = embedder
-    uvicorn.run("narrative.interfaces.http:worker_app", factory=True, workers=workers, host=host, port=port,
-                log_level="warning", server_header=False)
+    uvicorn.run(
+        "narrative.interfaces.http:worker_app",
+        factory=True,
+        workers=workers,
+        host=host,
+        port=port,
+        log_level="warning",
+        server_header=False,
+    )
 
 
 def run(app: Any, host: str = "127.0.0.1", port: int = 8765, log_level: str = "info") -> None:

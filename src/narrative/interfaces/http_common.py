@@ -100,12 +100,14 @@ def sliced(items: Sequence[Any], at: Page) -> JSONResponse:
 
 
 def page_of(items: Sequence[Any], at: Page, *, more: bool) -> JSONResponse:
-    return ok({
-        "items": [out(item) for item in items],
-        "limit": at.limit,
-        "offset": at.offset,
-        "next_offset": at.offset + at.limit if more else None,
-    })
+    return ok(
+        {
+            "items": [out(item) for item in items],
+            "limit": at.limit,
+            "offset": at.offset,
+            "next_offset": at.offset + at.limit if more else None,
+        }
+    )
 
 
 def out(value: Any) -> Any:
@@ -161,8 +163,9 @@ def request_error(request: Request, error: Exception) -> JSONResponse:
         details.append({"field": name, "in": where, "message": str(item.get("msg", ""))})
     fields = list(dict.fromkeys(d["field"] for d in details))
     message = "; ".join(f"{d['field']}: {d['message']}" for d in details) or "invalid request"
-    return error_body(422, "validation_error", message, field=fields[0] if fields else None, fields=fields,
-                      detail=details)
+    return error_body(
+        422, "validation_error", message, field=fields[0] if fields else None, fields=fields, detail=details
+    )
 
 
 JSON_TYPES = ("application/json", "+json")
@@ -181,8 +184,12 @@ def body_problem(request: Request, errors: Sequence[Any]) -> JSONResponse | None
     body_errors = [item for item in errors if tuple(item.get("loc", ()))[:1] == ("body",)]
     if body_errors and not content_type.endswith(JSON_TYPES):
         got = f"got {content_type!r}" if content_type else "it was missing"
-        return error_body(415, "unsupported_media_type",
-                          f"send the body as JSON with 'Content-Type: application/json' ({got})", field="body")
+        return error_body(
+            415,
+            "unsupported_media_type",
+            f"send the body as JSON with 'Content-Type: application/json' ({got})",
+            field="body",
+        )
     return None
 
 

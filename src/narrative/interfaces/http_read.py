@@ -18,19 +18,32 @@ router = APIRouter(prefix="/api/v1", responses=S.ERRORS)
 
 StreamName = Literal["conversation", "research", "decision", "reflection", "narrative", "fact"]
 SourceName = Literal["conversation", "agent", "extraction", "narrative", "reflection"]
-EntityTypeName = Literal["person", "task", "decision", "waiting_on", "question_opened", "question_resolved",
-                         "blocker_cleared", "priority_change", "storyline_reference", "insight"]
+EntityTypeName = Literal[
+    "person",
+    "task",
+    "decision",
+    "waiting_on",
+    "question_opened",
+    "question_resolved",
+    "blocker_cleared",
+    "priority_change",
+    "storyline_reference",
+    "insight",
+]
 
 
-@router.get("/me", tags=["user"], summary="Who this key belongs to, and what their memory holds",
-            response_model=S.Me)
+@router.get("/me", tags=["user"], summary="Who this key belongs to, and what their memory holds", response_model=S.Me)
 def me(who: Who) -> JSONResponse:
     info = who.memory.describe(user=who.user)
     return ok({"user": who.user, "counts": info.get("counts", {})})
 
 
-@router.get("/search", tags=["search"], summary="Hybrid search; every hit says why it was returned",
-            response_model=S.SearchResult)
+@router.get(
+    "/search",
+    tags=["search"],
+    summary="Hybrid search; every hit says why it was returned",
+    response_model=S.SearchResult,
+)
 def search(
     who: Who,
     q: Annotated[str, Query(min_length=1, max_length=10_000, description="The query.")],
@@ -40,17 +53,33 @@ def search(
     storyline_id: Annotated[int | None, Query(ge=1)] = None,
     conversation_id: Annotated[int | None, Query(ge=1)] = None,
     source: Annotated[list[SourceName] | None, Query(description="Only these sources (repeatable).")] = None,
-    entity_type: Annotated[list[EntityTypeName] | None,
-                           Query(description="Only memories carrying an entity of these types (repeatable).")] = None,
+    entity_type: Annotated[
+        list[EntityTypeName] | None, Query(description="Only memories carrying an entity of these types (repeatable).")
+    ] = None,
     since: Annotated[datetime | None, Query(description="Only memories of this time or later (ISO 8601).")] = None,
     until: Annotated[datetime | None, Query(description="Only memories before this time (ISO 8601).")] = None,
     min_score: Annotated[float | None, Query(ge=0, le=1, description="Drop hits scoring below this (0-1).")] = None,
     record: Annotated[bool, Query(description="Record this search as a use of memory (default: no).")] = False,
 ) -> JSONResponse:
-    filters: dict[str, Any] = {"streams": stream, "sources": source, "entity_types": entity_type, "since": since,
-                               "until": until, "storyline_id": storyline_id, "conversation_id": conversation_id}
-    hits = search_with_floor(who.memory, q, k, min_score, mode=mode, record=record, user=who.user,
-                             **{name: value for name, value in filters.items() if value is not None})
+    filters: dict[str, Any] = {
+        "streams": stream,
+        "sources": source,
+        "entity_types": entity_type,
+        "since": since,
+        "until": until,
+        "storyline_id": storyline_id,
+        "conversation_id": conversation_id,
+    }
+    hits = search_with_floor(
+        who.memory,
+        q,
+        k,
+        min_score,
+        mode=mode,
+        record=record,
+        user=who.user,
+        **{name: value for name, value in filters.items() if value is not None},
+    )
     return ok({"query": q, "items": [hit_dict(h) for h in hits]})
 
 
@@ -59,20 +88,31 @@ def search_with_floor(memory: Any, query: str, k: int, min_score: float | None, 
     return list(memory.search(query, k, min_score=min_score or 0.0, **options))
 
 
-@router.post("/context", tags=["context"], summary="The context block for a query, within a token budget",
-             response_model=S.ContextBlock)
+@router.post(
+    "/context",
+    tags=["context"],
+    summary="The context block for a query, within a token budget",
+    response_model=S.ContextBlock,
+)
 def context(who: Who, body: ContextIn) -> JSONResponse:
     block = who.memory.context(body.query, body.budget, record=body.record, user=who.user)
     return ok(block)
 
 
-@router.post("/reasoning-context", tags=["context"],
-             summary="Memories and open entities as reasoning context (classification, decomposition, verification)",
-             response_model=S.ReasoningContext)
+@router.post(
+    "/reasoning-context",
+    tags=["context"],
+    summary="Memories and open entities as reasoning context (classification, decomposition, verification)",
+    response_model=S.ReasoningContext,
+)
 def reasoning_context(who: Who, body: ReasoningIn) -> JSONResponse:
     found = who.memory.reasoning_context(
-        body.request, body.kind, body.top_k, include_active_entities=body.include_active_entities,
-        record=body.record, user=who.user
+        body.request,
+        body.kind,
+        body.top_k,
+        include_active_entities=body.include_active_entities,
+        record=body.record,
+        user=who.user,
     )
     return ok(found)
 
@@ -80,29 +120,38 @@ def reasoning_context(who: Who, body: ReasoningIn) -> JSONResponse:
 # --- uses: why did you think that? ------------------------------------------------------------
 
 
-@router.get("/uses", tags=["uses"], summary="Recent uses of memory, newest first",
-            response_model=S.Page[S.Use])
+@router.get("/uses", tags=["uses"], summary="Recent uses of memory, newest first", response_model=S.Page[S.Use])
 def list_uses(who: Who, at: Paging) -> JSONResponse:
     list_uses = who.memory.list_uses
     return paged(lambda limit, offset: list_uses(limit, offset=offset, user=who.user), at)
 
 
-@router.post("/uses", tags=["uses"], status_code=201, summary="Record a use: which memories shaped a decision",
-             response_model=S.Use)
+@router.post(
+    "/uses",
+    tags=["uses"],
+    status_code=201,
+    summary="Record a use: which memories shaped a decision",
+    response_model=S.Use,
+)
 def record_use(who: Who, body: UseIn) -> JSONResponse:
     references = [(r.memory_id, r.influence_type, r.score, r.reasoning) for r in body.references]
     use = who.memory.record_use(body.kind, body.query, references, user=who.user)
     return ok(use, 201)
 
 
-@router.get("/uses/{use_id}", tags=["uses"], summary="Explain a use: the memories that shaped it and why",
-            response_model=S.Explanation)
+@router.get(
+    "/uses/{use_id}",
+    tags=["uses"],
+    summary="Explain a use: the memories that shaped it and why",
+    response_model=S.Explanation,
+)
 def explain(who: Who, use_id: int) -> JSONResponse:
     return ok(who.memory.explain(use_id, user=who.user))
 
 
-@router.post("/uses/{use_id}/outcome", tags=["uses"], summary="Learn from the outcome of a use",
-             response_model=S.OutcomeResult)
+@router.post(
+    "/uses/{use_id}/outcome", tags=["uses"], summary="Learn from the outcome of a use", response_model=S.OutcomeResult
+)
 def outcome(who: Who, use_id: int, body: Outcome) -> JSONResponse:
     learn = who.memory.learn_from_outcome
     return ok(learn(use_id, body.outcome, body.correction, user=who.user))
@@ -111,16 +160,30 @@ def outcome(who: Who, use_id: int, body: Outcome) -> JSONResponse:
 # --- greeting, export/import, the user --------------------------------------------------------
 
 
-@router.get("/greeting", tags=["user"], summary="The startup greeting: where things stand, open threads",
-            response_model=S.Greeting)
+@router.get(
+    "/greeting",
+    tags=["user"],
+    summary="The startup greeting: where things stand, open threads",
+    response_model=S.Greeting,
+)
 def greeting(who: Who) -> JSONResponse:
     return ok(who.memory.greet(user=who.user))
 
 
-@router.get("/export", tags=["user"], summary="Everything of this user, as JSON or Markdown",
-            responses={200: {"content": {"application/json": {"schema": {"type": "object"}},
-                                         "text/markdown": {"schema": {"type": "string"}}},
-                             "description": "The export."}})
+@router.get(
+    "/export",
+    tags=["user"],
+    summary="Everything of this user, as JSON or Markdown",
+    responses={
+        200: {
+            "content": {
+                "application/json": {"schema": {"type": "object"}},
+                "text/markdown": {"schema": {"type": "string"}},
+            },
+            "description": "The export.",
+        }
+    },
+)
 def export(who: Who, format: Literal["json", "markdown"] = "json") -> Response:
     text = who.memory.export(format, user=who.user)
     if format == "json":
@@ -128,27 +191,40 @@ def export(who: Who, format: Literal["json", "markdown"] = "json") -> Response:
     return Response(text, media_type="text/markdown; charset=utf-8")
 
 
-@router.post("/import", tags=["user"], summary="Import a JSON export into this user's memory",
-             response_model=S.ImportSummary)
+@router.post(
+    "/import", tags=["user"], summary="Import a JSON export into this user's memory", response_model=S.ImportSummary
+)
 def import_data(who: Who, document: Annotated[dict[str, Any], Body(description="A JSON export.")]) -> JSONResponse:
     summary = who.memory.import_data(json.dumps(document), user=who.user)
     return ok(summary)
 
 
-@router.get("/keys", tags=["user"], summary="This user's API keys (id, label, time, fingerprint; never the key)",
-            response_model=S.Items[S.ApiKey])
+@router.get(
+    "/keys",
+    tags=["user"],
+    summary="This user's API keys (id, label, time, fingerprint; never the key)",
+    response_model=S.Items[S.ApiKey],
+)
 def list_keys(who: Who) -> JSONResponse:
     return ok({"items": who.memory.list_api_keys(user=who.user)})
 
 
-@router.delete("/keys/{key_id}", tags=["user"], summary="Revoke one of this user's API keys (the memory stays)",
-               response_model=S.Revoked)
+@router.delete(
+    "/keys/{key_id}",
+    tags=["user"],
+    summary="Revoke one of this user's API keys (the memory stays)",
+    response_model=S.Revoked,
+)
 def revoke_key(who: Who, key_id: Annotated[int, Path(ge=1)]) -> JSONResponse:
     return ok(who.memory.revoke_api_key(key_id, user=who.user))
 
 
-@router.delete("/user", tags=["user"], summary="Delete this user and everything of theirs (keys included)",
-               response_model=S.Deleted)
+@router.delete(
+    "/user",
+    tags=["user"],
+    summary="Delete this user and everything of theirs (keys included)",
+    response_model=S.Deleted,
+)
 def delete_user(who: Who) -> JSONResponse:
     result = who.memory.delete_user(who.user)
     return ok({"deleted": who.user, "result": result})

@@ -73,8 +73,11 @@ def build_tools(memory: Memory) -> tuple[list[Tool], dict[str, Arguments]]:
         instance = toolset(memory)
         for spec in tool_specs(toolset):
             made = Tool.from_function(
-                _guarded(getattr(instance, spec.name), spec.name, lock), name=spec.name,
-                description=spec.description, annotations=_annotations(spec), structured_output=True,
+                _guarded(getattr(instance, spec.name), spec.name, lock),
+                name=spec.name,
+                description=spec.description,
+                annotations=_annotations(spec),
+                structured_output=True,
             )
             checks[spec.name] = Arguments(made, spec.aliases)
             tools.append(made.model_copy(update={"parameters": checks[spec.name].schema()}))
@@ -147,8 +150,15 @@ def run_workers(db: str, user: str, workers: int, host: str, port: int, embedder
     os.environ["NARRATIVE_USER"] = user
     if embedder:
         os.environ["NARRATIVE_MCP_EMBEDDER"] = embedder
-    uvicorn.run("narrative.interfaces.mcp:worker_app", factory=True, workers=workers, host=host, port=port,
-                log_level="warning", server_header=False)
+    uvicorn.run(
+        "narrative.interfaces.mcp:worker_app",
+        factory=True,
+        workers=workers,
+        host=host,
+        port=port,
+        log_level="warning",
+        server_header=False,
+    )
 
 
 class _MarkedLines(io.RawIOBase):

@@ -37,8 +37,10 @@ class Arguments:
         properties = schema.setdefault("properties", {})
         for alias, name in self.aliases.items():
             described = {k: v for k, v in properties[name].items() if k not in ("title", "description")}
-            properties[alias] = {**described, "description": f"The same as {name} (the name in the Talking Rock "
-                                                             "document); give one of the two."}
+            properties[alias] = {
+                **described,
+                "description": f"The same as {name} (the name in the Talking Rock document); give one of the two.",
+            }
         schema["additionalProperties"] = False
         schema["title"] = f"{self.name}Arguments"
         return schema

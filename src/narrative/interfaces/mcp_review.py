@@ -43,8 +43,9 @@ class ReviewTools:
         narrative: Annotated[str | None, Field(description="The corrected narrative text.")] = None,
         remove_entities: Annotated[
             list[str] | None,
-            Field(description="Preview entity keys (e1, e2, …) of extracted items that are wrong or not worth "
-                              "keeping."),
+            Field(
+                description="Preview entity keys (e1, e2, …) of extracted items that are wrong or not worth keeping."
+            ),
         ] = None,
     ) -> dict[str, Any]:
         """Edit the memory preview before it is confirmed: rewrite its narrative and/or drop extracted items
@@ -109,9 +110,7 @@ class ReviewTools:
         outcome: Annotated[
             Literal["approved", "corrected", "rejected"], Field(description="How the decision turned out.")
         ],
-        correction: Annotated[
-            str | None, Field(description="What was right instead (needed for corrected).")
-        ] = None,
+        correction: Annotated[str | None, Field(description="What was right instead (needed for corrected).")] = None,
     ) -> dict[str, Any]:
         """Record how a memory-informed decision turned out, so later explanations show it: approved,
         corrected (with the correction) or rejected.

@@ -43,8 +43,9 @@ class ToolSpec:
     aliases: dict[str, str] = field(default_factory=dict)  # {seed's argument name: our argument name}
 
 
-def tool(*, read_only: bool = False, destructive: bool = False, aliases: dict[str, str] | None = None
-         ) -> Callable[[F], F]:
+def tool(
+    *, read_only: bool = False, destructive: bool = False, aliases: dict[str, str] | None = None
+) -> Callable[[F], F]:
     """Mark a method as an MCP tool (``read_only``: changes nothing stored; ``aliases``: other names an
     argument may be given under, e.g. the Talking Rock document's ``act_id`` for ``storyline_id``)."""
 
@@ -64,8 +65,16 @@ StorylineId = Annotated[int | None, Field(description="Storyline id (see list_st
 Query = Annotated[str, Field(description="What to look for, in plain words.")]
 Role = Literal["user", "assistant", "system", "tool"]
 EntityType = Literal[
-    "person", "task", "decision", "waiting_on", "question_opened", "question_resolved",
-    "blocker_cleared", "priority_change", "storyline_reference", "insight",
+    "person",
+    "task",
+    "decision",
+    "waiting_on",
+    "question_opened",
+    "question_resolved",
+    "blocker_cleared",
+    "priority_change",
+    "storyline_reference",
+    "insight",
 ]
 
 
@@ -272,8 +281,10 @@ class NarrativeTools:
         self,
         conversation_id: Annotated[
             int | None,
-            Field(description="The conversation whose preview to confirm (the memory awaiting confirmation is "
-                              "named by its conversation; memory_id is accepted for it); omit for the current one."),
+            Field(
+                description="The conversation whose preview to confirm (the memory awaiting confirmation is "
+                "named by its conversation; memory_id is accepted for it); omit for the current one."
+            ),
         ] = None,
         destination_storyline_id: Annotated[
             int | None, Field(description="Storyline to file the memory under; omit for the suggested one.")

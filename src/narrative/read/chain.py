@@ -74,8 +74,12 @@ class RecallChain:
     def to_dict(self) -> dict[str, object]:
         return {
             "memory_id": self.memory.id,
-            "narrative": None if self.narrative is None else {
-                "id": self.narrative.id, "summary": self.narrative.summary, "topic": self.narrative.topic,
+            "narrative": None
+            if self.narrative is None
+            else {
+                "id": self.narrative.id,
+                "summary": self.narrative.summary,
+                "topic": self.narrative.topic,
             },
             "sibling_ids": [m.id for m in self.siblings],
             "earlier": [{"id": n.id, "summary": n.summary, "topic": n.topic} for n in self.earlier],

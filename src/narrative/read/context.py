@@ -80,8 +80,17 @@ from narrative.store.filters import MemoryFilter
 from narrative.store.protocol import Store
 
 __all__ = [
-    "LAYOUT", "MAX_RECENT", "MIN_BUDGET", "SHARES", "ContextBlock", "LineCachedCounter", "Recalled", "SectionInfo",
-    "build_context", "memory_text", "scene_position",
+    "LAYOUT",
+    "MAX_RECENT",
+    "MIN_BUDGET",
+    "SHARES",
+    "ContextBlock",
+    "LineCachedCounter",
+    "Recalled",
+    "SectionInfo",
+    "build_context",
+    "memory_text",
+    "scene_position",
 ]
 
 #: The sections, in the order they are printed.
@@ -331,8 +340,9 @@ def _select(
     seen: set[int] = set()
     for hit in hits:
         seen.add(hit.memory.id)
-        chosen.append(_recalled(hit.memory, len(chosen) + 1, "search", hit.score, str(hit.why()["summary"]),
-                                chat_length))
+        chosen.append(
+            _recalled(hit.memory, len(chosen) + 1, "search", hit.score, str(hit.why()["summary"]), chat_length)
+        )
     if current is None or extra <= 0:
         return chosen
     newest = store.list_memories(user_id, MemoryFilter(storyline_ids=[current.id], limit=3 * extra))
@@ -419,8 +429,14 @@ def _fit_scene(
     pool = list(chosen)
     while pool:
         items = [SceneItem(r.position, r.text, r.memory.importance, r.memory.emotions) for r in pool]
-        scene = build_scene(items, chat_length, budget=limit, counter=counter, settings=settings,
-                            emotional_state=_emotional_state(pool, chat_length, settings))
+        scene = build_scene(
+            items,
+            chat_length,
+            budget=limit,
+            counter=counter,
+            settings=settings,
+            emotional_state=_emotional_state(pool, chat_length, settings),
+        )
         if scene.tokens <= limit:
             return scene, _shown(pool, scene)
         current = [r for r in pool if chat_length - r.position < settings.CURRENT_SCENE_SIZE]
@@ -523,20 +539,28 @@ def _assemble(
     recent = _recent_lines(g.conversation, g.recent) if g.conversation is not None and g.recent else None
     left -= put("recent_messages", recent, recent_cap)
     shown_recent = _info(infos, "recent_messages").shown
-    pool = _without_repeats(chosen, g.recent[len(g.recent) - shown_recent:] if shown_recent else [])
+    pool = _without_repeats(chosen, g.recent[len(g.recent) - shown_recent :] if shown_recent else [])
     scene, kept = _fit_scene(pool, g.chat_length, left, counter) if pool else (None, [])
     scene_text = scene.render() if scene is not None else ""
-    infos.append(SectionInfo("scene_memory", left, 0 if scene is None else scene.tokens, len(kept),
-                             len(pool) - len(kept)))
+    infos.append(
+        SectionInfo("scene_memory", left, 0 if scene is None else scene.tokens, len(kept), len(pool) - len(kept))
+    )
     texts["scene_memory"] = scene_text
     body = [texts[name] for name in LAYOUT if texts.get(name)]
     text = "\n".join(["<context>", *body, "</context>"])
     order = {name: i for i, name in enumerate(LAYOUT)}
     return ContextBlock(
-        query=query, budget=budget, tokens=counter.count(text), counter=counter.identity, text=text,
-        chat_length=g.chat_length, storyline=g.current if texts["storyline"] else None, scene=scene,
-        memories=tuple(kept), conversation=g.conversation,
-        recent=tuple(g.recent[len(g.recent) - shown_recent:]) if shown_recent else (),
+        query=query,
+        budget=budget,
+        tokens=counter.count(text),
+        counter=counter.identity,
+        text=text,
+        chat_length=g.chat_length,
+        storyline=g.current if texts["storyline"] else None,
+        scene=scene,
+        memories=tuple(kept),
+        conversation=g.conversation,
+        recent=tuple(g.recent[len(g.recent) - shown_recent :]) if shown_recent else (),
         threads=tuple(g.threads[: _info(infos, "open_threads").shown]),
         narrative=g.narrative if texts["latest_narrative"] else None,
         auxiliary=tuple(others[: _info(infos, "other_storylines").shown]),

@@ -105,8 +105,13 @@ def outcome_record(
         text += f" Correction: {correction}"
     text += f" Memories that informed it: {ids}."
     references = [
-        UseReference(r.memory_id, r.influence_type, r.score,
-                     f"{outcome.value} (use #{use.id}): {r.reasoning}"[:MAX_REASONING], r.rank)
+        UseReference(
+            r.memory_id,
+            r.influence_type,
+            r.score,
+            f"{outcome.value} (use #{use.id}): {r.reasoning}"[:MAX_REASONING],
+            r.rank,
+        )
         for r in use.references
     ]
     meta: dict[str, Any] = {"use_id": use.id, "kind": use.kind.value, "correction": correction}
@@ -126,8 +131,13 @@ def use_dict(use: Use) -> dict[str, Any]:
         "outcome": use.outcome,
         "meta": dict(use.meta),
         "references": [
-            {"memory_id": r.memory_id, "influence_type": r.influence_type.value, "score": r.score,
-             "reasoning": r.reasoning, "rank": r.rank}
+            {
+                "memory_id": r.memory_id,
+                "influence_type": r.influence_type.value,
+                "score": r.score,
+                "reasoning": r.reasoning,
+                "rank": r.rank,
+            }
             for r in use.references
         ],
     }
@@ -156,8 +166,15 @@ def _snippet(text: str) -> str:
 
 
 def _message_dict(m: Message) -> dict[str, Any]:
-    return {"message_id": m.id, "position": m.position, "role": m.role.value, "speaker": m.speaker,
-            "conversation_id": m.conversation_id, "created_at": m.created_at.isoformat(), "text": _snippet(m.content)}
+    return {
+        "message_id": m.id,
+        "position": m.position,
+        "role": m.role.value,
+        "speaker": m.speaker,
+        "conversation_id": m.conversation_id,
+        "created_at": m.created_at.isoformat(),
+        "text": _snippet(m.content),
+    }
 
 
 def _memory_entry(
@@ -176,8 +193,9 @@ def _memory_entry(
         "source": memory.source.value,
         "importance": memory.importance,
         "created_at": (memory.event_at or memory.created_at).isoformat(),
-        "storyline": None if memory.storyline_id is None else {
-            "id": memory.storyline_id, "name": storylines.get(memory.storyline_id, "")},
+        "storyline": None
+        if memory.storyline_id is None
+        else {"id": memory.storyline_id, "name": storylines.get(memory.storyline_id, "")},
         "narrative_id": memory.narrative_id,
         "conversation_id": memory.conversation_id,
         "message_ids": list(memory.message_ids),
@@ -193,14 +211,20 @@ def explain_use(store: Store, user_id: str, use_id: int) -> dict[str, Any]:
     message_ids = [i for m in memories.values() for i in m.message_ids[-MESSAGES_PER_MEMORY:]]
     messages = {m.id: m for m in store.get_messages(user_id, message_ids)} if message_ids else {}
     storylines = {s.id: s.name for s in store.list_storylines(user_id, include_archived=True)}
-    entries = [_memory_entry(r, memories[r.memory_id], messages, storylines)
-               for r in use.references if r.memory_id in memories]
+    entries = [
+        _memory_entry(r, memories[r.memory_id], messages, storylines) for r in use.references if r.memory_id in memories
+    ]
     result: dict[str, Any] = {
         "use": use_dict(use),
         "memories": entries,
         "outcomes": [
-            {"use_id": u.id, "outcome": u.outcome, "correction": u.meta.get("correction"),
-             "message_id": u.meta.get("message_id"), "created_at": u.created_at.isoformat()}
+            {
+                "use_id": u.id,
+                "outcome": u.outcome,
+                "correction": u.meta.get("correction"),
+                "message_id": u.meta.get("message_id"),
+                "created_at": u.created_at.isoformat(),
+            }
             for u in linked_outcomes(store, user_id, use)
         ],
         "original": None,
@@ -245,8 +269,10 @@ def format_explanation(explanation: dict[str, Any]) -> str:
         lines.append(f"    {e['stream']} memory, {where}, conversation {e['conversation_id']}")
         for m in e["messages"]:
             who = m["speaker"] or m["role"]
-            lines.append(f"    from message #{m['message_id']} (position {m['position']}, conversation "
-                         f"{m['conversation_id']}) {who}: {m['text']}")
+            lines.append(
+                f"    from message #{m['message_id']} (position {m['position']}, conversation "
+                f"{m['conversation_id']}) {who}: {m['text']}"
+            )
         if e["messages_not_shown"]:
             lines.append(f"    … and {e['messages_not_shown']} earlier message(s)")
     for o in explanation["outcomes"]:

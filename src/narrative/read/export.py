@@ -115,7 +115,10 @@ def _memory_block(store: Store, user_id: str, m: MemoryItem, conversations: dict
 
 
 def _storyline_section(
-    store: Store, user_id: str, storyline: Storyline | None, memories: list[MemoryItem],
+    store: Store,
+    user_id: str,
+    storyline: Storyline | None,
+    memories: list[MemoryItem],
     conversations: dict[int, Conversation],
 ) -> list[str]:
     closing = [m for m in memories if m.stream is Stream.NARRATIVE and m.user_reviewed]
@@ -130,8 +133,10 @@ def _storyline_section(
         lines += ["Also remembered:", ""]
         for m in sorted(others, key=lambda m: (m.event_at or m.created_at, m.id)):
             source = _link(conversations, m.conversation_id)
-            lines.append(f"- {(m.event_at or m.created_at):%Y-%m-%d} [{m.stream.value}] {m.content}"
-                         + (f" ({source})" if source else ""))
+            lines.append(
+                f"- {(m.event_at or m.created_at):%Y-%m-%d} [{m.stream.value}] {m.content}"
+                + (f" ({source})" if source else "")
+            )
         lines.append("")
     return lines
 
@@ -140,9 +145,16 @@ def _transcripts(store: Store, user_id: str, conversations: dict[int, Conversati
     lines = ["## Archived conversations", ""]
     for c in sorted(conversations.values(), key=lambda c: c.id):
         title = f" · “{c.title}”" if c.title else ""
-        lines += [f'<a id="{_anchor(c.id)}"></a>', "", f"### Conversation #{c.id}{title} · {c.status.value}", "",
-                  f"Started {c.started_at:%Y-%m-%d %H:%M}, {c.message_count} messages"
-                  + (f", archived {c.archived_at:%Y-%m-%d %H:%M}" if c.archived_at else "") + ".", ""]
+        lines += [
+            f'<a id="{_anchor(c.id)}"></a>',
+            "",
+            f"### Conversation #{c.id}{title} · {c.status.value}",
+            "",
+            f"Started {c.started_at:%Y-%m-%d %H:%M}, {c.message_count} messages"
+            + (f", archived {c.archived_at:%Y-%m-%d %H:%M}" if c.archived_at else "")
+            + ".",
+            "",
+        ]
         for message in store.list_messages(user_id, conversation_id=c.id):
             who = message.speaker or message.role.value
             lines.append(f"- **{who}** ({message.created_at:%H:%M}): {message.content}")
@@ -158,9 +170,13 @@ def export_markdown(store: Store, user_id: str) -> str:
     by_storyline: dict[int | None, list[MemoryItem]] = {}
     for m in memories:
         by_storyline.setdefault(m.storyline_id, []).append(m)
-    lines = [f"# The narrative memory of {user_id}", "",
-             f"{len(memories)} memories in {len(storylines)} storylines, from {len(conversations)} conversations."
-             " Exported by narrative.", ""]
+    lines = [
+        f"# The narrative memory of {user_id}",
+        "",
+        f"{len(memories)} memories in {len(storylines)} storylines, from {len(conversations)} conversations."
+        " Exported by narrative.",
+        "",
+    ]
     order = sorted(storylines, key=lambda s: (s.kind is not StorylineKind.YOUR_STORY, s.id))
     for storyline in order:
         items = by_storyline.get(storyline.id, [])

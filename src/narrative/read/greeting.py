@@ -68,8 +68,14 @@ class Greeting:
             "text": self.text,
             "conversation": None if self.conversation is None else _conversation_dict(self.conversation),
             "recent_messages": [
-                {"id": m.id, "position": m.position, "role": m.role.value, "speaker": m.speaker,
-                 "content": m.content, "created_at": m.created_at.isoformat()}
+                {
+                    "id": m.id,
+                    "position": m.position,
+                    "role": m.role.value,
+                    "speaker": m.speaker,
+                    "content": m.content,
+                    "created_at": m.created_at.isoformat(),
+                }
                 for m in self.recent_messages
             ],
             "running_narrative": _narrative_dict(self.running_narrative),
@@ -77,8 +83,11 @@ class Greeting:
             "waiting_ons": entities(self.waiting_ons),
             "recent_decisions": entities(self.recent_decisions),
             "stale": entities(self.stale),
-            "latest_memory": None if self.latest_memory is None else {
-                "id": self.latest_memory.id, "content": self.latest_memory.content,
+            "latest_memory": None
+            if self.latest_memory is None
+            else {
+                "id": self.latest_memory.id,
+                "content": self.latest_memory.content,
                 "conversation_id": self.latest_memory.conversation_id,
                 "storyline_id": self.latest_memory.storyline_id,
                 "created_at": self.latest_memory.created_at.isoformat(),
@@ -92,15 +101,28 @@ class Greeting:
 
 
 def _entity_dict(e: Entity) -> dict[str, Any]:
-    return {"id": e.id, "type": e.entity_type.value, "name": e.name,
-            "label": entity_label(e.entity_type, e.name, e.data), "conversation_id": e.conversation_id,
-            "storyline_id": e.storyline_id, "created_at": e.created_at.isoformat(), "due": e.data.get("due")}
+    return {
+        "id": e.id,
+        "type": e.entity_type.value,
+        "name": e.name,
+        "label": entity_label(e.entity_type, e.name, e.data),
+        "conversation_id": e.conversation_id,
+        "storyline_id": e.storyline_id,
+        "created_at": e.created_at.isoformat(),
+        "due": e.data.get("due"),
+    }
 
 
 def _conversation_dict(c: Conversation) -> dict[str, Any]:
-    return {"id": c.id, "title": c.title, "status": c.status.value, "message_count": c.message_count,
-            "is_paused": c.is_paused, "started_at": c.started_at.isoformat(),
-            "last_message_at": None if c.last_message_at is None else c.last_message_at.isoformat()}
+    return {
+        "id": c.id,
+        "title": c.title,
+        "status": c.status.value,
+        "message_count": c.message_count,
+        "is_paused": c.is_paused,
+        "started_at": c.started_at.isoformat(),
+        "last_message_at": None if c.last_message_at is None else c.last_message_at.isoformat(),
+    }
 
 
 def _narrative_dict(n: Narrative | None) -> dict[str, Any] | None:
@@ -155,8 +177,10 @@ def _resume(store: Store, user_id: str, active: Conversation, now: datetime, rec
                 break
     title = f"“{active.title}”" if active.title else f"conversation #{active.id}"
     last = active.last_message_at or active.started_at
-    lines = [f"Welcome back. We were in the middle of {title} ({active.message_count} messages; "
-             f"the last one {_ago(last, now)})."]
+    lines = [
+        f"Welcome back. We were in the middle of {title} ({active.message_count} messages; "
+        f"the last one {_ago(last, now)})."
+    ]
     if active.is_paused:
         lines.append("You paused it; it is waiting for you whenever you are ready.")
     if running is not None:
@@ -165,8 +189,9 @@ def _resume(store: Store, user_id: str, active: Conversation, now: datetime, rec
         lines += ["", "The last few messages:"]
         lines += [f"  [{m.position}] {m.speaker or m.role.value}: {_clip(m.content)}" for m in messages]
     lines += ["", "Carry on, or close it when you are done."]
-    return Greeting("resume", "\n".join(lines), conversation=active, recent_messages=messages,
-                    running_narrative=running)
+    return Greeting(
+        "resume", "\n".join(lines), conversation=active, recent_messages=messages, running_narrative=running
+    )
 
 
 def _clip(text: str, limit: int = 160) -> str:
@@ -183,9 +208,7 @@ def _latest_memory(store: Store, user_id: str) -> MemoryItem | None:
     return next((m for m in store.list_memories(user_id, where) if m.user_reviewed), None)
 
 
-def _fresh(
-    store: Store, user_id: str, now: datetime, stale_after_days: int, decision_days: int
-) -> Greeting:
+def _fresh(store: Store, user_id: str, now: datetime, stale_after_days: int, decision_days: int) -> Greeting:
     open_items = open_entities(store, user_id)
     stale_cut = now - timedelta(days=stale_after_days)
     stale = [e for e in open_items if e.created_at <= stale_cut]
@@ -218,13 +241,22 @@ def _fresh(
     else:
         last = store.list_entities(user_id, entity_types=[EntityType.DECISION], limit=1)
         if last:
-            lines += ["", f"No decisions in the last {decision_days} days; the latest was "
-                          f"“{last[0].data.get('what') or last[0].name}” ({last[0].created_at:%Y-%m-%d})."]
+            lines += [
+                "",
+                f"No decisions in the last {decision_days} days; the latest was "
+                f"“{last[0].data.get('what') or last[0].name}” ({last[0].created_at:%Y-%m-%d}).",
+            ]
     if open_items or decisions:
         lines += ["", "What would you like to pick up?"]
     return Greeting(
-        "fresh", "\n".join(lines), open_threads=threads, waiting_ons=waiting, recent_decisions=decisions,
-        stale=stale, latest_memory=latest_memory, latest_narrative=latest_link,
+        "fresh",
+        "\n".join(lines),
+        open_threads=threads,
+        waiting_ons=waiting,
+        recent_decisions=decisions,
+        stale=stale,
+        latest_memory=latest_memory,
+        latest_narrative=latest_link,
         pending_review=pending[0] if pending else None,
     )
 

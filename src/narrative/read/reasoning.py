@@ -66,12 +66,14 @@ EXTRA_SEARCH = 3  # decision / task memories added to a decomposition
 CORRECTION_SCAN = 50  # how many recent uses are read for corrections
 LINE_WORDS = 50
 
+
 class Search(Protocol):
     """Hybrid search for the reasoning context; ``listing`` drops the similarity floor for a named category."""
 
     def __call__(
         self, query: str, k: int, where: MemoryFilter | None = None, listing: bool = False
     ) -> list[SearchHit]: ...
+
 
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'\-]*")
 _HEADINGS: dict[UseKind, tuple[tuple[str, str], ...]] = {
@@ -168,8 +170,15 @@ class ReasoningContext:
 
 
 def _entity_dict(e: Entity) -> dict[str, Any]:
-    return {"id": e.id, "type": e.entity_type.value, "name": e.name, "active": e.is_active,
-            "memory_id": e.memory_id, "storyline_id": e.storyline_id, "created_at": e.created_at.isoformat()}
+    return {
+        "id": e.id,
+        "type": e.entity_type.value,
+        "name": e.name,
+        "active": e.is_active,
+        "memory_id": e.memory_id,
+        "storyline_id": e.storyline_id,
+        "created_at": e.created_at.isoformat(),
+    }
 
 
 # --- entity matching ------------------------------------------------------------------------------------------
@@ -340,15 +349,27 @@ def build_reasoning(
     memories = []
     for pick in picks:
         influence, score, reasoning = _influence(pick, chosen_kind, best)
-        memories.append(ReasoningMemory(
-            pick.memory, influence, score, reasoning, tuple(pick.found_by),
-            tuple(e for e, _, _ in pick.entities), tuple(notes.get(pick.memory.id, ())),
-        ))
+        memories.append(
+            ReasoningMemory(
+                pick.memory,
+                influence,
+                score,
+                reasoning,
+                tuple(pick.found_by),
+                tuple(e for e, _, _ in pick.entities),
+                tuple(notes.get(pick.memory.id, ())),
+            )
+        )
     active: list[Entity] = []
     if include_active_entities:
         active = store.list_entities(user_id, entity_types=sorted(OPEN_ENTITY_TYPES), active=True, limit=50)
     variables = _variables(chosen_kind, memories, active)
     return ReasoningContext(
-        request=request, kind=chosen_kind, memories=tuple(memories), entities=tuple(active),
-        matched_entities=tuple(matched), variables=variables, prompt=prompt_section(chosen_kind, variables),
+        request=request,
+        kind=chosen_kind,
+        memories=tuple(memories),
+        entities=tuple(active),
+        matched_entities=tuple(matched),
+        variables=variables,
+        prompt=prompt_section(chosen_kind, variables),
     )

@@ -372,7 +372,8 @@ def format_scene(
 def auxiliary(storylines: Sequence[Storyline], main_id: int | None, limit: int = 2) -> list[Storyline]:
     """Up to two other recent topic storylines to show beside the main one."""
     others = [
-        s for s in storylines
+        s
+        for s in storylines
         if s.id != main_id and s.kind in (StorylineKind.DETECTED, StorylineKind.USER) and s.last_message_at
     ]
     others.sort(key=lambda s: s.last_message_at or s.created_at, reverse=True)

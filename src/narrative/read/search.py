@@ -120,9 +120,7 @@ def recency_factor(when: datetime, now: datetime, half_life_days: float) -> floa
     return float(0.5 ** (age_days / half_life_days)) if half_life_days > 0 else 1.0
 
 
-def fuse(
-    ranked_lists: Sequence[Sequence[int]], rrf_k: int, weights: Sequence[float] | None = None
-) -> dict[int, float]:
+def fuse(ranked_lists: Sequence[Sequence[int]], rrf_k: int, weights: Sequence[float] | None = None) -> dict[int, float]:
     """(Weighted) reciprocal rank fusion of id lists (rank 1 is best)."""
     fused: dict[int, float] = {}
     for index, ranked in enumerate(ranked_lists):
@@ -186,9 +184,19 @@ def hybrid_search(
         shown = tuple(sorted(shows.get(memory.id, ())))
         hits.append(
             SearchHit(
-                memory, score, fused[memory.id], b_rank, b_score, v_rank, v_sim, recency, weights,
-                also=tuple(folded.get(memory.id, ())), floor=params.similarity_floor,
-                shown=shown, text=shown_text(memory, shown, messages),
+                memory,
+                score,
+                fused[memory.id],
+                b_rank,
+                b_score,
+                v_rank,
+                v_sim,
+                recency,
+                weights,
+                also=tuple(folded.get(memory.id, ())),
+                floor=params.similarity_floor,
+                shown=shown,
+                text=shown_text(memory, shown, messages),
             )
         )
     return hits

@@ -40,7 +40,14 @@ TABLES: tuple[str, ...] = (
 )
 #: Tables whose rows have an integer ``id`` of their own (renumbered on import).
 ID_TABLES: tuple[str, ...] = (
-    "storylines", "conversations", "messages", "narratives", "memories", "entities", "state_deltas", "uses",
+    "storylines",
+    "conversations",
+    "messages",
+    "narratives",
+    "memories",
+    "entities",
+    "state_deltas",
+    "uses",
     "routing_decisions",
 )
 #: table → {column → the table it references}.
@@ -48,14 +55,19 @@ REFERENCES: dict[str, dict[str, str]] = {
     "storyline_vectors": {"storyline_id": "storylines"},
     "messages": {"conversation_id": "conversations", "storyline_id": "storylines"},
     "narratives": {
-        "previous_narrative_id": "narratives", "storyline_id": "storylines", "conversation_id": "conversations",
+        "previous_narrative_id": "narratives",
+        "storyline_id": "storylines",
+        "conversation_id": "conversations",
     },
     "memories": {"conversation_id": "conversations", "storyline_id": "storylines", "narrative_id": "narratives"},
     "memory_sources": {"memory_id": "memories", "message_id": "messages"},
     "memory_vectors": {"memory_id": "memories"},
     "entities": {
-        "memory_id": "memories", "conversation_id": "conversations", "storyline_id": "storylines",
-        "resolved_by_memory_id": "memories", "resolved_by_entity_id": "entities",
+        "memory_id": "memories",
+        "conversation_id": "conversations",
+        "storyline_id": "storylines",
+        "resolved_by_memory_id": "memories",
+        "resolved_by_entity_id": "entities",
     },
     "state_deltas": {"memory_id": "memories", "conversation_id": "conversations"},
     "uses": {"conversation_id": "conversations"},
@@ -64,10 +76,19 @@ REFERENCES: dict[str, dict[str, str]] = {
 }
 #: Keys inside JSON values that hold ids, and the table each points at.
 JSON_ID_KEYS: dict[str, str] = {
-    "message_id": "messages", "message_ids": "messages", "entity_id": "entities", "entity_ids": "entities",
-    "resolved_by_entity_id": "entities", "storyline_id": "storylines", "current_storyline_id": "storylines",
-    "conversation_id": "conversations", "from_conversation": "conversations", "memory_id": "memories",
-    "memory_ids": "memories", "narrative_id": "narratives", "use_id": "uses",
+    "message_id": "messages",
+    "message_ids": "messages",
+    "entity_id": "entities",
+    "entity_ids": "entities",
+    "resolved_by_entity_id": "entities",
+    "storyline_id": "storylines",
+    "current_storyline_id": "storylines",
+    "conversation_id": "conversations",
+    "from_conversation": "conversations",
+    "memory_id": "memories",
+    "memory_ids": "memories",
+    "narrative_id": "narratives",
+    "use_id": "uses",
 }
 #: JSON-valued columns and the container each must hold.
 JSON_SHAPES: dict[str, dict[str, type]] = {
@@ -232,14 +253,13 @@ def remap_row(table: str, row: Mapping[str, Any], ids: IdMap, number: int) -> di
             continue
         new = ids.get(target, {}).get(value) if isinstance(value, int) and not isinstance(value, bool) else None
         if new is None:
-            raise ValidationError(
-                f"{table} row {number}: {column} {value!r} is not a row of this export", field=table
-            )
+            raise ValidationError(f"{table} row {number}: {column} {value!r} is not a row of this export", field=table)
         out[column] = new
     for column in JSON_SHAPES.get(table, {}):
         if out.get(column) is not None:
             out[column] = (
-                _remap_ids(out[column], "memories", ids) if (table, column) == ("narratives", "memory_ids")
+                _remap_ids(out[column], "memories", ids)
+                if (table, column) == ("narratives", "memory_ids")
                 else _remap_json(out[column], ids)
             )
     return out
@@ -247,8 +267,10 @@ def remap_row(table: str, row: Mapping[str, Any], ids: IdMap, number: int) -> di
 
 def _remap_json(value: Any, ids: IdMap) -> Any:
     if isinstance(value, dict):
-        return {k: _remap_ids(v, JSON_ID_KEYS[k], ids) if k in JSON_ID_KEYS else _remap_json(v, ids)
-                for k, v in value.items()}
+        return {
+            k: _remap_ids(v, JSON_ID_KEYS[k], ids) if k in JSON_ID_KEYS else _remap_json(v, ids)
+            for k, v in value.items()
+        }
     if isinstance(value, list):
         return [_remap_json(v, ids) for v in value]
     return value
@@ -265,4 +287,3 @@ def _remap_ids(value: Any, table: str, ids: IdMap) -> Any:
 
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
-

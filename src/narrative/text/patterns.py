@@ -74,9 +74,7 @@ STOPWORDS = lex(
     """
 )
 
-PRONOUNS = lex(
-    "i me my mine you your yours he him his she her hers it its we us our ours they them their theirs"
-)
+PRONOUNS = lex("i me my mine you your yours he him his she her hers it its we us our ours they them their theirs")
 WEEKDAYS_MONTHS = lex(
     """
     monday tuesday wednesday thursday friday saturday sunday mon tue tues wed thu thur thurs fri sat sun
@@ -106,9 +104,7 @@ PLACE_SUFFIXES = lex(
     league cup championship tournament series show project program programme lab labs department
     """
 )
-PLACE_PREFIXES = lex(
-    "new north south east west saint st los las san santa mount lake grand great united fort port"
-)
+PLACE_PREFIXES = lex("new north south east west saint st los las san santa mount lake grand great united fort port")
 #: Words right before a capitalised token that make it a place, a thing or a title, not a person.
 NON_PERSON_LEFT = lex(
     """

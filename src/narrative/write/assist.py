@@ -71,11 +71,17 @@ class LLMTurnAssist:
 
     def continuity(self, storyline: Storyline, previous: str, text: str) -> bool | None:
         reply = ask_json(
-            self.llm, self.budget, "continuity_check",
+            self.llm,
+            self.budget,
+            "continuity_check",
             {
-                "storyline_name": storyline.name, "storyline_keywords": ", ".join(storyline.keywords),
-                "storyline_summary": storyline.summary or "(none yet)", "previous_query": previous,
-                "previous_response": "", "elapsed": "moments ago", "message": text,
+                "storyline_name": storyline.name,
+                "storyline_keywords": ", ".join(storyline.keywords),
+                "storyline_summary": storyline.summary or "(none yet)",
+                "previous_query": previous,
+                "previous_response": "",
+                "elapsed": "moments ago",
+                "message": text,
             },
             _continuity,
         )
@@ -83,16 +89,25 @@ class LLMTurnAssist:
 
     def storyline_summary(self, storyline: Storyline, text: str) -> dict[str, Any] | None:
         return ask_json(
-            self.llm, self.budget, "storyline_summary",
-            {"name": storyline.name, "keywords": ", ".join(storyline.keywords),
-             "summary": storyline.summary or "(empty)", "exchange": text},
+            self.llm,
+            self.budget,
+            "storyline_summary",
+            {
+                "name": storyline.name,
+                "keywords": ", ".join(storyline.keywords),
+                "summary": storyline.summary or "(empty)",
+                "exchange": text,
+            },
             _summary,
         )
 
     def narrative_sentence(self, topic: str, previous_summary: str, text: str) -> str | None:
         sentence = ask_text(
-            self.llm, self.budget, "narrative_update",
-            {"topic": topic, "narrative": previous_summary, "exchange": text}, max_tokens=120,
+            self.llm,
+            self.budget,
+            "narrative_update",
+            {"topic": topic, "narrative": previous_summary, "exchange": text},
+            max_tokens=120,
         )
         # one sentence was asked for, about this topic and exchange: anything else is not stored
         material = f"{topic}\n{previous_summary}\n{text}"
@@ -107,8 +122,11 @@ class LLMTurnAssist:
         fallback = self.heuristic.extract_turn(text, speaker=speaker, role=role, previous=previous)
         user_input, response = (text, "") if role == "user" else (previous or "", text)
         reply = ask_json(
-            self.llm, self.budget, "turn_extraction",
-            {"storyline": "", "user_input": user_input, "agent_response": response}, _extraction,
+            self.llm,
+            self.budget,
+            "turn_extraction",
+            {"storyline": "", "user_input": user_input, "agent_response": response},
+            _extraction,
         )
         if reply is None:
             return fallback
@@ -124,28 +142,35 @@ def _from_reply(reply: dict[str, Any], fallback: TurnExtraction) -> TurnExtracti
         ExtractedDecision(
             str(d.get("decision", "")),
             DecisionDetails(
-                decision=str(d.get("decision", "")), rationale=str(d.get("rationale", "")),
+                decision=str(d.get("decision", "")),
+                rationale=str(d.get("rationale", "")),
                 alternatives_considered=tuple(str(a) for a in d.get("alternatives", []) if a),
-                decision_type=str(d.get("decision_type", "scope")), confidence=float(d.get("confidence", 0.5)),
+                decision_type=str(d.get("decision_type", "scope")),
+                confidence=float(d.get("confidence", 0.5)),
                 reversible=bool(d.get("reversible", True)),
             ),
         )
-        for d in reply.get("decisions", []) if isinstance(d, dict) and d.get("decision")
+        for d in reply.get("decisions", [])
+        if isinstance(d, dict) and d.get("decision")
     )
     research = tuple(
         ExtractedResearch(
             str(r.get("content", "")),
             ResearchDetails(
-                source_type=str(r.get("source_type", "note")), source_reference=r.get("source_reference") or None,
-                author=r.get("author") or None, work_title=r.get("work_title") or None,
+                source_type=str(r.get("source_type", "note")),
+                source_reference=r.get("source_reference") or None,
+                author=r.get("author") or None,
+                work_title=r.get("work_title") or None,
                 page_reference=r.get("page_reference") or None,
             ),
         )
-        for r in reply.get("research", []) if isinstance(r, dict) and r.get("content")
+        for r in reply.get("research", [])
+        if isinstance(r, dict) and r.get("content")
     )
     entities = tuple(
         ExtractedEntity(EntityType(e["type"]), str(e["name"]), {"detail": str(e.get("detail", ""))})
-        for e in reply.get("entities", []) if isinstance(e, dict) and e.get("type") in _ENTITY_TYPES and e.get("name")
+        for e in reply.get("entities", [])
+        if isinstance(e, dict) and e.get("type") in _ENTITY_TYPES and e.get("name")
     )
     question_type = reply.get("question_type")
     return TurnExtraction(

@@ -62,9 +62,7 @@ def narrative_stamp(store: Store, user_id: str, storyline_id: int | None) -> int
     return None if latest is None else latest.id
 
 
-def store_memories(
-    store: Store, user_id: str, memories: Sequence[MemoryItem], embedder: Embedder
-) -> list[MemoryItem]:
+def store_memories(store: Store, user_id: str, memories: Sequence[MemoryItem], embedder: Embedder) -> list[MemoryItem]:
     """Insert memories (stamping their narrative) and, with an embedder, their vectors, in one transaction."""
     stored: list[MemoryItem] = []
     with store.transaction():
@@ -85,7 +83,10 @@ def put_vectors(store: Store, user_id: str, memories: Sequence[MemoryItem], embe
 
 
 def add_memories(
-    store: Store, user_id: str, memories: Sequence[MemoryItem], embedder: Embedder,
+    store: Store,
+    user_id: str,
+    memories: Sequence[MemoryItem],
+    embedder: Embedder,
     vectors: np.ndarray | None = None,
 ) -> list[MemoryItem]:
     """Check every memory's references, then store them all in one transaction, embedded by ``embedder`` or
@@ -101,8 +102,14 @@ def add_memories(
 
 
 def edit_memory(
-    store: Store, user_id: str, memory_id: int, changes: dict[str, Any], remove: Iterable[int],
-    add: Iterable[object], embedder: Embedder, now: datetime,
+    store: Store,
+    user_id: str,
+    memory_id: int,
+    changes: dict[str, Any],
+    remove: Iterable[int],
+    add: Iterable[object],
+    embedder: Embedder,
+    now: datetime,
 ) -> MemoryItem:
     """Apply ``changes`` (see :func:`memory_changes`), remove the memory's entities ``remove``, add ``add``."""
     with store.transaction():
@@ -122,7 +129,11 @@ def edit_memory(
 
 
 def memory_changes(
-    store: Store, user_id: str, memory_id: int, content: str | None, importance: int | None,
+    store: Store,
+    user_id: str,
+    memory_id: int,
+    content: str | None,
+    importance: int | None,
     emotions: Sequence[str] | None,
 ) -> dict[str, Any]:
     """The checked fields an edit changes; the first edit of the text keeps the original."""
@@ -145,5 +156,13 @@ def _add_entity(store: Store, user_id: str, memory: MemoryItem, item: object, no
         raise ValidationError("each entity to add must be an object", field="entities_to_add")
     kind = require_choice(EntityType, item.get("type") or item.get("entity_type"), "entities_to_add.type")
     name = require_text(item.get("name"), "entities_to_add.name", 500).strip()
-    store.insert_entity(user_id, kind, name, now, data=dict(item.get("data") or {}), memory_id=memory.id,
-                        conversation_id=memory.conversation_id, storyline_id=memory.storyline_id)
+    store.insert_entity(
+        user_id,
+        kind,
+        name,
+        now,
+        data=dict(item.get("data") or {}),
+        memory_id=memory.id,
+        conversation_id=memory.conversation_id,
+        storyline_id=memory.storyline_id,
+    )

@@ -102,9 +102,14 @@ class Preview:
 
     def changes(self) -> dict[str, list[dict[str, Any]]]:
         """The deltas by the seed's categories (new_waiting_ons, resolved_threads, …)."""
-        names = {DeltaType.NEW_WAITING_ON: "new_waiting_ons", DeltaType.RESOLVED_WAITING_ON: "resolved_waiting_ons",
-                 DeltaType.NEW_THREAD: "new_open_threads", DeltaType.RESOLVED_THREAD: "resolved_threads",
-                 DeltaType.PRIORITY_CHANGE: "priority_changes", DeltaType.STORYLINE_UPDATE: "storyline_updates"}
+        names = {
+            DeltaType.NEW_WAITING_ON: "new_waiting_ons",
+            DeltaType.RESOLVED_WAITING_ON: "resolved_waiting_ons",
+            DeltaType.NEW_THREAD: "new_open_threads",
+            DeltaType.RESOLVED_THREAD: "resolved_threads",
+            DeltaType.PRIORITY_CHANGE: "priority_changes",
+            DeltaType.STORYLINE_UPDATE: "storyline_updates",
+        }
         out: dict[str, list[dict[str, Any]]] = {}
         for d in self.deltas:
             out.setdefault(names[d.delta_type], []).append(d.data)
@@ -112,27 +117,46 @@ class Preview:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "conversation_id": self.conversation_id, "title": self.title, "narrative": self.narrative,
-            "original_narrative": self.original_narrative, "user_edited": self.user_edited,
-            "entities": [e.to_dict() for e in self.entities], "removed": self.removed,
-            "extracted": self.extracted(), "deltas": [d.to_dict() for d in self.deltas], "changes": self.changes(),
-            "destination": self.destination.to_dict(), "suggestion": self.suggestion.to_dict(),
-            "message_ids": self.message_ids, "importance": self.importance, "emotions": self.emotions,
-            "model": self.model, "passes": self.passes, "duration_ms": self.duration_ms,
+            "conversation_id": self.conversation_id,
+            "title": self.title,
+            "narrative": self.narrative,
+            "original_narrative": self.original_narrative,
+            "user_edited": self.user_edited,
+            "entities": [e.to_dict() for e in self.entities],
+            "removed": self.removed,
+            "extracted": self.extracted(),
+            "deltas": [d.to_dict() for d in self.deltas],
+            "changes": self.changes(),
+            "destination": self.destination.to_dict(),
+            "suggestion": self.suggestion.to_dict(),
+            "message_ids": self.message_ids,
+            "importance": self.importance,
+            "emotions": self.emotions,
+            "model": self.model,
+            "passes": self.passes,
+            "duration_ms": self.duration_ms,
             "computed_at": self.computed_at.isoformat(),
         }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Preview:
         return cls(
-            conversation_id=d["conversation_id"], title=d.get("title", ""), narrative=d["narrative"],
+            conversation_id=d["conversation_id"],
+            title=d.get("title", ""),
+            narrative=d["narrative"],
             entities=[PreviewEntity.from_dict(e) for e in d["entities"]],
             deltas=[ProposedDelta(DeltaType(x["type"]), dict(x["data"])) for x in d["deltas"]],
-            destination=Destination(**d["destination"]), suggestion=Destination(**d["suggestion"]),
-            message_ids=list(d["message_ids"]), computed_at=datetime.fromisoformat(d["computed_at"]),
-            model=d.get("model", "heuristic"), passes=d.get("passes", 1), duration_ms=d.get("duration_ms", 0),
-            importance=d.get("importance", 3), emotions=list(d.get("emotions", [])),
-            original_narrative=d.get("original_narrative"), user_edited=d.get("user_edited", False),
+            destination=Destination(**d["destination"]),
+            suggestion=Destination(**d["suggestion"]),
+            message_ids=list(d["message_ids"]),
+            computed_at=datetime.fromisoformat(d["computed_at"]),
+            model=d.get("model", "heuristic"),
+            passes=d.get("passes", 1),
+            duration_ms=d.get("duration_ms", 0),
+            importance=d.get("importance", 3),
+            emotions=list(d.get("emotions", [])),
+            original_narrative=d.get("original_narrative"),
+            user_edited=d.get("user_edited", False),
             removed=list(d.get("removed", [])),
         )
 
@@ -151,9 +175,12 @@ class Preview:
         if not any(d.delta_type in (DeltaType.NEW_WAITING_ON, DeltaType.RESOLVED_WAITING_ON) for d in self.deltas):
             lines.append("  • No new waiting-ons")
         dest, how = self.destination, "suggested" if self.destination == self.suggestion else "chosen by you"
-        lines += ["", f"Destination: {dest.name} (#{dest.storyline_id}, {how}; confidence {dest.confidence:.2f}:"
-                      f" {dest.reason})", "",
-                  *(actions if actions is not None else ["[confirm] [edit] [redirect] [split] [resume]"])]
+        lines += [
+            "",
+            f"Destination: {dest.name} (#{dest.storyline_id}, {how}; confidence {dest.confidence:.2f}: {dest.reason})",
+            "",
+            *(actions if actions is not None else ["[confirm] [edit] [redirect] [split] [resume]"]),
+        ]
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -178,9 +205,7 @@ def _delta_line(d: ProposedDelta) -> str:
 # --- building the preview ----------------------------------------------------------------------
 
 
-def build_preview(
-    store: Store, user_id: str, conversation: Conversation, now: datetime, tools: CloseTools
-) -> Preview:
+def build_preview(store: Store, user_id: str, conversation: Conversation, now: datetime, tools: CloseTools) -> Preview:
     """Compute the preview of closing ``conversation`` (reads only; the caller persists it)."""
     started = time.perf_counter()
     assist = tools.assist if tools.assist is not None else None
@@ -204,28 +229,53 @@ def build_preview(
         suggestion = assist.route(narrative, extracted_summary(entities), store.list_storylines(user_id)) or suggestion
     felt = [x for m in exchanges if user_said(m) for x in m.emotions]
     return Preview(
-        conversation_id=conversation.id, title=conversation.title, narrative=narrative, entities=entities,
-        deltas=compute_deltas(store, user_id, conversation.id, entities, resolutions), destination=suggestion,
-        suggestion=suggestion, message_ids=[m.id for m in messages], computed_at=now,
+        conversation_id=conversation.id,
+        title=conversation.title,
+        narrative=narrative,
+        entities=entities,
+        deltas=compute_deltas(store, user_id, conversation.id, entities, resolutions),
+        destination=suggestion,
+        suggestion=suggestion,
+        message_ids=[m.id for m in messages],
+        computed_at=now,
         model=assist.identity if assist is not None and assist.calls else "heuristic",
         passes=1 + (assist.calls if assist is not None else 0),
         duration_ms=int((time.perf_counter() - started) * 1000),
-        importance=importance_of(entities, resolutions, exchanges), emotions=list(dict.fromkeys(felt))[:4],
+        importance=importance_of(entities, resolutions, exchanges),
+        emotions=list(dict.fromkeys(felt))[:4],
     )
 
 
 def _resolutions(
-    store: Store, user_id: str, conversation_id: int, messages: Sequence[Message],
-    entities: Sequence[PreviewEntity], tools: CloseTools,
+    store: Store,
+    user_id: str,
+    conversation_id: int,
+    messages: Sequence[Message],
+    entities: Sequence[PreviewEntity],
+    tools: CloseTools,
 ) -> list[resolve.Resolution]:
     """Open items this conversation settles: earlier ones, and its own when a later turn settles them."""
-    own = [e for e in store.list_entities(user_id, conversation_id=conversation_id, active=True, limit=100_000)
-           if e.entity_type in OPEN_ENTITY_TYPES]
-    earlier = [e for e in store.list_entities(user_id, entity_types=list(OPEN_ENTITY_TYPES), active=True, limit=500)
-               if e.conversation_id != conversation_id]
+    own = [
+        e
+        for e in store.list_entities(user_id, conversation_id=conversation_id, active=True, limit=100_000)
+        if e.entity_type in OPEN_ENTITY_TYPES
+    ]
+    earlier = [
+        e
+        for e in store.list_entities(user_id, entity_types=list(OPEN_ENTITY_TYPES), active=True, limit=500)
+        if e.conversation_id != conversation_id
+    ]
     earlier.sort(key=lambda e: (e.created_at, e.id))
-    tagged = [(e.entity_type, e.entity_ids[0] if e.entity_ids else None, None if e.entity_ids else e.key,
-               e.message_id or -1, str(e.data.get("sentence", ""))) for e in entities]
+    tagged = [
+        (
+            e.entity_type,
+            e.entity_ids[0] if e.entity_ids else None,
+            None if e.entity_ids else e.key,
+            e.message_id or -1,
+            str(e.data.get("sentence", "")),
+        )
+        for e in entities
+    ]
     evidence = resolve.evidence_from(messages, tagged)
     judge = None if tools.assist is None else tools.assist.resolves
     return resolve.find_resolutions([*earlier, *own], evidence, judge=judge, similarity=tools.similarity)
@@ -256,8 +306,9 @@ def recompose(store: Store, user_id: str, conversation: Conversation, preview: P
     messages = store.list_messages(user_id, conversation_id=conversation.id)
     kept = preview.kept
     gone = {i for e in preview.entities if e.key in preview.removed for i in e.entity_ids}
-    resolutions = [r for r in _resolutions(store, user_id, conversation.id, messages, kept, tools)
-                   if r.entity.id not in gone]
+    resolutions = [
+        r for r in _resolutions(store, user_id, conversation.id, messages, kept, tools) if r.entity.id not in gone
+    ]
     preview.deltas = compute_deltas(store, user_id, conversation.id, kept, resolutions)
     if preview.user_edited:
         return preview
@@ -267,8 +318,7 @@ def recompose(store: Store, user_id: str, conversation: Conversation, preview: P
     text = None
     if tools.assist is not None and messages:
         when = f"{conversation.started_at:%Y-%m-%d}"
-        text = tools.assist.narrative(extracted_summary(kept), preview.destination.name, when,
-                                      duration_text(messages))
+        text = tools.assist.narrative(extracted_summary(kept), preview.destination.name, when, duration_text(messages))
     preview.narrative = text or compose_narrative(messages, kept, resolutions, exchanges)
     return preview
 
@@ -325,17 +375,22 @@ class ConfirmResult:
     def to_dict(self) -> dict[str, Any]:
         end = self.end
         return {
-            "conversation_id": self.conversation.id, "status": self.conversation.status.value,
-            "memories": [{"id": m.id, "storyline_id": m.storyline_id, "content": m.content,
-                          "user_edited": m.user_edited} for m in self.memories],
+            "conversation_id": self.conversation.id,
+            "status": self.conversation.status.value,
+            "memories": [
+                {"id": m.id, "storyline_id": m.storyline_id, "content": m.content, "user_edited": m.user_edited}
+                for m in self.memories
+            ],
             "entity_ids": [e.id for e in self.entities],
             "deltas": [{"id": d.id, "type": d.delta_type.value, "applied": d.applied} for d in self.deltas],
             "resolved_entity_ids": [e.id for e in self.resolved],
             "sealed_narrative_ids": [] if end is None else [n.id for n in end.sealed],
             "reflection_ids": [] if end is None else [m.id for m in end.reflections],
-            "compression": {"model": self.conversation.compression_model,
-                            "passes": self.conversation.compression_passes,
-                            "duration_ms": self.conversation.compression_duration_ms},
+            "compression": {
+                "model": self.conversation.compression_model,
+                "passes": self.conversation.compression_passes,
+                "duration_ms": self.conversation.compression_duration_ms,
+            },
         }
 
     def text(self) -> str:
@@ -365,35 +420,64 @@ def commit(
         memories: list[MemoryItem] = []
         if messages and parts:
             owners = [_owner(e, parts) for e in preview.kept]
-            memories = store_memories([
-                _memory(user_id, preview, p, [e for e, o in zip(preview.kept, owners, strict=True) if o == i],
-                        messages, now, stamp(p.storyline_id))
-                for i, p in enumerate(parts)
-            ])
+            memories = store_memories(
+                [
+                    _memory(
+                        user_id,
+                        preview,
+                        p,
+                        [e for e, o in zip(preview.kept, owners, strict=True) if o == i],
+                        messages,
+                        now,
+                        stamp(p.storyline_id),
+                    )
+                    for i, p in enumerate(parts)
+                ]
+            )
         entities, key_ids = attach_entities(store, user_id, preview, parts, memories, now)
         deltas, resolved = apply_deltas(store, user_id, preview, memories, key_ids, now)
         end = finish()
         store.set_preview(user_id, cid, None)
         spent = preview.duration_ms + int((time.perf_counter() - started) * 1000)
-        conversation = lifecycle.archive(store, user_id, cid, now, model=preview.model, passes=preview.passes,
-                                         duration_ms=spent)
+        conversation = lifecycle.archive(
+            store, user_id, cid, now, model=preview.model, passes=preview.passes, duration_ms=spent
+        )
     return ConfirmResult(conversation, memories, entities, deltas, resolved, end)
 
 
-def _memory(user_id: str, preview: Preview, part: Part, carried: Sequence[PreviewEntity],
-            messages: Sequence[Message], now: datetime, narrative_id: int | None) -> MemoryItem:
+def _memory(
+    user_id: str,
+    preview: Preview,
+    part: Part,
+    carried: Sequence[PreviewEntity],
+    messages: Sequence[Message],
+    now: datetime,
+    narrative_id: int | None,
+) -> MemoryItem:
     """One part's memory; its key points are the extracted items it carries (see :func:`_owner`)."""
     text = require_text(part.narrative, "narrative", 5000).strip()
     edited = text != preview.narrative or preview.user_edited
     original = preview.original_narrative or preview.narrative
-    points = "; ".join(f"{LABELS[e.entity_type]}: {e.label}" for e in carried
-                       if e.entity_type is not EntityType.PERSON)
+    points = "; ".join(f"{LABELS[e.entity_type]}: {e.label}" for e in carried if e.entity_type is not EntityType.PERSON)
     return MemoryItem(
-        id=0, user_id=user_id, stream=Stream.NARRATIVE, source=Source.NARRATIVE, content=text,
-        importance=preview.importance, emotions=tuple(preview.emotions), conversation_id=preview.conversation_id,
-        storyline_id=part.storyline_id, narrative_id=narrative_id, message_ids=tuple(m.id for m in messages),
-        key_points=points[:2000], user_reviewed=True, user_edited=edited, original_content=original if edited else None,
-        extraction_model=preview.model, created_at=now, event_at=messages[-1].created_at,
+        id=0,
+        user_id=user_id,
+        stream=Stream.NARRATIVE,
+        source=Source.NARRATIVE,
+        content=text,
+        importance=preview.importance,
+        emotions=tuple(preview.emotions),
+        conversation_id=preview.conversation_id,
+        storyline_id=part.storyline_id,
+        narrative_id=narrative_id,
+        message_ids=tuple(m.id for m in messages),
+        key_points=points[:2000],
+        user_reviewed=True,
+        user_edited=edited,
+        original_content=original if edited else None,
+        extraction_model=preview.model,
+        created_at=now,
+        event_at=messages[-1].created_at,
     )
 
 
@@ -422,13 +506,26 @@ def attach_entities(
         return attached, key_ids
     for e in preview.kept:
         memory = memories[_owner(e, parts)]
-        rows = [store.update_entity(user_id, eid, memory_id=memory.id, storyline_id=memory.storyline_id)
-                for eid in e.entity_ids if eid in existing]
+        rows = [
+            store.update_entity(user_id, eid, memory_id=memory.id, storyline_id=memory.storyline_id)
+            for eid in e.entity_ids
+            if eid in existing
+        ]
         if not e.entity_ids:
             active = str(e.data.get("status", "")).lower() != "completed"
-            rows = [store.insert_entity(
-                user_id, e.entity_type, e.name, now, data=e.data, memory_id=memory.id,
-                conversation_id=preview.conversation_id, storyline_id=memory.storyline_id, is_active=active)]
+            rows = [
+                store.insert_entity(
+                    user_id,
+                    e.entity_type,
+                    e.name,
+                    now,
+                    data=e.data,
+                    memory_id=memory.id,
+                    conversation_id=preview.conversation_id,
+                    storyline_id=memory.storyline_id,
+                    is_active=active,
+                )
+            ]
         attached += rows
         if rows:
             key_ids[e.key] = rows[0].id
@@ -452,13 +549,18 @@ def apply_deltas(
             except NotFound:  # deleted since the preview: nothing to resolve
                 continue
             if target.is_active:
-                resolved.append(store.resolve_entity(user_id, target.id, now, resolved_by_memory_id=first,
-                                                     resolved_by_entity_id=by_entity))
+                resolved.append(
+                    store.resolve_entity(
+                        user_id, target.id, now, resolved_by_memory_id=first, resolved_by_entity_id=by_entity
+                    )
+                )
             else:
                 data["already_resolved"] = True
         elif data.get("key") in preview.removed:
             continue
-        stored.append(store.insert_state_delta(user_id, d.delta_type, data, now, memory_id=first,
-                                               conversation_id=preview.conversation_id, applied=True))
+        stored.append(
+            store.insert_state_delta(
+                user_id, d.delta_type, data, now, memory_id=first, conversation_id=preview.conversation_id, applied=True
+            )
+        )
     return stored, resolved
-

@@ -67,7 +67,6 @@ LABELS: dict[EntityType, str] = {
 SUGGEST_AT = 0.5  # below this confidence the suggestion stays Your Story
 
 
-
 # --- what a preview is made of ------------------------------------------------------------------
 
 
@@ -88,13 +87,27 @@ class PreviewEntity:
         return entity_label(self.entity_type, self.name, self.data)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"key": self.key, "type": self.entity_type.value, "name": self.name, "data": self.data,
-                "entity_ids": self.entity_ids, "storyline_id": self.storyline_id, "message_id": self.message_id}
+        return {
+            "key": self.key,
+            "type": self.entity_type.value,
+            "name": self.name,
+            "data": self.data,
+            "entity_ids": self.entity_ids,
+            "storyline_id": self.storyline_id,
+            "message_id": self.message_id,
+        }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> PreviewEntity:
-        return cls(d["key"], EntityType(d["type"]), d["name"], dict(d.get("data") or {}), list(d["entity_ids"]),
-                   d.get("storyline_id"), d.get("message_id"))
+        return cls(
+            d["key"],
+            EntityType(d["type"]),
+            d["name"],
+            dict(d.get("data") or {}),
+            list(d["entity_ids"]),
+            d.get("storyline_id"),
+            d.get("message_id"),
+        )
 
 
 @dataclass(frozen=True)
@@ -114,9 +127,12 @@ class Destination:
     reason: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {"storyline_id": self.storyline_id, "name": self.name, "confidence": self.confidence,
-                "reason": self.reason}
-
+        return {
+            "storyline_id": self.storyline_id,
+            "name": self.name,
+            "confidence": self.confidence,
+            "reason": self.reason,
+        }
 
 
 # --- the LLM's part ----------------------------------------------------------------------------
@@ -143,7 +159,6 @@ class CloseTools:
     similarity: resolve.Similarity | None = None
 
 
-
 def public_data(data: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in data.items() if k not in ("sentence", "speaker")}
 
@@ -154,8 +169,9 @@ def gather_entities(
     """Stored per-turn entities consolidated by (type, name), plus those of messages never processed."""
     items: dict[tuple[EntityType, str], PreviewEntity] = {}
 
-    def add(kind: EntityType, name: str, data: dict[str, Any], eid: int | None, sid: int | None,
-            mid: int | None) -> None:
+    def add(
+        kind: EntityType, name: str, data: dict[str, Any], eid: int | None, sid: int | None, mid: int | None
+    ) -> None:
         key = (kind, name.casefold().strip())
         item = items.get(key)
         if item is None:
@@ -195,8 +211,9 @@ def merge_entities(entities: list[PreviewEntity], extra: Sequence[ExtractedEntit
                 covered = True
                 break
         if not covered:
-            entities.append(PreviewEntity(f"e{len(entities) + 1}", x.entity_type, x.name,
-                                          {**x.data, "extracted_by": "llm"}))
+            entities.append(
+                PreviewEntity(f"e{len(entities) + 1}", x.entity_type, x.name, {**x.data, "extracted_by": "llm"})
+            )
 
 
 def transcript(messages: Sequence[Message], max_chars: int = 24_000) -> str:
@@ -217,8 +234,9 @@ def duration_text(messages: Sequence[Message]) -> str:
     return f"{minutes} minutes, {len(messages)} messages"
 
 
-def importance_of(entities: Sequence[PreviewEntity], resolutions: Sequence[resolve.Resolution],
-                exchanges: Sequence[MemoryItem]) -> int:
+def importance_of(
+    entities: Sequence[PreviewEntity], resolutions: Sequence[resolve.Resolution], exchanges: Sequence[MemoryItem]
+) -> int:
     score = 3
     if any(e.entity_type is EntityType.DECISION for e in entities) or resolutions:
         score += 1
@@ -231,7 +249,10 @@ def importance_of(entities: Sequence[PreviewEntity], resolutions: Sequence[resol
 
 
 def compute_deltas(
-    store: Store, user_id: str, conversation_id: int, entities: Sequence[PreviewEntity],
+    store: Store,
+    user_id: str,
+    conversation_id: int,
+    entities: Sequence[PreviewEntity],
     resolutions: Sequence[resolve.Resolution],
 ) -> list[ProposedDelta]:
     """Resolutions of earlier items, new waiting-ons and threads, priority changes (rules)."""
@@ -242,30 +263,66 @@ def compute_deltas(
         waiting = r.entity.entity_type is EntityType.WAITING_ON
         kind = DeltaType.RESOLVED_WAITING_ON if waiting else DeltaType.RESOLVED_THREAD
         own = r.entity.conversation_id == conversation_id
-        deltas.append(ProposedDelta(kind, {
-            "entity_id": r.entity.id, "thread": r.label, "kind": r.entity.entity_type.value,
-            "from_conversation": None if own else r.entity.conversation_id, "evidence": r.evidence.sentence,
-            "message_id": r.evidence.message.id, "resolved_by_entity_id": r.evidence.entity_id,
-            "resolved_by_key": r.evidence.entity_key, "confidence": r.confidence, "method": r.method,
-        }))
-    earlier = [e for e in store.list_entities(user_id, entity_types=[EntityType.PRIORITY_CHANGE])
-               if e.conversation_id != conversation_id]
+        deltas.append(
+            ProposedDelta(
+                kind,
+                {
+                    "entity_id": r.entity.id,
+                    "thread": r.label,
+                    "kind": r.entity.entity_type.value,
+                    "from_conversation": None if own else r.entity.conversation_id,
+                    "evidence": r.evidence.sentence,
+                    "message_id": r.evidence.message.id,
+                    "resolved_by_entity_id": r.evidence.entity_id,
+                    "resolved_by_key": r.evidence.entity_key,
+                    "confidence": r.confidence,
+                    "method": r.method,
+                },
+            )
+        )
+    earlier = [
+        e
+        for e in store.list_entities(user_id, entity_types=[EntityType.PRIORITY_CHANGE])
+        if e.conversation_id != conversation_id
+    ]
     for e in entities:
         if e.entity_ids and set(e.entity_ids) & settled:
             continue
         if e.entity_type is EntityType.WAITING_ON:
-            deltas.append(ProposedDelta(DeltaType.NEW_WAITING_ON, {
-                "thread": e.label, "who": e.data.get("who", ""), "what": e.data.get("what", e.name), "key": e.key,
-                "entity_ids": e.entity_ids}))
+            deltas.append(
+                ProposedDelta(
+                    DeltaType.NEW_WAITING_ON,
+                    {
+                        "thread": e.label,
+                        "who": e.data.get("who", ""),
+                        "what": e.data.get("what", e.name),
+                        "key": e.key,
+                        "entity_ids": e.entity_ids,
+                    },
+                )
+            )
         elif e.entity_type in (EntityType.TASK, EntityType.QUESTION_OPENED):
-            deltas.append(ProposedDelta(DeltaType.NEW_THREAD, {
-                "thread": e.label, "kind": e.entity_type.value, "key": e.key, "entity_ids": e.entity_ids}))
+            deltas.append(
+                ProposedDelta(
+                    DeltaType.NEW_THREAD,
+                    {"thread": e.label, "kind": e.entity_type.value, "key": e.key, "entity_ids": e.entity_ids},
+                )
+            )
         elif e.entity_type is EntityType.PRIORITY_CHANGE:
             item = str(e.data.get("item") or e.name)
             before = next((p for p in earlier if word_keys(item) & word_keys(p.name)), None)
-            deltas.append(ProposedDelta(DeltaType.PRIORITY_CHANGE, {
-                "item": item, "old": None if before is None else before.data.get("new"),
-                "new": e.data.get("new", ""), "key": e.key, "entity_ids": e.entity_ids}))
+            deltas.append(
+                ProposedDelta(
+                    DeltaType.PRIORITY_CHANGE,
+                    {
+                        "item": item,
+                        "old": None if before is None else before.data.get("new"),
+                        "new": e.data.get("new", ""),
+                        "key": e.key,
+                        "entity_ids": e.entity_ids,
+                    },
+                )
+            )
     return deltas
 
 
@@ -273,16 +330,25 @@ def compute_deltas(
 
 
 def suggest_destination(
-    store: Store, user_id: str, messages: Sequence[Message], entities: Sequence[PreviewEntity],
-    resolutions: Sequence[resolve.Resolution], your_story: Storyline,
+    store: Store,
+    user_id: str,
+    messages: Sequence[Message],
+    entities: Sequence[PreviewEntity],
+    resolutions: Sequence[resolve.Resolution],
+    your_story: Storyline,
 ) -> Destination:
     """The storyline holding most of the conversation, or Your Story when none clearly does."""
-    eligible = {s.id: s for s in store.list_storylines(user_id)
-                if s.kind not in (StorylineKind.YOUR_STORY, StorylineKind.DEFAULT)}
+    eligible = {
+        s.id: s
+        for s in store.list_storylines(user_id)
+        if s.kind not in (StorylineKind.YOUR_STORY, StorylineKind.DEFAULT)
+    }
     counts: dict[int, Counter[str]] = {}
-    for sid, what in ([(m.storyline_id, "messages") for m in messages]
-                      + [(e.storyline_id, "entities") for e in entities]
-                      + [(r.entity.storyline_id, "threads it settles") for r in resolutions]):
+    for sid, what in (
+        [(m.storyline_id, "messages") for m in messages]
+        + [(e.storyline_id, "entities") for e in entities]
+        + [(r.entity.storyline_id, "threads it settles") for r in resolutions]
+    ):
         if sid in eligible:
             counts.setdefault(sid, Counter())[what] += 1
     scores = {sid: c["messages"] + 2 * c["entities"] + 2 * c["threads it settles"] for sid, c in counts.items()}
@@ -293,8 +359,12 @@ def suggest_destination(
     singular = {"messages": "message", "entities": "entity", "threads it settles": "thread it settles"}
     reason = ", ".join(f"{n} {what if n != 1 else singular[what]}" for what, n in counts[top].items()) + " here"
     if confidence < SUGGEST_AT:
-        return Destination(your_story.id, your_story.name, round(1 - confidence, 2),
-                           f"no storyline clearly holds it (closest: {eligible[top].name}, {confidence:.2f})")
+        return Destination(
+            your_story.id,
+            your_story.name,
+            round(1 - confidence, 2),
+            f"no storyline clearly holds it (closest: {eligible[top].name}, {confidence:.2f})",
+        )
     return Destination(top, eligible[top].name, confidence, reason)
 
 
@@ -306,6 +376,7 @@ def destination_for(store: Store, user_id: str, storyline_id: int, reason: str) 
 
 
 # --- the narrative memory (rules) --------------------------------------------------------------
+
 
 def _decision_clause(e: PreviewEntity, name: str) -> str:
     alternatives = [str(a) for a in e.data.get("alternatives") or [] if a]
@@ -326,7 +397,9 @@ def _open_phrase(e: PreviewEntity) -> str:
 
 
 def compose_narrative(
-    messages: Sequence[Message], entities: Sequence[PreviewEntity], resolutions: Sequence[resolve.Resolution],
+    messages: Sequence[Message],
+    entities: Sequence[PreviewEntity],
+    resolutions: Sequence[resolve.Resolution],
     exchanges: Sequence[MemoryItem],
 ) -> str:
     """2–4 sentences of meaning, most significant first: decisions (and why), insights, what was
@@ -345,8 +418,11 @@ def compose_narrative(
     if decisions:
         sentences.append(as_sentence(f"{name} " + "; and ".join(_decision_clause(e, name) for e in decisions[:2])))
     else:
-        moment = max((m for m in exchanges if m.importance >= 4 and user_said(m)),
-                     key=lambda m: (m.importance, -m.id), default=None)
+        moment = max(
+            (m for m in exchanges if m.importance >= 4 and user_said(m)),
+            key=lambda m: (m.importance, -m.id),
+            default=None,
+        )
         if moment is not None:
             sentences.append(as_sentence(retold(_strip_aside(moment.key_points or user_said(moment)), name)))
     for e in by_type.get(EntityType.INSIGHT, [])[:1]:
@@ -361,11 +437,20 @@ def compose_narrative(
         rest = [_thread_phrase(r) for r in resolutions]
         sentences.append(as_sentence(f"{lead} — that settled {_listing(rest)}"))
     settled_ids = {r.entity.id for r in resolutions}
-    still = [e for t in (EntityType.TASK, EntityType.WAITING_ON, EntityType.QUESTION_OPENED)
-             for e in by_type.get(t, []) if not set(e.entity_ids) & settled_ids]
+    still = [
+        e
+        for t in (EntityType.TASK, EntityType.WAITING_ON, EntityType.QUESTION_OPENED)
+        for e in by_type.get(t, [])
+        if not set(e.entity_ids) & settled_ids
+    ]
     if still:
-        sentences.append(as_sentence("Still open: " + "; ".join(_open_phrase(e) for e in still[:3])
-                                   + (f"; and {len(still) - 3} more" if len(still) > 3 else "")))
+        sentences.append(
+            as_sentence(
+                "Still open: "
+                + "; ".join(_open_phrase(e) for e in still[:3])
+                + (f"; and {len(still) - 3} more" if len(still) > 3 else "")
+            )
+        )
     feelings = list(dict.fromkeys(x for m in exchanges if user_said(m) for x in m.emotions))
     if feelings:
         sentences.append(as_sentence(f"It carried {_listing(feelings[:3])}"))
@@ -386,8 +471,9 @@ def _distinct(sentences: Sequence[str]) -> list[str]:
     return kept
 
 
-def _filler(name: str, exchanges: Sequence[MemoryItem], said: Sequence[str], *, decided: bool,
-            open_left: bool) -> list[str]:
+def _filler(
+    name: str, exchanges: Sequence[MemoryItem], said: Sequence[str], *, decided: bool, open_left: bool
+) -> list[str]:
     """Sentences that round a thin memory up to two: the most salient thing the user said (retold), and
     what the conversation did not do."""
     from narrative.write.extract import key_points
@@ -404,8 +490,13 @@ def _filler(name: str, exchanges: Sequence[MemoryItem], said: Sequence[str], *, 
     if not out and not said:
         out.append(as_sentence(f"{name} only exchanged a few words"))
     if len(said) + len(out) < 2:
-        out.append("Nothing was decided." if open_left and not decided else
-                   "Nothing was left open." if decided else "Nothing was decided and nothing was left open.")
+        out.append(
+            "Nothing was decided."
+            if open_left and not decided
+            else "Nothing was left open."
+            if decided
+            else "Nothing was decided and nothing was left open."
+        )
     return out
 
 
@@ -427,8 +518,6 @@ def _strip_aside(text: str) -> str:
 
 def _same(a: str, b: str) -> bool:
     return word_keys(a) == word_keys(b)
-
-
 
 
 # --- the LLM's passes --------------------------------------------------------------------------
@@ -524,8 +613,9 @@ class LLMCloseAssist:
     def route(self, narrative: str, entities: dict[str, Any], storylines: Sequence[Storyline]) -> Destination | None:
         from narrative.providers.llm import ask_json
 
-        candidates = [s for s in storylines
-                      if s.kind is not StorylineKind.DEFAULT and s.status is not StorylineStatus.ARCHIVED]
+        candidates = [
+            s for s in storylines if s.kind is not StorylineKind.DEFAULT and s.status is not StorylineStatus.ARCHIVED
+        ]
         listing = "\n".join(f"- {s.name}: {(s.summary or s.description)[:200]}" for s in candidates)
         variables = {"memory_narrative": narrative, "entities": entities, "storylines": listing}
         got = ask_json(self.llm, None, "routing_suggestion", variables, _check_route)

@@ -112,18 +112,20 @@ def plan_turns(
     for message, before, texts in zip(messages, answered, derived, strict=True):
         alone = message_text(message)
         compose_it = composed and before is not None
-        plans.append(TurnPlan(
-            message, alone, tuple(texts),
-            message_text(before) if compose_it and before is not None else None,
-            before if compose_it else None,
-            alone if compose_it else exchange_text(before, message),
-        ))
+        plans.append(
+            TurnPlan(
+                message,
+                alone,
+                tuple(texts),
+                message_text(before) if compose_it and before is not None else None,
+                before if compose_it else None,
+                alone if compose_it else exchange_text(before, message),
+            )
+        )
     return plans
 
 
-def needed_texts(
-    plans: Sequence[TurnPlan], kept: MessageVectors | None
-) -> tuple[list[str], dict[str, np.ndarray]]:
+def needed_texts(plans: Sequence[TurnPlan], kept: MessageVectors | None) -> tuple[list[str], dict[str, np.ndarray]]:
     """The distinct texts to embed, in order, and the vectors already known (kept answered messages)."""
     known: dict[str, np.ndarray] = {}
     wanted: dict[str, None] = {}

@@ -102,9 +102,13 @@ def forget_memories(
         elif not link.sealed:
             store.update_narrative(user_id, nid, memory_ids=alive)
     if conversation_id is not None:  # the conversation's own links that never held a memory
-        emptied += [n.id for n in store.list_narratives(user_id, limit=EVERYTHING)
-                    if n.conversation_id == conversation_id and n.id not in emptied
-                    and not [m for m in store.get_memories(user_id, n.memory_ids) if m.id not in gone]]
+        emptied += [
+            n.id
+            for n in store.list_narratives(user_id, limit=EVERYTHING)
+            if n.conversation_id == conversation_id
+            and n.id not in emptied
+            and not [m for m in store.get_memories(user_id, n.memory_ids) if m.id not in gone]
+        ]
     links = store.splice_out_narratives(user_id, emptied)
     uses = store.delete_uses_of_memories(user_id, ids)
     deleted = store.delete_memories(user_id, ids)
@@ -146,8 +150,9 @@ def scrub_storylines(
         description = "" if _quotes(storyline.description, said) else storyline.description
         keywords = tuple(k for k in storyline.keywords if k.lower() in remaining)
         if (summary, description, keywords) != (storyline.summary, storyline.description, storyline.keywords):
-            storyline = store.update_storyline(user_id, sid, summary=summary, description=description,
-                                               keywords=keywords)
+            storyline = store.update_storyline(
+                user_id, sid, summary=summary, description=description, keywords=keywords
+            )
         if embed is not None and model is not None and store.storyline_vector(user_id, sid, model) is not None:
             store.put_storyline_vector(user_id, sid, model, routing_vectors(store, embed, [storyline])[sid])
     return len(unused)

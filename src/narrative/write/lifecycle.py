@@ -40,9 +40,7 @@ def start(store: Store, user_id: str, now: datetime, title: str = "") -> Convers
     """Open a new active conversation; refused while another one is active."""
     existing = store.active_conversation(user_id)
     if existing is not None:
-        raise ConversationAlreadyActive(
-            f"conversation {existing.id} is still active: close it or keep talking in it"
-        )
+        raise ConversationAlreadyActive(f"conversation {existing.id} is still active: close it or keep talking in it")
     return store.insert_conversation(user_id, now, title=title)
 
 
@@ -139,9 +137,7 @@ def close(store: Store, user_id: str, conversation_id: int | None, now: datetime
     """active → ready_to_close.  Nothing final is stored here; the preview comes next."""
     conversation = _resolve(store, user_id, conversation_id)
     _require_status(conversation, {ACTIVE}, "close")
-    return store.update_conversation(
-        user_id, conversation.id, status=READY, closed_at=now, is_paused=0, paused_at=None
-    )
+    return store.update_conversation(user_id, conversation.id, status=READY, closed_at=now, is_paused=0, paused_at=None)
 
 
 def resume(store: Store, user_id: str, conversation_id: int | None) -> Conversation:

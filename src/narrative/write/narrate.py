@@ -108,9 +108,7 @@ def narrative_sentence(topic: str, speaker: str, key_point: str) -> str:
     return sentence if len(sentence) <= 300 else sentence[:297].rstrip() + "…"
 
 
-def extend_link(
-    store: Store, link: Narrative, memory_ids: Sequence[int], sentence: str | None
-) -> Narrative:
+def extend_link(store: Store, link: Narrative, memory_ids: Sequence[int], sentence: str | None) -> Narrative:
     """Add this turn's memories (and a new summary sentence) to an open link."""
     ids = list(dict.fromkeys([*link.memory_ids, *memory_ids]))
     return store.update_narrative(link.user_id, link.id, summary=sentence or link.summary, memory_ids=ids)

@@ -36,7 +36,7 @@ RETENTION_SLACK = 3  # exchanges that may cross a boundary in one turn (batches,
 
 
 def _join(items: Sequence[str]) -> str:
-    """"a", "a and b", "a, b and c"."""
+    """ "a", "a and b", "a, b and c"."""
     items = list(items)
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1] if items else ""
 
@@ -55,9 +55,7 @@ def _quoted(question: str) -> str:
     return f"“{question}”" if question.endswith("?") else f"“{question.rstrip('.')}”"
 
 
-def heuristic_reflections(
-    store: Store, user_id: str, exchanges: Sequence[MemoryItem]
-) -> dict[str, str]:
+def heuristic_reflections(store: Store, user_id: str, exchanges: Sequence[MemoryItem]) -> dict[str, str]:
     """reflection type → text, from the entities and streams of the covered exchanges.
 
     Each is one to three sentences built from what the speakers said (retold in the third person), never a
@@ -80,10 +78,15 @@ def heuristic_reflections(
     if questions:
         result["questions"] = " ".join(_distinct(questions))
     positions = [
-        as_sentence(f"{_who(e)} " + decision_clause(
-            str(e.data.get("what") or e.name), str(e.data.get("why") or ""),
-            [str(a) for a in e.data.get("alternatives") or [] if a], _who(e),
-        ))
+        as_sentence(
+            f"{_who(e)} "
+            + decision_clause(
+                str(e.data.get("what") or e.name),
+                str(e.data.get("why") or ""),
+                [str(a) for a in e.data.get("alternatives") or [] if a],
+                _who(e),
+            )
+        )
         for e in _first_of_each(of[EntityType.DECISION])[:2]
     ] + [
         as_sentence(f"{_who(e)} realized that {retold(str(e.data.get('what') or e.name), _who(e))}")
@@ -119,7 +122,10 @@ def _question_sentences(asked: Sequence[Entity], resolved: Sequence[Entity]) -> 
 
 
 def _salient_points(
-    store: Store, user_id: str, exchanges: Sequence[MemoryItem], as_sentence: Callable[[str], str],
+    store: Store,
+    user_id: str,
+    exchanges: Sequence[MemoryItem],
+    as_sentence: Callable[[str], str],
     retold: Callable[[str, str], str],
 ) -> list[str]:
     """The first and the most important salient turns of the stretch, retold (at most two)."""
@@ -158,7 +164,8 @@ def _sources(store: Store, user_id: str, exchanges: Sequence[MemoryItem]) -> lis
     briefs = store.memory_briefs(user_id, store.memories_from_messages(user_id, covered))
     research = sorted(
         (
-            m for m in store.get_memories(user_id, [i for i, b in briefs.items() if b[0] is Stream.RESEARCH])
+            m
+            for m in store.get_memories(user_id, [i for i, b in briefs.items() if b[0] is Stream.RESEARCH])
             if conversation_id in (None, m.conversation_id)
         ),
         key=lambda m: (m.event_at or m.created_at, m.id),

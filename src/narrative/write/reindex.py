@@ -19,7 +19,13 @@ __all__ = ["reembed_memories", "reembed_routing"]
 
 
 def reembed_memories(
-    store: Store, embed: Embed, identity: str, user_id: str | None, *, force: bool, batch_size: int,
+    store: Store,
+    embed: Embed,
+    identity: str,
+    user_id: str | None,
+    *,
+    force: bool,
+    batch_size: int,
     progress: Callable[[int, int], None] | None = None,
 ) -> int:
     """Embed again the memories of ``user_id`` (None: every user) whose vector is stale (all with ``force``),
@@ -53,8 +59,9 @@ def _reembed_batch(store: Store, embed: Embed, identity: str, batch: Sequence[tu
 
 
 def _reembed_storylines(store: Store, embed: Embed, identity: str, user_id: str, force: bool) -> int:
-    stale = sorted(sid for sid, made_by in store.storyline_vector_identities(user_id).items()
-                   if force or made_by != identity)
+    stale = sorted(
+        sid for sid, made_by in store.storyline_vector_identities(user_id).items() if force or made_by != identity
+    )
     made = routing_vectors(store, embed, [store.get_storyline(user_id, sid) for sid in stale])
     with store.transaction():
         for sid, vector in made.items():

@@ -24,8 +24,13 @@ Tables = dict[str, list[dict[str, Any]]]
 
 
 def restore_user(
-    store: Store, user_id: str, tables: Tables, export_models: Iterable[str], embed: Embed | None,
-    identity: str | None, progress: Callable[[int, int], None] | None = None,
+    store: Store,
+    user_id: str,
+    tables: Tables,
+    export_models: Iterable[str],
+    embed: Embed | None,
+    identity: str | None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> tuple[dict[str, int], dict[str, int]]:
     """Import the export's ``tables`` as ``user_id``'s rows; returns (rows per table, re-embedded counts).
 
@@ -33,8 +38,9 @@ def restore_user(
     (None: keyword-only).
     """
     _refuse_unless_empty(store, user_id)
-    kept, dropped = _vectors_to_keep(store, {name: list(rows) for name, rows in tables.items()}, identity,
-                                     set(export_models))
+    kept, dropped = _vectors_to_keep(
+        store, {name: list(rows) for name, rows in tables.items()}, identity, set(export_models)
+    )
     old_storylines = sorted(r["id"] for r in tables.get("storylines", []))
     with store.transaction():
         counts = store.import_user_rows(user_id, kept)
@@ -76,8 +82,13 @@ def _vectors_to_keep(
 
 
 def _reembed(
-    store: Store, user_id: str, old_storylines: list[int], dropped_storylines: set[int], embed: Embed | None,
-    identity: str | None, progress: Callable[[int, int], None] | None,
+    store: Store,
+    user_id: str,
+    old_storylines: list[int],
+    dropped_storylines: set[int],
+    embed: Embed | None,
+    identity: str | None,
+    progress: Callable[[int, int], None] | None,
 ) -> dict[str, int]:
     """Embed what came without a usable vector: memories without one, and the storylines whose vector was
     dropped (fresh ids follow the export's id order, so old and new ids pair up sorted)."""

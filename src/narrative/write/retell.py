@@ -31,7 +31,7 @@ _IRREGULAR = {"am": "is", "have": "has", "do": "does", "go": "goes", "don": "doe
 
 
 def _third_person(verb: str) -> str:
-    """"hate" → "hates", "try" → "tries", "watch" → "watches"; past forms and modals unchanged."""
+    """ "hate" → "hates", "try" → "tries", "watch" → "watches"; past forms and modals unchanged."""
     if verb in _IRREGULAR:
         return _IRREGULAR[verb]
     past = verb.endswith("ed") and not verb.endswith("eed")
@@ -50,10 +50,17 @@ def retold(text: str, name: str) -> str:
     if not you:
         text = re.sub(r"\bI don't\b", "I doesn't", text)
         text = _I_VERB.sub(lambda m: f"I{m.group(1)} {_third_person(m.group(2))}", text)
-    table = {"i'm": "you're" if you else f"{name} is", "i've": "you've" if you else f"{name} has",
-             "i'll": "you'll" if you else f"{name} will", "i'd": "you'd" if you else f"{name} would",
-             "i": "you" if you else name, "my": "your" if you else f"{name}'s", "me": "you" if you else name,
-             "myself": "yourself" if you else name, "mine": "yours" if you else f"{name}'s"}
+    table = {
+        "i'm": "you're" if you else f"{name} is",
+        "i've": "you've" if you else f"{name} has",
+        "i'll": "you'll" if you else f"{name} will",
+        "i'd": "you'd" if you else f"{name} would",
+        "i": "you" if you else name,
+        "my": "your" if you else f"{name}'s",
+        "me": "you" if you else name,
+        "myself": "yourself" if you else name,
+        "mine": "yours" if you else f"{name}'s",
+    }
     return _PRONOUNS.sub(lambda m: table[m.group(1).lower()], text)
 
 
@@ -70,7 +77,7 @@ def listing(items: Sequence[str], limit: int = 3) -> str:
 
 
 def decision_clause(what: str, why: str, alternatives: Sequence[str], name: str) -> str:
-    """"decided to go with SQLite instead of Firebase, because it works offline" (what was decided and why)."""
+    """ "decided to go with SQLite instead of Firebase, because it works offline" (what was decided and why)."""
     what = retold(what, name).strip().rstrip(".")
     first = what.split()[0].lower() if what.split() else ""
     clause = f"decided to {what}" if first in _VERB_START else f"settled on {what}"

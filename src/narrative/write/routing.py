@@ -189,9 +189,7 @@ def fuse_candidates(
     candidates = []
     for sid in ids:
         fused = sum(1.0 / (rrf_k + r[sid]) for r in (bm25_rank, vector_rank) if sid in r)
-        candidates.append(
-            Candidate(sid, bm25_rank.get(sid), vector_rank.get(sid), similarities.get(sid, 0.0), fused)
-        )
+        candidates.append(Candidate(sid, bm25_rank.get(sid), vector_rank.get(sid), similarities.get(sid, 0.0), fused))
     candidates.sort(key=lambda c: (-c.fused, -c.similarity, c.storyline_id))
     return candidates
 
@@ -209,8 +207,10 @@ def continuity(
         return False, "explicit change of subject"
     recent = given.previous_at is not None and given.now - given.previous_at <= t.continuity_window
     similarity = current_similarity if current_similarity is not None else 0.0
-    fits_better = best_other is not None and best_other.similarity >= t.switch_similarity and (
-        best_other.similarity >= similarity + t.switch_margin
+    fits_better = (
+        best_other is not None
+        and best_other.similarity >= t.switch_similarity
+        and (best_other.similarity >= similarity + t.switch_margin)
     )
     if given.reply and not fits_better:
         # a reply stays unless it announces a topic of its own: named (enough topical tags to make a storyline)

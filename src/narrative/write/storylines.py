@@ -27,8 +27,12 @@ def ensure_user(store: Store, user_id: str, now: datetime) -> None:
         store.ensure_user(user_id, now)
         if store.your_story(user_id) is None:
             store.insert_storyline(
-                user_id, YOUR_STORY, StorylineKind.YOUR_STORY, now,
-                description=YOUR_STORY_DESCRIPTION, status=StorylineStatus.PERMANENT,
+                user_id,
+                YOUR_STORY,
+                StorylineKind.YOUR_STORY,
+                now,
+                description=YOUR_STORY_DESCRIPTION,
+                status=StorylineStatus.PERMANENT,
             )
         ensure_defaults(store, user_id, now)
 
@@ -48,8 +52,12 @@ def create_by_hand(
 ) -> Storyline:
     """A storyline the user made (kind ``user``); keywords lower-cased, empty ones dropped."""
     return store.insert_storyline(
-        user_id, name, StorylineKind.USER, now,
-        description=description, keywords=tuple(k.strip().lower() for k in keywords if k.strip()),
+        user_id,
+        name,
+        StorylineKind.USER,
+        now,
+        description=description,
+        keywords=tuple(k.strip().lower() for k in keywords if k.strip()),
     )
 
 
@@ -120,7 +128,7 @@ def rolling_summary(current: str, key_point: str, speaker: str) -> str:
         return current
     line = f"- {speaker}: {key_point}" if speaker else f"- {key_point}"
     lines = [x for x in current.splitlines() if x.strip() and x != line]
-    return "\n".join([*lines[-(SUMMARY_POINTS - 1):], line])
+    return "\n".join([*lines[-(SUMMARY_POINTS - 1) :], line])
 
 
 def with_participant(participants: Sequence[Participant], name: str, role: str) -> tuple[Participant, ...]:
@@ -143,8 +151,11 @@ def update_after_turn(
     """NarraNexus step 4: count the interaction, refresh keywords, summary, participants."""
     if storyline.kind is StorylineKind.DEFAULT:  # minimal updates for defaults
         return store.update_storyline(
-            storyline.user_id, storyline.id, interaction_count=storyline.interaction_count + 1,
-            last_message_at=now, updated_at=now,
+            storyline.user_id,
+            storyline.id,
+            interaction_count=storyline.interaction_count + 1,
+            last_message_at=now,
+            updated_at=now,
         )
     return store.update_storyline(
         storyline.user_id,

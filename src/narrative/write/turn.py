@@ -70,8 +70,7 @@ class TurnResult:
 
     def describe(self) -> str:
         lines = [
-            f"message #{self.message.id} (position {self.message.position}) → {self.storyline.name}"
-            f" [{self.decision}]"
+            f"message #{self.message.id} (position {self.message.position}) → {self.storyline.name} [{self.decision}]"
         ]
         lines += [f"  memory #{m.id} [{m.stream.value}] {m.content[:90]}" for m in self.memories]
         lines += [f"  entity {e.entity_type.value}: {e.name}" for e in self.entities]
@@ -220,9 +219,12 @@ class TurnWriter:
         talk came between them and the message)."""
         links = self.store.list_narratives(message.user_id, limit=50)
         return [
-            n.storyline_id for n in links
-            if not n.sealed and n.conversation_id == message.conversation_id
-            and n.storyline_id is not None and n.storyline_id != target_id
+            n.storyline_id
+            for n in links
+            if not n.sealed
+            and n.conversation_id == message.conversation_id
+            and n.storyline_id is not None
+            and n.storyline_id != target_id
         ]
 
     def _previous_message(
@@ -268,8 +270,11 @@ class TurnWriter:
                 similarities[sid] = float(np.dot(routing_vector, vector))
         others = self._other_peoples(message, previous)
         excluded = {*defaults.values(), your_story_id, *others}
-        keyword = [(sid, s) for sid, s in self.store.keyword_search_storylines(user_id, message.content, limit=10)
-                   if sid not in excluded]
+        keyword = [
+            (sid, s)
+            for sid, s in self.store.keyword_search_storylines(user_id, message.content, limit=10)
+            if sid not in excluded
+        ]
         for sid in excluded:
             similarities.pop(sid, None)
         candidates = routing.fuse_candidates(keyword, similarities, self.settings.thresholds.rrf_k)
@@ -321,12 +326,17 @@ class TurnWriter:
         if not speakers:
             return set()
         return {
-            s.id for s in self.store.list_storylines(message.user_id)
+            s.id
+            for s in self.store.list_storylines(message.user_id)
             if s.participants and not {p.name.strip().casefold() for p in s.participants} & speakers
         }
 
     def _apply_route(
-        self, message: Message, route: routing.Route, vector: np.ndarray | None, extraction: TurnExtraction,
+        self,
+        message: Message,
+        route: routing.Route,
+        vector: np.ndarray | None,
+        extraction: TurnExtraction,
         context: TurnContext | None = None,
     ) -> Storyline:
         user_id = message.user_id
@@ -338,7 +348,10 @@ class TurnWriter:
                 route.decision = "switch"
             else:
                 storyline = self.store.insert_storyline(
-                    user_id, name, StorylineKind.DETECTED, message.created_at,
+                    user_id,
+                    name,
+                    StorylineKind.DETECTED,
+                    message.created_at,
                     description=storylines.description_of(message.content),
                     keywords=tuple(routing.topical(extraction.topic_tags)),
                 )
@@ -365,23 +378,46 @@ class TurnWriter:
         derived_vectors: list[np.ndarray] | None = None,
         answered: Message | None = None,
     ) -> list[MemoryItem]:
-        def memory(stream: Stream, source: Source, content: str, importance: int, details: Any,
-                   message_ids: tuple[int, ...] = (message.id,), emotions: tuple[str, ...] = ()) -> MemoryItem:
+        def memory(
+            stream: Stream,
+            source: Source,
+            content: str,
+            importance: int,
+            details: Any,
+            message_ids: tuple[int, ...] = (message.id,),
+            emotions: tuple[str, ...] = (),
+        ) -> MemoryItem:
             return MemoryItem(
-                id=0, user_id=message.user_id, stream=stream, source=source, content=content,
-                importance=importance, emotions=emotions, details=details, created_at=message.created_at,
-                event_at=message.created_at, conversation_id=message.conversation_id, storyline_id=storyline.id,
-                narrative_id=None if link is None else link.id, message_ids=message_ids,
+                id=0,
+                user_id=message.user_id,
+                stream=stream,
+                source=source,
+                content=content,
+                importance=importance,
+                emotions=emotions,
+                details=details,
+                created_at=message.created_at,
+                event_at=message.created_at,
+                conversation_id=message.conversation_id,
+                storyline_id=storyline.id,
+                narrative_id=None if link is None else link.id,
+                message_ids=message_ids,
             )
 
         user_input, response = (message.content, "") if message.role is Role.USER else ("", message.content)
         if answered is not None and message.role is not Role.USER:
             user_input = answered.content
         exchange = memory(
-            Stream.CONVERSATION, Source.CONVERSATION, exchange_text(answered, message), extraction.importance,
+            Stream.CONVERSATION,
+            Source.CONVERSATION,
+            exchange_text(answered, message),
+            extraction.importance,
             ConversationDetails(
-                user_input=user_input, agent_response=response, question_type=extraction.question_type,
-                clarification_count=int(extraction.is_clarification), topic_tags=extraction.topic_tags,
+                user_input=user_input,
+                agent_response=response,
+                question_type=extraction.question_type,
+                clarification_count=int(extraction.is_clarification),
+                topic_tags=extraction.topic_tags,
             ),
             message_ids=(message.id,) if answered is None else (answered.id, message.id),
             emotions=extraction.emotions,
@@ -430,9 +466,14 @@ class TurnWriter:
                 continue  # the assistant's own questions are not the user's open threads
             stored.append(
                 self.store.insert_entity(
-                    message.user_id, entity.entity_type, entity.name, message.created_at,
+                    message.user_id,
+                    entity.entity_type,
+                    entity.name,
+                    message.created_at,
                     data={**entity.data, "message_id": message.id, "speaker": message.speaker},
-                    memory_id=memory.id, conversation_id=message.conversation_id, storyline_id=storyline.id,
+                    memory_id=memory.id,
+                    conversation_id=message.conversation_id,
+                    storyline_id=storyline.id,
                 )
             )
         return stored
@@ -440,7 +481,11 @@ class TurnWriter:
     # --- narrative, storyline, reflection ---------------------------------------------------
 
     def _extend(
-        self, link: Narrative, storyline: Storyline, message: Message, extraction: TurnExtraction,
+        self,
+        link: Narrative,
+        storyline: Storyline,
+        message: Message,
+        extraction: TurnExtraction,
         memories: Sequence[MemoryItem],
     ) -> Narrative:
         sentence = None
@@ -455,7 +500,11 @@ class TurnWriter:
         return link
 
     def _update_storyline(
-        self, storyline: Storyline, message: Message, extraction: TurnExtraction, vector: np.ndarray | None,
+        self,
+        storyline: Storyline,
+        message: Message,
+        extraction: TurnExtraction,
+        vector: np.ndarray | None,
         context: TurnContext | None = None,
     ) -> Storyline:
         summary = None
@@ -464,8 +513,14 @@ class TurnWriter:
             summary = None if refreshed is None else str(refreshed.get("summary") or "") or None
         role = "participant" if message.role is Role.USER else "agent"
         updated = storylines.update_after_turn(
-            self.store, storyline, message.created_at, extraction.topic_tags, extraction.key_points,
-            message.speaker, role, summary=summary,
+            self.store,
+            storyline,
+            message.created_at,
+            extraction.topic_tags,
+            extraction.key_points,
+            message.speaker,
+            role,
+            summary=summary,
         )
         if context is not None:
             context.remember(updated)
@@ -493,7 +548,12 @@ class TurnWriter:
         by_count = count > 0 and count % every == 0
         by_size = message.position % self.settings.stream_threshold == 0
         themes = reflect.apply_retention(
-            self.store, message.user_id, message.conversation_id, self.key_points, self.theme, message.created_at,
+            self.store,
+            message.user_id,
+            message.conversation_id,
+            self.key_points,
+            self.theme,
+            message.created_at,
             exchanges=count,
         )
         if force:  # at close: cover what the last periodic reflection did not (once: closing twice adds nothing)
@@ -504,8 +564,11 @@ class TurnWriter:
         window = self.settings.stream_threshold if by_size and not by_count else every
         where = MemoryFilter(streams=[Stream.CONVERSATION], limit=window)
         if not by_size or by_count:
-            where = MemoryFilter(streams=[Stream.CONVERSATION], conversation_ids=[message.conversation_id],
-                                 limit=count % every or every if force else every)
+            where = MemoryFilter(
+                streams=[Stream.CONVERSATION],
+                conversation_ids=[message.conversation_id],
+                limit=count % every or every if force else every,
+            )
         exchanges = list(reversed(self.store.list_memories(message.user_id, where)))
         texts = reflect.heuristic_reflections(self.store, message.user_id, exchanges)
         target = None if storyline.kind is StorylineKind.DEFAULT else storyline.id
@@ -542,15 +605,28 @@ class TurnWriter:
             touched = list(dict.fromkeys(m.storyline_id for m in messages if m.storyline_id is not None))
             for link in narrate.seal_open_links(self.store, user_id, touched, now, retell=self.assist is None):
                 end.sealed.append(link)
-                end.narrative_memories.append(self.store.insert_memory(MemoryItem(
-                    id=0, user_id=user_id, stream=Stream.NARRATIVE, source=Source.NARRATIVE, content=link.summary,
-                    importance=3, created_at=now, event_at=messages[-1].created_at, conversation_id=conversation_id,
-                    storyline_id=link.storyline_id, narrative_id=link.id,
-                    message_ids=tuple(  # the messages this link covers: its storyline's, since it began
-                        m.id for m in messages
-                        if m.storyline_id == link.storyline_id and m.created_at >= link.created_at
-                    ),
-                )))
+                end.narrative_memories.append(
+                    self.store.insert_memory(
+                        MemoryItem(
+                            id=0,
+                            user_id=user_id,
+                            stream=Stream.NARRATIVE,
+                            source=Source.NARRATIVE,
+                            content=link.summary,
+                            importance=3,
+                            created_at=now,
+                            event_at=messages[-1].created_at,
+                            conversation_id=conversation_id,
+                            storyline_id=link.storyline_id,
+                            narrative_id=link.id,
+                            message_ids=tuple(  # the messages this link covers: its storyline's, since it began
+                                m.id
+                                for m in messages
+                                if m.storyline_id == link.storyline_id and m.created_at >= link.created_at
+                            ),
+                        )
+                    )
+                )
             self._put_vectors(user_id, end.narrative_memories, [])
             last = messages[-1]
             storyline = self.store.get_storyline(user_id, last.storyline_id) if last.storyline_id else None

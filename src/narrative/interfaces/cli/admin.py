@@ -12,10 +12,16 @@ from narrative.interfaces.cli.progress import progress
 
 
 @cli.command(help="Export everything of the user: json (lossless, re-importable) or markdown (readable).")
-@click.option("--format", "fmt", type=click.Choice(["json", "markdown"]), default="json", show_default=True,
-              help="Output format.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Write to this file instead of standard output.")
+@click.option(
+    "--format", "fmt", type=click.Choice(["json", "markdown"]), default="json", show_default=True, help="Output format."
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write to this file instead of standard output.",
+)
 @json_option
 @pass_ctx
 def export(ctx: Context, fmt: str, output: Path | None) -> None:
@@ -24,12 +30,12 @@ def export(ctx: Context, fmt: str, output: Path | None) -> None:
         click.echo(text, nl=False)
         return
     output.write_text(text, encoding="utf-8")
-    ctx.emit({"file": str(output), "format": fmt, "bytes": len(text.encode("utf-8"))},
-             f"exported {fmt} to {output}")
+    ctx.emit({"file": str(output), "format": fmt, "bytes": len(text.encode("utf-8"))}, f"exported {fmt} to {output}")
 
 
-@cli.command("import", help="Restore a JSON export into an empty user (fresh ids, every row checked); "
-                            "'-' reads standard input.")
+@cli.command(
+    "import", help="Restore a JSON export into an empty user (fresh ids, every row checked); '-' reads standard input."
+)
 @click.argument("source", type=click.Path(dir_okay=False, allow_dash=True))
 @json_option
 @pass_ctx

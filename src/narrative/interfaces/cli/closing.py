@@ -15,10 +15,16 @@ from narrative.interfaces.cli.text import indented
 from narrative.model import Entity
 from narrative.write.close import Preview
 
-_ID = click.option("--id", "conversation_id", type=int, default=None,
-                   help="Conversation id (default: the newest one waiting for review).")
-_ACTIVE_ID = click.option("--id", "conversation_id", type=int, default=None,
-                          help="Conversation id (default: the active one).")
+_ID = click.option(
+    "--id",
+    "conversation_id",
+    type=int,
+    default=None,
+    help="Conversation id (default: the newest one waiting for review).",
+)
+_ACTIVE_ID = click.option(
+    "--id", "conversation_id", type=int, default=None, help="Conversation id (default: the active one)."
+)
 _YES = click.option("--yes", is_flag=True, help="Discard your edits of the preview without asking.")
 
 #: what to run next, in place of the seed's "[confirm] [edit] [redirect] [split] [resume]"
@@ -76,13 +82,16 @@ def preview(ctx: Context, conversation_id: int | None) -> None:
 @json_option
 @pass_ctx
 def confirm(ctx: Context, conversation_id: int | None, storyline_id: int | None, narrative: str | None) -> None:
-    result = ctx.memory.confirm_memory(conversation_id, destination_storyline_id=storyline_id,
-                                       edited_narrative=narrative)
+    result = ctx.memory.confirm_memory(
+        conversation_id, destination_storyline_id=storyline_id, edited_narrative=narrative
+    )
     ctx.emit(result, result.text)
 
 
-@cli.command(help="Edit the preview: reword the memory and/or remove over-extracted items by key (e3); removing "
-                  "an item rewrites the proposed memory and its changes (your own wording is kept).")
+@cli.command(
+    help="Edit the preview: reword the memory and/or remove over-extracted items by key (e3); removing "
+    "an item rewrites the proposed memory and its changes (your own wording is kept)."
+)
 @_ID
 @click.option("--narrative", default=None, help="The new wording.")
 @click.option("--remove", "remove", multiple=True, help="Key of an entity to drop (repeatable).")
@@ -125,8 +134,9 @@ def split(ctx: Context, conversation_id: int | None, parts: tuple[str, ...]) -> 
     ctx.emit(result, result.text)
 
 
-@cli.command(help="Cancel the closure: back to the conversation, nothing stored (asks first when you edited "
-                  "the preview).")
+@cli.command(
+    help="Cancel the closure: back to the conversation, nothing stored (asks first when you edited the preview)."
+)
 @_ID
 @_YES
 @json_option
@@ -187,8 +197,9 @@ def archive(ctx: Context, conversation_id: int) -> None:
         c = found["conversation"]
         lines = [f"conversation #{c.id} {c.title!r}: {c.status.value}, {c.message_count} messages"]
         lines += [message_line(m) for m in found["messages"]]
-        lines += [f"memory #{m.id} (storyline {m.storyline_id}): {indented(m.content, '  ')}"
-                  for m in found["memories"]]
+        lines += [
+            f"memory #{m.id} (storyline {m.storyline_id}): {indented(m.content, '  ')}" for m in found["memories"]
+        ]
         lines += [f"  {_entity_line(e)}" for e in found["entities"]]
         return "\n".join(lines)
 

@@ -80,8 +80,11 @@ class Context:
             return
         others = sorted(name for name, held in users.items() if held and name != memory.user)
         if others:
-            click.echo(f"note: user {memory.user!r} has nothing stored in {memory.settings.db} yet; it holds data of"
-                       f" {', '.join(others)} (--user NAME or NARRATIVE_USER chooses whose memory)", err=True)
+            click.echo(
+                f"note: user {memory.user!r} has nothing stored in {memory.settings.db} yet; it holds data of"
+                f" {', '.join(others)} (--user NAME or NARRATIVE_USER chooses whose memory)",
+                err=True,
+            )
 
     def emit(self, value: Any, text: Callable[[], str] | str | None = None) -> None:
         """Print ``value`` as JSON with --json, else the human ``text`` (or JSON when none)."""
@@ -101,8 +104,10 @@ def _naming(users: dict[str, dict[str, int]]) -> str:
 def error_kind(error: NarrativeError) -> str:
     """The ``error`` word of the HTTP API's error body for this error."""
     kinds: list[tuple[type[NarrativeError], str]] = [
-        (NotFound, "not_found"), (ValidationError, "validation_error"),
-        (ConversationAlreadyActive, "conversation_already_active"), (InvalidTransition, "invalid_transition"),
+        (NotFound, "not_found"),
+        (ValidationError, "validation_error"),
+        (ConversationAlreadyActive, "conversation_already_active"),
+        (InvalidTransition, "invalid_transition"),
     ]
     return next((kind for cls, kind in kinds if isinstance(error, cls)), "bad_request")
 
@@ -111,12 +116,19 @@ def error_kind(error: NarrativeError) -> str:
 CURRENT: list[Context] = []
 
 
-@click.group(help="narrative: offline-first narrative memory for LLM agents.  Options of this group (--db, --user, "
-                  "--json) may also follow the command.  Every NARRATIVE_* setting: docs/cli.md.")
-@click.option("--db", envvar="NARRATIVE_DB", default=None,
-              help="SQLite file or postgresql:// URL [env NARRATIVE_DB; default narrative.db].")
-@click.option("--user", envvar="NARRATIVE_USER", default=None, help="Whose memory [env NARRATIVE_USER; default "
-                                                                     "'default'].")
+@click.group(
+    help="narrative: offline-first narrative memory for LLM agents.  Options of this group (--db, --user, "
+    "--json) may also follow the command.  Every NARRATIVE_* setting: docs/cli.md."
+)
+@click.option(
+    "--db",
+    envvar="NARRATIVE_DB",
+    default=None,
+    help="SQLite file or postgresql:// URL [env NARRATIVE_DB; default narrative.db].",
+)
+@click.option(
+    "--user", envvar="NARRATIVE_USER", default=None, help="Whose memory [env NARRATIVE_USER; default 'default']."
+)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON output (errors too).")
 @click.option(
     "--embedder",
@@ -124,20 +136,43 @@ CURRENT: list[Context] = []
     default=None,
     help="Embedding model [env NARRATIVE_EMBEDDER; default minilm; 'none' = keyword search only].",
 )
-@click.option("--llm", "llm_provider", type=click.Choice(LLM_PROVIDERS), default=None,
-              help="LLM provider [env NARRATIVE_LLM_PROVIDER; default none: heuristics only].")
+@click.option(
+    "--llm",
+    "llm_provider",
+    type=click.Choice(LLM_PROVIDERS),
+    default=None,
+    help="LLM provider [env NARRATIVE_LLM_PROVIDER; default none: heuristics only].",
+)
 @click.option("--llm-url", default=None, help="LLM server URL [env NARRATIVE_LLM_URL].")
 @click.option("--llm-model", default=None, help="LLM model name [env NARRATIVE_LLM_MODEL].")
 @click.option("--llm-key", default=None, help="LLM API key [env NARRATIVE_LLM_API_KEY].")
-@click.option("--llm-timeout", type=click.FloatRange(min=0, min_open=True), default=None,
-              help="Seconds per LLM call [env NARRATIVE_LLM_TIMEOUT_S; default 30].")
+@click.option(
+    "--llm-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Seconds per LLM call [env NARRATIVE_LLM_TIMEOUT_S; default 30].",
+)
 @click.version_option(package_name="narrative")
 @click.pass_context
-def cli(ctx: click.Context, db: str | None, user: str | None, as_json: bool, embedder: str | None,
-        llm_provider: str | None, llm_url: str | None, llm_model: str | None, llm_key: str | None,
-        llm_timeout: float | None) -> None:
-    llm = {"llm_provider": llm_provider, "llm_url": llm_url, "llm_model": llm_model, "llm_api_key": llm_key,
-           "llm_timeout_s": llm_timeout}
+def cli(
+    ctx: click.Context,
+    db: str | None,
+    user: str | None,
+    as_json: bool,
+    embedder: str | None,
+    llm_provider: str | None,
+    llm_url: str | None,
+    llm_model: str | None,
+    llm_key: str | None,
+    llm_timeout: float | None,
+) -> None:
+    llm = {
+        "llm_provider": llm_provider,
+        "llm_url": llm_url,
+        "llm_model": llm_model,
+        "llm_api_key": llm_key,
+        "llm_timeout_s": llm_timeout,
+    }
     ctx.obj = Context(db=db, user=user, as_json=as_json, embedder=embedder, llm=llm)
     CURRENT[:] = [ctx.obj]
     ctx.call_on_close(lambda: ctx.obj._memory.close() if ctx.obj._memory is not None else None)
@@ -156,9 +191,27 @@ def _setter(attribute: str) -> Callable[[click.Context, click.Parameter, Any], N
 
 def json_option(f: F) -> F:
     """``--json``, ``--db`` and ``--user`` accepted after the command name too (they override the global ones)."""
-    f = click.option("--user", "user_local", default=None, expose_value=False, callback=_setter("user"),
-                     help="Whose memory (same as the global --user).")(f)
-    f = click.option("--db", "db_local", default=None, expose_value=False, callback=_setter("db"),
-                     help="SQLite file (same as the global --db).")(f)
-    return click.option("--json", "as_json_local", is_flag=True, expose_value=False, callback=_setter("as_json"),
-                        help="Machine-readable JSON output.")(f)
+    f = click.option(
+        "--user",
+        "user_local",
+        default=None,
+        expose_value=False,
+        callback=_setter("user"),
+        help="Whose memory (same as the global --user).",
+    )(f)
+    f = click.option(
+        "--db",
+        "db_local",
+        default=None,
+        expose_value=False,
+        callback=_setter("db"),
+        help="SQLite file (same as the global --db).",
+    )(f)
+    return click.option(
+        "--json",
+        "as_json_local",
+        is_flag=True,
+        expose_value=False,
+        callback=_setter("as_json"),
+        help="Machine-readable JSON output.",
+    )(f)

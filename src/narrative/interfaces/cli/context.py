@@ -35,8 +35,12 @@ def context(ctx: Context, question: str, budget: int, no_record: bool) -> None:
 
 @cli.command(help="Memory-augmented reasoning context for REQUEST: memories, open threads, a prompt section.")
 @click.argument("request")
-@click.option("--kind", default="classification", show_default=True,
-              type=click.Choice(["classification", "decomposition", "verification"]))
+@click.option(
+    "--kind",
+    default="classification",
+    show_default=True,
+    type=click.Choice(["classification", "decomposition", "verification"]),
+)
 @click.option("--top-k", "top_k", default=5, show_default=True, help="How many search hits (and entity memories).")
 @click.option("--no-entities", is_flag=True, help="Leave out the active entities (open threads).")
 @json_option

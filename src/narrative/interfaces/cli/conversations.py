@@ -60,8 +60,9 @@ def conversation_status(ctx: Context, limit: int) -> None:
     ctx.emit({"active": active, "recent": recent}, text)
 
 
-@conversation.command("close", help="Close the active conversation: active → ready_to_close, with a preview "
-                                     "(same as `narrative close`).")
+@conversation.command(
+    "close", help="Close the active conversation: active → ready_to_close, with a preview (same as `narrative close`)."
+)
 @click.option("--id", "conversation_id", type=int, default=None, help="Conversation id (default: active).")
 @json_option
 @pass_ctx
@@ -72,10 +73,16 @@ def conversation_close(ctx: Context, conversation_id: int | None) -> None:
     ctx.emit(result, lambda: result.text(ACTIONS))
 
 
-@conversation.command("resume", help="Cancel a closure: ready_to_close → active (asks first when you edited the "
-                                      "preview).")
-@click.option("--id", "conversation_id", type=int, default=None,
-              help="Conversation id (default: the newest one waiting for review).")
+@conversation.command(
+    "resume", help="Cancel a closure: ready_to_close → active (asks first when you edited the preview)."
+)
+@click.option(
+    "--id",
+    "conversation_id",
+    type=int,
+    default=None,
+    help="Conversation id (default: the newest one waiting for review).",
+)
 @click.option("--yes", is_flag=True, help="Discard your edits of the preview without asking.")
 @json_option
 @pass_ctx

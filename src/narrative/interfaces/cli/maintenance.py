@@ -40,8 +40,10 @@ def _reindex_text(report: dict[str, Any]) -> str:
     return text
 
 
-@cli.command(help="Show the embedder, the embedder identities of the stored vectors with counts, and whether "
-                  "`narrative reindex` is needed.  Without --user: the whole database.")
+@cli.command(
+    help="Show the embedder, the embedder identities of the stored vectors with counts, and whether "
+    "`narrative reindex` is needed.  Without --user: the whole database."
+)
 @json_option
 @pass_ctx
 def status(ctx: Context) -> None:
@@ -49,44 +51,59 @@ def status(ctx: Context) -> None:
     ctx.emit(report, lambda: _status_text(report))
 
 
-@cli.command(help="Re-embed every memory and storyline routing embedding with the current embedder.  Needed after "
-                  "changing the embedder (--embedder / NARRATIVE_EMBEDDER): search refuses vectors another model "
-                  "made.  Only stale vectors are redone, so it is safe to run again; without --user it covers "
-                  "every user of the database.")
-@click.option("--batch-size", type=click.IntRange(min=1), default=None,
-              help="Memories per transaction (default 256).")
+@cli.command(
+    help="Re-embed every memory and storyline routing embedding with the current embedder.  Needed after "
+    "changing the embedder (--embedder / NARRATIVE_EMBEDDER): search refuses vectors another model "
+    "made.  Only stale vectors are redone, so it is safe to run again; without --user it covers "
+    "every user of the database."
+)
+@click.option("--batch-size", type=click.IntRange(min=1), default=None, help="Memories per transaction (default 256).")
 @click.option("--force", is_flag=True, help="Re-embed everything, even vectors the current embedder made.")
 @json_option
 @pass_ctx
 def reindex(ctx: Context, batch_size: int | None, force: bool) -> None:
     with progress("reindex", enabled=not ctx.as_json) as report_progress:
-        report = ctx.existing(user=False).reindex(user=ctx.user, batch_size=batch_size, force=force,
-                                                  progress=report_progress)
+        report = ctx.existing(user=False).reindex(
+            user=ctx.user, batch_size=batch_size, force=force, progress=report_progress
+        )
     ctx.emit(report, lambda: _reindex_text(report))
 
 
-@cli.command(help="Prune the memory change log (keeping the newest --keep entries), merge the full-text indexes "
-                  "and checkpoint the WAL.  Deletes do this by themselves; run it after heavy writing to keep "
-                  "the file small.")
-@click.option("--keep", type=click.IntRange(min=0), default=1_000, show_default=True,
-              help="Change-log entries to keep.")
+@cli.command(
+    help="Prune the memory change log (keeping the newest --keep entries), merge the full-text indexes "
+    "and checkpoint the WAL.  Deletes do this by themselves; run it after heavy writing to keep "
+    "the file small."
+)
+@click.option(
+    "--keep", type=click.IntRange(min=0), default=1_000, show_default=True, help="Change-log entries to keep."
+)
 @json_option
 @pass_ctx
 def compact(ctx: Context, keep: int) -> None:
     report = ctx.memory.compact(keep_changes=keep)
-    ctx.emit(report, lambda: f"pruned {report['pruned_changes']} change-log entries; full-text indexes merged;"
-                             " WAL checkpointed" + (" (busy: other connections still read it)"
-                                                   if report["checkpoint_busy"] else ""))
+    ctx.emit(
+        report,
+        lambda: (
+            f"pruned {report['pruned_changes']} change-log entries; full-text indexes merged;"
+            " WAL checkpointed" + (" (busy: other connections still read it)" if report["checkpoint_busy"] else "")
+        ),
+    )
 
 
-@cli.command(help="Apply the store's schema migrations (SQLite file or postgresql:// URL) and list what the "
-                  "database records.  Opening a database migrates it too; this does only that, e.g. before "
-                  "starting several `narrative serve` workers.")
+@cli.command(
+    help="Apply the store's schema migrations (SQLite file or postgresql:// URL) and list what the "
+    "database records.  Opening a database migrates it too; this does only that, e.g. before "
+    "starting several `narrative serve` workers."
+)
 @json_option
 @pass_ctx
 def migrate(ctx: Context) -> None:
     store = ctx.memory.store
     newly = store.migrate()
-    report = {"db": ctx.memory.settings.db, "backend": store.backend, "applied": store.applied_migrations(),
-              "new": newly}
+    report = {
+        "db": ctx.memory.settings.db,
+        "backend": store.backend,
+        "applied": store.applied_migrations(),
+        "new": newly,
+    }
     ctx.emit(report, lambda: f"{report['backend']} schema up to date: {', '.join(report['applied'])}")

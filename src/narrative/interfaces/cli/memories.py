@@ -31,8 +31,10 @@ def _hit_line(hit: SearchHit) -> str:
 
 def _turn_text(result: TurnResult) -> str:
     m = result.message
-    lines = [f"message #{m.id} (position {m.position}, conversation #{m.conversation_id}) → storyline"
-             f" #{result.storyline.id} {result.storyline.name} [{result.decision}]"]
+    lines = [
+        f"message #{m.id} (position {m.position}, conversation #{m.conversation_id}) → storyline"
+        f" #{result.storyline.id} {result.storyline.name} [{result.decision}]"
+    ]
     lines += [f"  memory #{x.id} [{x.stream.value}] {clip(x.content, 100)}" for x in result.memories]
     lines += [f"  entity {e.entity_type.value}: {clip(e.name, 100)}" for e in result.entities]
     if result.narrative is not None:
@@ -84,20 +86,43 @@ def add_message(ctx: Context, text: str, role: str, speaker: str, raw: bool) -> 
 
 @add.command("memory", help="Add one memory directly (an agent's note).")
 @click.argument("text")
-@click.option("--stream", default="fact", show_default=True,
-              type=click.Choice(["conversation", "research", "decision", "reflection", "narrative", "fact"]))
-@click.option("--source", default="agent", show_default=True,
-              type=click.Choice(["conversation", "agent", "extraction", "narrative", "reflection"]))
+@click.option(
+    "--stream",
+    default="fact",
+    show_default=True,
+    type=click.Choice(["conversation", "research", "decision", "reflection", "narrative", "fact"]),
+)
+@click.option(
+    "--source",
+    default="agent",
+    show_default=True,
+    type=click.Choice(["conversation", "agent", "extraction", "narrative", "reflection"]),
+)
 @click.option("--importance", default=2, type=int, show_default=True, help="1 (trivial) to 5 (life-changing).")
 @click.option("--emotion", "emotions", multiple=True, help="An emotion (repeatable).")
 @click.option("--message", "message_ids", multiple=True, type=int, help="Source message id (repeatable).")
 @click.option("--storyline", "storyline_id", type=int, default=None, help="Storyline id.")
 @json_option
 @pass_ctx
-def add_memory(ctx: Context, text: str, stream: str, source: str, importance: int, emotions: tuple[str, ...],
-               message_ids: tuple[int, ...], storyline_id: int | None) -> None:
-    m = ctx.memory.add_memory(text, stream=stream, source=source, importance=importance, emotions=emotions,
-                              message_ids=message_ids, storyline_id=storyline_id)
+def add_memory(
+    ctx: Context,
+    text: str,
+    stream: str,
+    source: str,
+    importance: int,
+    emotions: tuple[str, ...],
+    message_ids: tuple[int, ...],
+    storyline_id: int | None,
+) -> None:
+    m = ctx.memory.add_memory(
+        text,
+        stream=stream,
+        source=source,
+        importance=importance,
+        emotions=emotions,
+        message_ids=message_ids,
+        storyline_id=storyline_id,
+    )
     ctx.emit(m, lambda: f"stored {_memory_line(m)}")
 
 
@@ -108,14 +133,35 @@ def add_memory(ctx: Context, text: str, stream: str, source: str, importance: in
 @click.option("--stream", "streams", multiple=True, help="Only these streams (repeatable).")
 @click.option("--storyline", "storyline_id", type=int, default=None, help="Only this storyline.")
 @click.option("--conversation", "conversation_id", type=int, default=None, help="Only this conversation.")
-@click.option("--min-score", "min_score", type=click.FloatRange(0, 1), default=0.0, show_default=True,
-              help="Drop hits scoring below this.")
+@click.option(
+    "--min-score",
+    "min_score",
+    type=click.FloatRange(0, 1),
+    default=0.0,
+    show_default=True,
+    help="Drop hits scoring below this.",
+)
 @json_option
 @pass_ctx
-def search(ctx: Context, query: str, k: int, mode: str, streams: tuple[str, ...], storyline_id: int | None,
-           conversation_id: int | None, min_score: float) -> None:
-    hits = ctx.reading.search(query, k, mode=mode, streams=streams or None, storyline_id=storyline_id,
-                             conversation_id=conversation_id, min_score=min_score)
+def search(
+    ctx: Context,
+    query: str,
+    k: int,
+    mode: str,
+    streams: tuple[str, ...],
+    storyline_id: int | None,
+    conversation_id: int | None,
+    min_score: float,
+) -> None:
+    hits = ctx.reading.search(
+        query,
+        k,
+        mode=mode,
+        streams=streams or None,
+        storyline_id=storyline_id,
+        conversation_id=conversation_id,
+        min_score=min_score,
+    )
     rows = [{"id": row.pop("memory_id"), **row} for row in map(hit_dict, hits)]  # one id key: "id"
 
     def text() -> str:
@@ -141,15 +187,31 @@ def memories(ctx: Context, stream: str | None, storyline_id: int | None, limit: 
 @click.option("--id", "narrative_id", type=int, default=None, help="One link by id.")
 @click.option("--search", "query", default=None, help="Keyword search over summaries and topics.")
 @click.option("--walk", "walk_id", type=int, default=None, help="Walk backward from this link.")
-@click.option("--forward", "forward_id", type=int, default=None,
-              help="Every link that continues this one, on every branch (a tree).")
-@click.option("--depth", type=int, default=None,
-              help="How far to walk: links back, steps forward, or links listed with --all (default: all).")
+@click.option(
+    "--forward",
+    "forward_id",
+    type=int,
+    default=None,
+    help="Every link that continues this one, on every branch (a tree).",
+)
+@click.option(
+    "--depth",
+    type=int,
+    default=None,
+    help="How far to walk: links back, steps forward, or links listed with --all (default: all).",
+)
 @click.option("--all", "show_all", is_flag=True, help="List every link, newest first.")
 @json_option
 @pass_ctx
-def narratives(ctx: Context, narrative_id: int | None, query: str | None, walk_id: int | None,
-               forward_id: int | None, depth: int | None, show_all: bool) -> None:
+def narratives(
+    ctx: Context,
+    narrative_id: int | None,
+    query: str | None,
+    walk_id: int | None,
+    forward_id: int | None,
+    depth: int | None,
+    show_all: bool,
+) -> None:
     mem = ctx.reading
     if forward_id is not None:
         after = mem.walk_forward(forward_id, depth)

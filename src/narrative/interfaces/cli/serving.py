@@ -27,12 +27,22 @@ def target_options(f: F) -> F:
 
 @cli.command("mcp", help="Serve this memory to MCP clients (Claude Desktop, agents) over stdio or streamable HTTP.")
 @target_options
-@click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True,
-              help="stdio for a client that starts the server; http for a long-running server.")
+@click.option(
+    "--transport",
+    type=click.Choice(["stdio", "http"]),
+    default="stdio",
+    show_default=True,
+    help="stdio for a client that starts the server; http for a long-running server.",
+)
 @click.option("--host", default="127.0.0.1", show_default=True, help="HTTP: interface to listen on.")
 @click.option("--port", default=8766, show_default=True, type=int, help="HTTP: port to listen on.")
-@click.option("--workers", default=1, show_default=True, type=click.IntRange(min=1),
-              help="HTTP: stateless worker processes over one database (above 1 needs --db postgresql://...).")
+@click.option(
+    "--workers",
+    default=1,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="HTTP: stateless worker processes over one database (above 1 needs --db postgresql://...).",
+)
 @json_option
 @pass_ctx
 def mcp_command(ctx: Context, transport: str, host: str, port: int, workers: int) -> None:
@@ -65,15 +75,29 @@ def mcp_command(ctx: Context, transport: str, host: str, port: int, workers: int
 
 @cli.command("serve", help="Serve the HTTP API (/api/v1, /openapi.json) and the memory review page (/).")
 @target_options
-@click.option("--host", default="127.0.0.1", show_default=True,
-              help="Interface to listen on (loopback by default; anything else is reachable by others).")
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Interface to listen on (loopback by default; anything else is reachable by others).",
+)
 @click.option("--port", default=8765, show_default=True, type=int, help="Port to listen on.")
-@click.option("--open-user", default=None, metavar="USER",
-              help="Mint an API key for USER and print a page URL that carries it (in the #fragment).")
-@click.option("--max-body", default=1024 * 1024, show_default=True, type=int,
-              help="Largest request body in bytes (413 beyond).")
-@click.option("--workers", default=1, show_default=True, type=click.IntRange(min=1),
-              help="Worker processes (stateless; more than one needs a postgresql:// --db).")
+@click.option(
+    "--open-user",
+    default=None,
+    metavar="USER",
+    help="Mint an API key for USER and print a page URL that carries it (in the #fragment).",
+)
+@click.option(
+    "--max-body", default=1024 * 1024, show_default=True, type=int, help="Largest request body in bytes (413 beyond)."
+)
+@click.option(
+    "--workers",
+    default=1,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Worker processes (stateless; more than one needs a postgresql:// --db).",
+)
 @json_option
 @pass_ctx
 def serve_command(ctx: Context, host: str, port: int, open_user: str | None, max_body: int, workers: int) -> None:
@@ -86,18 +110,24 @@ def serve_command(ctx: Context, host: str, port: int, open_user: str | None, max
         raise click.ClickException(message) from error
     memory = ctx.memory
     if not is_loopback(host):
-        click.echo(f"warning: listening on {host}, not loopback: anyone who can reach this port can try keys. "
-                   "Put TLS in front of it.", err=True)
+        click.echo(
+            f"warning: listening on {host}, not loopback: anyone who can reach this port can try keys. "
+            "Put TLS in front of it.",
+            err=True,
+        )
     shown = f"[{host}]" if ":" in host else host
     base = f"http://{shown}:{port}/"
     info: dict[str, Any] = {"url": base, "db": memory.settings.db}
     if open_user is not None:
         key = memory.create_api_key(label="serve --open-user", user=open_user)
         info["page"] = f"{base}#key={key}"
-    ctx.emit(info, lambda: "\n".join(
-        [f"narrative HTTP API for {memory.settings.db} on {base} (OpenAPI: {base}openapi.json)"]
-        + ([f"review page for {open_user}: {info['page']}"] if open_user else [])
-    ))
+    ctx.emit(
+        info,
+        lambda: "\n".join(
+            [f"narrative HTTP API for {memory.settings.db} on {base} (OpenAPI: {base}openapi.json)"]
+            + ([f"review page for {open_user}: {info['page']}"] if open_user else [])
+        ),
+    )
     if workers == 1:
         run(create_app(memory, max_body=max_body), host=host, port=port)
         return
@@ -134,8 +164,10 @@ def keys_list(ctx: Context) -> None:
     found = memory.list_api_keys()
     ctx.emit(
         {"user": memory.user, "keys": found},
-        lambda: "\n".join(f"{k['id']}  {k['created_at']:%Y-%m-%d %H:%M}  {k['fingerprint']}  {k['label']}"
-                          for k in found) or "no keys",
+        lambda: (
+            "\n".join(f"{k['id']}  {k['created_at']:%Y-%m-%d %H:%M}  {k['fingerprint']}  {k['label']}" for k in found)
+            or "no keys"
+        ),
     )
 
 

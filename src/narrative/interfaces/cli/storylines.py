@@ -20,8 +20,10 @@ def storyline_line(s: Storyline) -> str:
 # --- storylines ----------------------------------------------------------------------------------
 
 
-@cli.group(invoke_without_command=True,
-           help="Storylines and their ids (the topic containers): list (the default), show, create, rename, archive.")
+@cli.group(
+    invoke_without_command=True,
+    help="Storylines and their ids (the topic containers): list (the default), show, create, rename, archive.",
+)
 @json_option
 @click.pass_context
 def storylines(click_ctx: click.Context) -> None:
@@ -102,8 +104,12 @@ def conversations(click_ctx: click.Context) -> None:
 
 
 @conversations.command("list", help="Conversations, newest first (`conversation show ID` prints one).")
-@click.option("--status", type=click.Choice([s.value for s in ConversationStatus]), default=None,
-              help="Only conversations in this state.")
+@click.option(
+    "--status",
+    type=click.Choice([s.value for s in ConversationStatus]),
+    default=None,
+    help="Only conversations in this state.",
+)
 @click.option("--limit", default=20, show_default=True, help="How many.")
 @json_option
 @pass_ctx

@@ -23,8 +23,7 @@ from narrative.store.sqlite.portability import KEEP_CHANGES, USER_TABLES, _decod
 #: Columns PostgreSQL keeps that the portable dump does not carry (the owner of rows that hang off a parent).
 OWNER_ONLY = {"memory_sources": "user_id", "use_references": "user_id"}
 #: information_schema's data types → the declared types the dump checks speak (as SQLite declares them).
-_TYPES = {"bigint": "INTEGER", "integer": "INTEGER", "double precision": "REAL", "text": "TEXT",
-          "USER-DEFINED": "BLOB"}
+_TYPES = {"bigint": "INTEGER", "integer": "INTEGER", "double precision": "REAL", "text": "TEXT", "USER-DEFINED": "BLOB"}
 
 
 class PostgresPortability(PostgresBase):

@@ -75,8 +75,15 @@ class PostgresRows(PostgresBase):
         if mid is None or created is None:
             raise StoreError("insert returned no id")
         return Message(
-            id=mid, user_id=user_id, conversation_id=conversation_id, position=position, role=role,
-            speaker=speaker, content=content, created_at=to_time_required(created), meta=loads(encoded_meta, {}),
+            id=mid,
+            user_id=user_id,
+            conversation_id=conversation_id,
+            position=position,
+            role=role,
+            speaker=speaker,
+            content=content,
+            created_at=to_time_required(created),
+            meta=loads(encoded_meta, {}),
         )
 
     # --- keyword search over the small tables: BM25 in process -----------------------
@@ -89,8 +96,9 @@ class PostgresRows(PostgresBase):
         ids = [h[0] for h in hits]
         found = {
             r["id"]: _message(r)  # type: ignore[arg-type]  # read by name like sqlite3.Row
-            for r in self._all(f"SELECT * FROM messages WHERE user_id = ? AND id IN ({placeholders(ids)})",
-                               [user_id, *ids])
+            for r in self._all(
+                f"SELECT * FROM messages WHERE user_id = ? AND id IN ({placeholders(ids)})", [user_id, *ids]
+            )
         }
         return [(found[i], score) for i, score in hits if i in found]
 
@@ -103,8 +111,9 @@ class PostgresRows(PostgresBase):
         ids = [h[0] for h in hits]
         found = [
             _narrative(r)  # type: ignore[arg-type]  # read by name like sqlite3.Row
-            for r in self._all(f"SELECT * FROM narratives WHERE user_id = ? AND id IN ({placeholders(ids)})",
-                               [user_id, *ids])
+            for r in self._all(
+                f"SELECT * FROM narratives WHERE user_id = ? AND id IN ({placeholders(ids)})", [user_id, *ids]
+            )
         ]
         return sorted(found, key=lambda n: (n.created_at, n.id), reverse=True)
 

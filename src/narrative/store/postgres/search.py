@@ -103,8 +103,10 @@ class PostgresSearch(PostgresBase):
         seen_seq, seen_xid = self._keywords_pruned  # a prune seen before is already accounted for
         lowest = head[5]  # entries deleted by hand (not through prune_memory_changes) leave a gap at least
         gap = int(lowest) > self._keywords_seq + 1 if lowest is not None else self._keywords_seq > 0
-        pruned = gap or pruned_seq > max(self._keywords_seq, seen_seq) or (
-            pruned_xid > seen_xid and pruned_xid >= self._keywords_xmin
+        pruned = (
+            gap
+            or pruned_seq > max(self._keywords_seq, seen_seq)
+            or (pruned_xid > seen_xid and pruned_xid >= self._keywords_xmin)
         )
         self._keywords_pruned = (pruned_seq, pruned_xid)
         if index is None or pruned:

@@ -77,9 +77,7 @@ class ConversationRows(SqliteBase):
     def ensure_user(self, user_id: str, now: datetime) -> bool:
         """Create the user if new; True when it was created."""
         with self.transaction():
-            cursor = self._exec(
-                "INSERT OR IGNORE INTO users(id, created_at) VALUES (?, ?)", (user_id, to_text(now))
-            )
+            cursor = self._exec("INSERT OR IGNORE INTO users(id, created_at) VALUES (?, ?)", (user_id, to_text(now)))
             return cursor.rowcount == 1
 
     def get_user(self, user_id: str) -> User:
@@ -110,17 +108,13 @@ class ConversationRows(SqliteBase):
         return self.get_conversation(user_id, cid)
 
     def get_conversation(self, user_id: str, conversation_id: int) -> Conversation:
-        row = self._one(
-            "SELECT * FROM conversations WHERE id = ? AND user_id = ?", (conversation_id, user_id)
-        )
+        row = self._one("SELECT * FROM conversations WHERE id = ? AND user_id = ?", (conversation_id, user_id))
         if row is None:
             raise NotFound(f"conversation {conversation_id} not found")
         return _conversation(row)
 
     def active_conversation(self, user_id: str) -> Conversation | None:
-        row = self._one(
-            "SELECT * FROM conversations WHERE user_id = ? AND status = 'active'", (user_id,)
-        )
+        row = self._one("SELECT * FROM conversations WHERE user_id = ? AND status = 'active'", (user_id,))
         return None if row is None else _conversation(row)
 
     def list_conversations(
@@ -165,9 +159,7 @@ class ConversationRows(SqliteBase):
             )
 
     def get_preview(self, user_id: str, conversation_id: int) -> dict[str, Any] | None:
-        row = self._one(
-            "SELECT preview FROM conversations WHERE id = ? AND user_id = ?", (conversation_id, user_id)
-        )
+        row = self._one("SELECT preview FROM conversations WHERE id = ? AND user_id = ?", (conversation_id, user_id))
         if row is None:
             raise NotFound(f"conversation {conversation_id} not found")
         result: dict[str, Any] | None = loads(row["preview"])
@@ -175,9 +167,7 @@ class ConversationRows(SqliteBase):
 
     def delete_conversation(self, user_id: str, conversation_id: int) -> None:
         with self.transaction():
-            cursor = self._exec(
-                "DELETE FROM conversations WHERE id = ? AND user_id = ?", (conversation_id, user_id)
-            )
+            cursor = self._exec("DELETE FROM conversations WHERE id = ? AND user_id = ?", (conversation_id, user_id))
             if cursor.rowcount == 0:
                 raise NotFound(f"conversation {conversation_id} not found")
 
@@ -195,9 +185,7 @@ class ConversationRows(SqliteBase):
     ) -> Message:
         created, encoded_meta = to_text(now), dumps(meta or {})
         with self.transaction():
-            row = self._one(
-                "SELECT COALESCE(MAX(position), 0) + 1 FROM messages WHERE user_id = ?", (user_id,)
-            )
+            row = self._one("SELECT COALESCE(MAX(position), 0) + 1 FROM messages WHERE user_id = ?", (user_id,))
             position = int(row[0]) if row else 1
             mid = self._exec(
                 "INSERT INTO messages(user_id, conversation_id, position, role, speaker, content, created_at, meta)"
@@ -212,8 +200,15 @@ class ConversationRows(SqliteBase):
         if mid is None or created is None:
             raise StoreError("insert returned no id")
         return Message(  # what reading the row back gives, without reading it
-            id=mid, user_id=user_id, conversation_id=conversation_id, position=position, role=role,
-            speaker=speaker, content=content, created_at=to_time_required(created), meta=loads(encoded_meta, {}),
+            id=mid,
+            user_id=user_id,
+            conversation_id=conversation_id,
+            position=position,
+            role=role,
+            speaker=speaker,
+            content=content,
+            created_at=to_time_required(created),
+            meta=loads(encoded_meta, {}),
         )
 
     def get_message(self, user_id: str, message_id: int) -> Message:

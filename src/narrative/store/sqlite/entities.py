@@ -80,15 +80,31 @@ class EntityRows(SqliteBase):
         eid = self._exec(  # one statement: atomic without a savepoint of its own
             "INSERT INTO entities(user_id, entity_type, name, data, memory_id, conversation_id, storyline_id,"
             " is_active, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (user_id, entity_type.value, name, encoded, memory_id, conversation_id, storyline_id,
-             int(is_active), created),
+            (
+                user_id,
+                entity_type.value,
+                name,
+                encoded,
+                memory_id,
+                conversation_id,
+                storyline_id,
+                int(is_active),
+                created,
+            ),
         ).lastrowid
         if eid is None or created is None:
             raise StoreError("insert returned no id")
         return Entity(  # what reading the row back gives, without reading it
-            id=eid, user_id=user_id, entity_type=entity_type, name=name, data=loads(encoded, {}),
-            memory_id=memory_id, conversation_id=conversation_id, storyline_id=storyline_id,
-            is_active=bool(is_active), created_at=to_time_required(created),
+            id=eid,
+            user_id=user_id,
+            entity_type=entity_type,
+            name=name,
+            data=loads(encoded, {}),
+            memory_id=memory_id,
+            conversation_id=conversation_id,
+            storyline_id=storyline_id,
+            is_active=bool(is_active),
+            created_at=to_time_required(created),
         )
 
     def get_entity(self, user_id: str, entity_id: int) -> Entity:
@@ -114,8 +130,11 @@ class EntityRows(SqliteBase):
             types = [t.value for t in entity_types]
             sql += f" AND entity_type IN ({placeholders(types)})" if types else " AND 0"
             params += types
-        for column, value in (("memory_id", memory_id), ("conversation_id", conversation_id),
-                              ("storyline_id", storyline_id)):
+        for column, value in (
+            ("memory_id", memory_id),
+            ("conversation_id", conversation_id),
+            ("storyline_id", storyline_id),
+        ):
             if value is not None:
                 sql += f" AND {column} = ?"
                 params.append(value)
@@ -146,8 +165,9 @@ class EntityRows(SqliteBase):
                 raise NotFound(f"entity {entity_id} not found")
         return self.get_entity(user_id, entity_id)
 
-    def update_entity(self, user_id: str, entity_id: int, memory_id: int | None = None,
-                      storyline_id: int | None = None) -> Entity:
+    def update_entity(
+        self, user_id: str, entity_id: int, memory_id: int | None = None, storyline_id: int | None = None
+    ) -> Entity:
         with self.transaction():
             self._exec(
                 "UPDATE entities SET memory_id = COALESCE(?, memory_id), storyline_id = COALESCE(?, storyline_id)"
@@ -177,15 +197,24 @@ class EntityRows(SqliteBase):
         did = self._insert(
             "INSERT INTO state_deltas(user_id, delta_type, data, memory_id, conversation_id, applied, applied_at,"
             " created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (user_id, delta_type.value, dumps(data), memory_id, conversation_id, int(applied),
-             to_text(now) if applied else None, to_text(now)),
+            (
+                user_id,
+                delta_type.value,
+                dumps(data),
+                memory_id,
+                conversation_id,
+                int(applied),
+                to_text(now) if applied else None,
+                to_text(now),
+            ),
         )
         row = self._one("SELECT * FROM state_deltas WHERE id = ?", (did,))
         assert row is not None
         return _delta(row)
 
-    def list_state_deltas(self, user_id: str, memory_id: int | None = None,
-                          conversation_id: int | None = None) -> list[StateDelta]:
+    def list_state_deltas(
+        self, user_id: str, memory_id: int | None = None, conversation_id: int | None = None
+    ) -> list[StateDelta]:
         sql = "SELECT * FROM state_deltas WHERE user_id = ?"
         params: list[Any] = [user_id]
         if memory_id is not None:
@@ -280,8 +309,10 @@ class EntityRows(SqliteBase):
         rows = self._all(
             "SELECT id, label, created_at, key_hash FROM api_keys WHERE user_id = ? ORDER BY id", (user_id,)
         )
-        return [{"id": r[0], "label": r[1], "created_at": to_time_required(r[2]), "fingerprint": str(r[3])[:12]}
-                for r in rows]
+        return [
+            {"id": r[0], "label": r[1], "created_at": to_time_required(r[2]), "fingerprint": str(r[3])[:12]}
+            for r in rows
+        ]
 
     def revoke_key(self, user_id: str, key_id: int) -> bool:
         """Delete one of this user's keys; False when the user has no key with this id."""

@@ -74,8 +74,16 @@ class StorylineRows(SqliteBase):
             sid = self._insert(
                 "INSERT INTO storylines(user_id, name, kind, status, description, keywords, created_at, updated_at)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (user_id, name, kind.value, status.value, description, dumps(list(keywords)),
-                 to_text(now), to_text(now)),
+                (
+                    user_id,
+                    name,
+                    kind.value,
+                    status.value,
+                    description,
+                    dumps(list(keywords)),
+                    to_text(now),
+                    to_text(now),
+                ),
             )
         except StoreError as error:
             if "UNIQUE" in str(error):
@@ -90,9 +98,7 @@ class StorylineRows(SqliteBase):
         return _storyline(row)
 
     def find_storyline(self, user_id: str, name: str) -> Storyline | None:
-        row = self._one(
-            "SELECT * FROM storylines WHERE user_id = ? AND name = ? COLLATE NOCASE", (user_id, name)
-        )
+        row = self._one("SELECT * FROM storylines WHERE user_id = ? AND name = ? COLLATE NOCASE", (user_id, name))
         return None if row is None else _storyline(row)
 
     def your_story(self, user_id: str) -> Storyline | None:
@@ -204,8 +210,13 @@ class StorylineRows(SqliteBase):
         if rid is None:
             raise StoreError("insert returned no id")
         return RoutingDecision(
-            id=rid, user_id=user_id, message_id=message_id, storyline_id=storyline_id,
-            decision=decision, scores=scores, created_at=now,
+            id=rid,
+            user_id=user_id,
+            message_id=message_id,
+            storyline_id=storyline_id,
+            decision=decision,
+            scores=scores,
+            created_at=now,
         )
 
     def routing_decisions(self, user_id: str, message_id: int | None = None, limit: int = 100) -> list[RoutingDecision]:
@@ -217,8 +228,13 @@ class StorylineRows(SqliteBase):
         rows = self._all(sql + " ORDER BY id DESC LIMIT ?", [*params, limit])
         return [
             RoutingDecision(
-                id=r["id"], user_id=r["user_id"], message_id=r["message_id"], storyline_id=r["storyline_id"],
-                decision=r["decision"], scores=loads(r["scores"], {}), created_at=to_time_required(r["created_at"]),
+                id=r["id"],
+                user_id=r["user_id"],
+                message_id=r["message_id"],
+                storyline_id=r["storyline_id"],
+                decision=r["decision"],
+                scores=loads(r["scores"], {}),
+                created_at=to_time_required(r["created_at"]),
             )
             for r in rows
         ]

@@ -14,7 +14,8 @@ _SUBJ = (
 )
 _DECIDED = caseless(
     _SUBJ + r"(?:(?P<np>chose|chosen|opted\s+for|settled\s+on|agreed\s+on|picked(?!\s+up))|decided|opted\s+to|"
-    r"made\s+(?:the|a|my|our)\s+(?:decision|call|choice)(?:\s+to)?|made\s+up\s+(?:my|our)\s+minds?(?:\s+to)?)\b")
+    r"made\s+(?:the|a|my|our)\s+(?:decision|call|choice)(?:\s+to)?|made\s+up\s+(?:my|our)\s+minds?(?:\s+to)?)\b"
+)
 _LETS_GO = caseless(r"\b(?:let'?s|(?:i|we)'ll|(?:i|we)\s+will)\s+go\s+with\b")
 _DECISION_IS = caseless(r"\b(?:the|our|my)\s+(?:final\s+)?decision\s+(?:is|was)\s+(?:to|that)\b")
 _CHOICE_VERB = (
@@ -26,38 +27,56 @@ _OVER = caseless(r"\b(?:prefer(?:red)?|prioriti[sz]e[ds]?|chose|choose|picked)\b
 _FIRST_PERSON = caseless(r"\b(?:i|we|let's|i'm|we're|i'll|we'll|i've|we've|our|my)\b")
 _NOT_DECIDED = caseless(
     r"\b(?:haven't|have\s+not|hasn't|didn't|not|never|undecided|can't|couldn't|yet\s+to|trying\s+to|still)\s+"
-    r"(?:\w+\s+)?(?:decided|decide|chose|choose|chosen|made\s+up)")
+    r"(?:\w+\s+)?(?:decided|decide|chose|choose|chosen|made\s+up)"
+)
 _RATIONALE = caseless(
     r"(?:\bbecause\b|\bsince\b(?!\s+(?:then|last|\d|yesterday|we\s+last|i\s+last))|\bso\s+that\b|'cause\b|"
     r"\bcuz\b|\bgiven\s+that\b|\bdue\s+to\b|\bas\s+(?:it|they|this|that)\b|\bin\s+order\s+to\b|"
-    r"\bthe\s+reason\s+(?:is|being)\b)\s*(?P<why>[^.!?]+)")
+    r"\bthe\s+reason\s+(?:is|being)\b)\s*(?P<why>[^.!?]+)"
+)
 _NEXT_RATIONALE = caseless(
-    r"^(?:because|since|that's\s+because|the\s+reason\s+(?:is|was)|it's\s+because|this\s+is\s+because)\b[,:]?\s*")
+    r"^(?:because|since|that's\s+because|the\s+reason\s+(?:is|was)|it's\s+because|this\s+is\s+because)\b[,:]?\s*"
+)
 _ALTERNATIVE = caseless(r"\b(?:instead\s+of|rather\s+than|vs\.?|versus|decided\s+against)\s+(?P<alt>[^.!?;,]+)")
 _ALT_STOP = caseless(r"\s+(?:because|since|so\s+that|'cause|cuz|given|due\s+to|as\s+it|which|but|for)\b.*$")
 _ALT_SPLIT = caseless(r"\s*(?:,|/|\bor\b|\band\b)\s*")
 DECISION_END = caseless(
     r"\s*(?:\b(?:because|since|so\s+that|given\s+that|due\s+to|instead\s+of|rather\s+than|vs\.?|versus|"
-    r"in\s+order\s+to|even\s+though|although)\b|'cause\b|\bcuz\b|[!?;]|\.\s*$|\s-\s|,\s*which\b).*$")
+    r"in\s+order\s+to|even\s+though|although)\b|'cause\b|\bcuz\b|[!?;]|\.\s*$|\s-\s|,\s*which\b).*$"
+)
 _PARENS = re.compile(r"\s*\([^()]*\)")
 _HEDGES = caseless(
     r"\b(?:maybe|probably|i\s+think|for\s+now|tentatively|might|perhaps|leaning|not\s+sure|i\s+guess|"
-    r"kind\s+of|sort\s+of|for\s+the\s+time\s+being|unless|possibly|for\s+the\s+moment)\b")
+    r"kind\s+of|sort\s+of|for\s+the\s+time\s+being|unless|possibly|for\s+the\s+moment)\b"
+)
 _EMPHATIC = caseless(r"\b(?:definitely|final|for\s+sure|firmly|certain|absolutely|no\s+doubt|100%)")
 _IRREVERSIBLE = caseless(
     r"\b(?:final|permanent(?:ly)?|for\s+good|irreversibl[ey]|no\s+going\s+back|once\s+and\s+for\s+all|"
-    r"can(?:'t|not)\s+be\s+undone|forever)\b")
+    r"can(?:'t|not)\s+be\s+undone|forever)\b"
+)
 _DECISION_TYPES = (  # the type with the most keyword hits wins; ties go to the earlier one; none → scope
-    ("methodological", caseless(
-        r"\b(?:method\w*|approach\w*|process\w*|technique|tool\w*|framework|librar\w+|database|format|workflow|"
-        r"strateg\w+|structur\w+|pipeline|test\w*|analys\w+|implement\w*|architecture|design|algorithm|use|using|"
-        r"model|measur\w+|protocol|schema|sqlite|postgres\w*|code|api)\b")),
-    ("interpretive", caseless(
-        r"\b(?:interpret\w*|reading|meaning|understand\w*|view|position|terminology|concept\w*|fram\w+|perspective|"
-        r"lens|sense|theor\w+|argument|claim|horizon|language|hermeneutic\w*|read\s+as)\b")),
-    ("scope", caseless(
-        r"\b(?:scope|focus\w*|include|exclude|limit\w*|skip|drop|cut|only|prioriti\w+|priority|first|later|defer|"
-        r"postpone|chapter|section|deadline|budget|timeline|plan|goal\w*)\b")),
+    (
+        "methodological",
+        caseless(
+            r"\b(?:method\w*|approach\w*|process\w*|technique|tool\w*|framework|librar\w+|database|format|workflow|"
+            r"strateg\w+|structur\w+|pipeline|test\w*|analys\w+|implement\w*|architecture|design|algorithm|use|using|"
+            r"model|measur\w+|protocol|schema|sqlite|postgres\w*|code|api)\b"
+        ),
+    ),
+    (
+        "interpretive",
+        caseless(
+            r"\b(?:interpret\w*|reading|meaning|understand\w*|view|position|terminology|concept\w*|fram\w+|perspective|"
+            r"lens|sense|theor\w+|argument|claim|horizon|language|hermeneutic\w*|read\s+as)\b"
+        ),
+    ),
+    (
+        "scope",
+        caseless(
+            r"\b(?:scope|focus\w*|include|exclude|limit\w*|skip|drop|cut|only|prioriti\w+|priority|first|later|defer|"
+            r"postpone|chapter|section|deadline|budget|timeline|plan|goal\w*)\b"
+        ),
+    ),
 )
 
 

@@ -28,7 +28,8 @@ _LIFE_EVENT = caseless(
     r"friend|job|baby|dog|cat|pet)|adopt(?:ed|ing)?\s+(?:a|an|my|our|two|three)?\s*(?:\w+\s+)?(?:child|children|"
     r"baby|kid|kids|son|daughter|dog|cat|puppy|kitten|pet|pup)|adoption|(?:was|were|got|been|be|is|are)\s+born|"
     r"gave\s+birth|newborn|(?<!by\s)accident|surgery|hospitali[sz]ed|cancer|broke\s+up|proposed|"
-    r"(?:first|new)\s+(?:grandchild|grandson|granddaughter))\b")
+    r"(?:first|new)\s+(?:grandchild|grandson|granddaughter))\b"
+)
 
 
 def _life_event(lower: str) -> bool:
@@ -181,8 +182,16 @@ def _statements(
             decision = find_decision(sentence, following) if on["decision"] else None
             if decision is not None:
                 decisions.append(ExtractedDecision(sentence, decision))
-                entities.append(entity_of(EntityType.DECISION, decision.decision, sentence, what=decision.decision,
-                                        why=decision.rationale, alternatives=list(decision.alternatives_considered)))
+                entities.append(
+                    entity_of(
+                        EntityType.DECISION,
+                        decision.decision,
+                        sentence,
+                        what=decision.decision,
+                        why=decision.rationale,
+                        alternatives=list(decision.alternatives_considered),
+                    )
+                )
             entities.extend(find_tasks(sentence, owner) if on["task"] else ())
             entities.extend(find_waiting(sentence) if on["waiting"] else ())
             entities.extend(find_state_changes(sentence, previous_q) if on["state"] else ())

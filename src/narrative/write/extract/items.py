@@ -16,18 +16,21 @@ _TASK = caseless(
     r"(?:i|we)'ve\s+got\s+to|(?:i|we)\s+gotta|(?P<intent>(?:i|we)(?:'ll|\s+will|'m\s+going\s+to|\s+am\s+going\s+to|"
     r"'re\s+going\s+to|'m\s+gonna|'re\s+gonna))(?:\s+(?:definitely|probably|also|just|still|really|need\s+to|"
     r"have\s+to|try\s+to))*|(?P<remind>remind\s+me\s+to)|to-?do:?|next\s+steps?(?:\s+is|\s+are|:)?(?:\s+to)?|action\s+items?:?)\s+"
-    r"(?P<task>[^!?;]+)")
+    r"(?P<task>[^!?;]+)"
+)
 #: "I'll / I'm going to …" is a task only with a concrete action verb or a time marker (chat is full of
 #: "we'll make great memories"); "going to" followed by a determiner is a destination.
 _ACTION = caseless(
     r"^(?:send|call|email|text|write|finish|fix|look\s+into|check\s+(?:on|with|in)|book|buy|schedule|ask|talk\s+to|"
     r"review|update|share|bring|make\s+sure|start|sign\s+up|register|apply|submit|pick\s+up|clean|prepare|read|"
     r"research|contact|reach\s+out|follow\s+up|set\s+up|plan|organi[sz]e|draft|ship|deploy|test|merge|order|pay|"
-    r"visit|meet|join|move|cancel|return|renew|file|print|install|learn|practice|study|train|cook|bake|try)\b")
+    r"visit|meet|join|move|cancel|return|renew|file|print|install|learn|practice|study|train|cook|bake|try)\b"
+)
 _WHEN = caseless(
     r"\b(?:today|tomorrow|tonight|later|soon|this\s+(?:week|weekend|month|year|morning|afternoon|evening)|"
     r"next\s+(?:week|weekend|month|year)|on\s+(?:monday|tuesday|wednesday|thursday|friday|saturday|"
-    r"sunday))\b")
+    r"sunday))\b"
+)
 _CLAUSE_END = caseless(r"\s*(?:,|\s-\s|\band\s+\(?(?:hopefully|then|maybe)\b|\bbut\b|\bso\b|\bif\b).*$")
 _DESTINATION = re.compile(r"^(?:(?:a|an|the|my|our|your|his|her|their|this|that|some)\b|[A-Z])")
 _TASK_SKIP = caseless(
@@ -35,15 +38,18 @@ _TASK_SKIP = caseless(
     r"careful|happy|glad)|always|never|miss|bet|see\b|take\s+that|keep\s+(?:you|that|it|this|in|going|at)|"
     r"let\s+you\s+know|keep\s+(?:ya|u)\s+posted|do\s+(?:for|with|about|in|on|at)\b|do\s*$|have\s+fun|"
     r"make\s+sure\s+to\s+(?:keep\s+you|remember|let\s+you)|love|remember|cherish|think|do\s+my\s+best|try\s+my\s+best|be\s+sure|"
-    r"give\s+it\s+a\s+(?:try|shot|go)|check\s+it\s+out|try\s+it|stay|continue\s+to\s+support|go\s*$)")
+    r"give\s+it\s+a\s+(?:try|shot|go)|check\s+it\s+out|try\s+it|stay|continue\s+to\s+support|go\s*$)"
+)
 _DUE = caseless(
     r"\bby\s+(?P<due>tomorrow|tonight|(?:next|this|the\s+end\s+of\s+(?:the\s+)?)\s*(?:week|month|monday|tuesday|"
     r"wednesday|thursday|friday|saturday|sunday)|end\s+of\s+(?:the\s+)?(?:day|week|month)|monday|tuesday|"
-    r"wednesday|thursday|friday|saturday|sunday|\w+\s+\d{1,2}(?:st|nd|rd|th)?)\b")
+    r"wednesday|thursday|friday|saturday|sunday|\w+\s+\d{1,2}(?:st|nd|rd|th)?)\b"
+)
 #: "important" as a generic maxim ("it's important to …", "important to me") does not count.
 URGENT = caseless(
     r"\b(?:important(?!\s+(?:to|for|part|thing|that|than)\b)|urgent(?:ly)?|asap|deadline|critical|crucial|"
-    r"top\s+priority|high\s+priority|don't\s+forget|must\s+not\s+forget)\b")
+    r"top\s+priority|high\s+priority|don't\s+forget|must\s+not\s+forget)\b"
+)
 _WAITING = re.compile(
     r"\b[Ww]aiting\s+(?:on|for)\s+(?P<who>[^.!?;,]{2,60}?)(?:\s+to\s+(?P<what>[^.!?;,]{2,80}))?(?=[.!?;,]|$)"
     r"|\b[Uu]ntil\s+(?P<who2>[A-Z][a-z]+|he|she|they|the\s+\w+)\s+(?P<what2>(?:gets?\s+back|replies|responds|"
@@ -55,46 +61,51 @@ _WAITING = re.compile(
     r"|\b[Hh]aven'?t\s+heard\s+back\s+from\s+(?P<who4>[^.!?;,]{2,40})"
     r"|\b[Pp]ending\s+(?P<what5>[^.!?;,]{2,60})"
 )
-_WAIT_VAGUE = caseless(
-    r"^(?:this|that|it|these|those|the\s+(?:day|moment|weekend|time)|a\s+while|ages|so\s+long)\b")
+_WAIT_VAGUE = caseless(r"^(?:this|that|it|these|those|the\s+(?:day|moment|weekend|time)|a\s+while|ages|so\s+long)\b")
 OPEN_CUE = caseless(
     r"\b(?:i\s+wonder\s+(?:if|whether|what|how|why|who|when)|open\s+question|not\s+sure\s+(?:if|whether|how|what|"
     r"which)|need\s+to\s+figure\s+out|(?:i|we)\s+(?:don't|do\s+not)\s+know\s+(?:if|whether|how|which)|"
-    r"haven't\s+decided|still\s+undecided|still\s+deciding)\b")
+    r"haven't\s+decided|still\s+undecided|still\s+deciding)\b"
+)
 _RESOLVED = caseless(
     r"\b(?:figured\s+(?:it\s+)?out|the\s+answer\s+(?:is|was)|solved|resolved|worked\s+out\s+(?:how|why|"
-    r"that|what)|the\s+(?:fix|solution|cause|culprit|problem|issue)\s+(?:is|was))\b")
+    r"that|what)|the\s+(?:fix|solution|cause|culprit|problem|issue)\s+(?:is|was))\b"
+)
 _TURNS_OUT = caseless(r"(?<!how it )(?<!how things )\b(?:turns\s+out|turned\s+out\s+(?:that|to\s+be|the))\b")
-_PROBLEM = caseless(
-    r"\b(?:bug|issue|problem|error|question|answer|cause|reason|fix|wrong|broken|crash\w*|fail\w*)\b")
+_PROBLEM = caseless(r"\b(?:bug|issue|problem|error|question|answer|cause|reason|fix|wrong|broken|crash\w*|fail\w*)\b")
 _BLOCKER = caseless(
     r"\b(?:unblocked|no\s+longer\s+blocked|not\s+blocked\s+anymore|blockers?\s+(?:is|are|was|were|has\s+been|"
     r"have\s+been)\s+(?:gone|removed|resolved|cleared|fixed|lifted)|cleared\s+(?:the|a|our|my|that)\s+(?:blocker|"
     r"hurdle|obstacle|way|path|roadblock)|(?:got|received|have)\s+(?:the\s+)?(?:approval|green\s+light|go-ahead|"
-    r"sign-off)|got\s+approved)\b")
+    r"sign-off)|got\s+approved)\b"
+)
 _SUBJECT_TAIL = caseless(
     r"(?:[\s,]+(?:since|because|as|which|that|this|it|is|was|now|so|and|the|has|been|got))*[\s,]*$"
 )
 _UNBLOCKS = caseless(
     r"\b(?:so\s+(?:now\s+)?(?:we|i)\s+can|which\s+(?:means|lets)\s+(?:us|me)(?:\s+(?:can|to))?|unblock(?:s|ing))\s+"
-    r"(?P<what>[^.!?;]+)")
+    r"(?P<what>[^.!?;]+)"
+)
 _PRIORITY = caseless(
     r"\b(?P<high>(?:top|highest|first|main|number\s+one|biggest)\s+priority|(?:re-?)?prioriti[sz](?:e|ed|es|ing))\b"
     r"|\b(?P<low>de-?prioriti[sz](?:e|ed|es|ing)|lower(?:ed)?\s+(?:the\s+)?priority|(?:less|low(?:er)?)\s+(?:of\s+a\s+)?"
     r"priority)\b"
     r"|\b(?:let's|we'll|i'll|we\s+should|i\s+should|we\s+need\s+to|i\s+need\s+to|going\s+to|gonna)\s+(?:do|tackle|"
     r"handle|ship|build|fix|finish|focus\s+on|start\s+with)\s+(?P<item>[^.,;!?]{2,60}?)\s+(?:first\b|before\s+"
-    r"(?P<before>[^.,;!?]{2,60}))")
+    r"(?P<before>[^.,;!?]{2,60}))"
+)
 _PRIORITY_SUBJECT = caseless(r"\s+(?:is|are|was|were)(?:\s+now)?(?:\s+(?:our|my|the|a))?\s*$|^\s*(?:our|my|the)\s*$")
 _PRIORITY_OBJECT = caseless(
     r"\bprioriti[sz](?:e|ed|es|ing)\s+(?P<obj>[^.,;!?]{2,60}?)(?:\s+(?:over|before)\s+(?P<over>[^.,;!?]{2,60})|"
-    r"(?=[.,;!?]|$))")
+    r"(?=[.,;!?]|$))"
+)
 _INSIGHT = caseless(
     r"\b(?:(?:i|we)(?:'ve|\s+have|\s+just|\s+finally|\s+really|\s+also|\s+now|\s+recently)*\s+(?:realized|realised|"
     r"learned|learnt|discovered|noticed\s+that|found\s+out)\b(?:\s+(?:again|recently|today|now|finally))?(?!\s+(?:to|how\s+to)\b)|it\s+(?:dawned|occurred)\s+on\s+me|"
     r"(?:key\s+|main\s+|big\s+)?(?:insight|takeaway)\s*(?:is|was|here\s+is|:)|lesson\s+learned|the\s+lesson\s+is|"
     r"now\s+i\s+(?:understand|see|get)\s+(?:that|why|how)|(?<!how\s)(?<!see\s)it\s+turns\s+out)\b[,:]?\s*(?:that\s+)?"
-    r"(?P<what>[^.!?]*)")
+    r"(?P<what>[^.!?]*)"
+)
 
 
 # --- entities ----------------------------------------------------------------------------------
@@ -121,8 +132,16 @@ def find_tasks(sentence: str, owner: str) -> list[ExtractedEntity]:
         due = _DUE.search(m.group("task"))
         urgent = bool(URGENT.search(sentence))
         out.append(
-            entity_of(EntityType.TASK, task, sentence, description=task, owner=owner, status="open",
-                    priority="high" if urgent else "", due=due.group("due") if due else None)
+            entity_of(
+                EntityType.TASK,
+                task,
+                sentence,
+                description=task,
+                owner=owner,
+                status="open",
+                priority="high" if urgent else "",
+                due=due.group("due") if due else None,
+            )
         )
     return out
 
@@ -159,14 +178,28 @@ def find_state_changes(sentence: str, previous_q: str | None) -> list[ExtractedE
     if turns and not resolved and _PROBLEM.search(sentence):
         resolved = turns
     if resolved and not P.negated_before(low, resolved.start()):
-        out.append(entity_of(EntityType.QUESTION_RESOLVED, clip(sentence, 16), sentence,
-                           question=previous_q, answer=clip(sentence, 30)))
+        out.append(
+            entity_of(
+                EntityType.QUESTION_RESOLVED,
+                clip(sentence, 16),
+                sentence,
+                question=previous_q,
+                answer=clip(sentence, 30),
+            )
+        )
     blocker = _BLOCKER.search(sentence)
     if blocker and not P.negated_before(low, blocker.start()):
         unblocks = _UNBLOCKS.search(sentence)
         what = clip(_SUBJECT_TAIL.sub("", sentence[: blocker.start()]), 14) or clip(sentence, 14)
-        out.append(entity_of(EntityType.BLOCKER_CLEARED, what, sentence, what=what,
-                           unblocks=clip(unblocks.group("what"), 12) if unblocks else None))
+        out.append(
+            entity_of(
+                EntityType.BLOCKER_CLEARED,
+                what,
+                sentence,
+                what=what,
+                unblocks=clip(unblocks.group("what"), 12) if unblocks else None,
+            )
+        )
     prio = _PRIORITY.search(sentence)
     if prio:
         obj = _PRIORITY_OBJECT.search(sentence)
@@ -177,8 +210,16 @@ def find_state_changes(sentence: str, previous_q: str | None) -> list[ExtractedE
             subject = after.group("x") if after else ""
         item = clip(prio.group("item") or (obj.group("obj") if obj else "") or subject, 12)
         before = prio.group("before") or (obj.group("over") if obj and not prio.group("item") else "") or ""
-        out.append(entity_of(EntityType.PRIORITY_CHANGE, item or clip(sentence, 12), sentence, item=item, new=level,
-                           before=clip(before, 10)))
+        out.append(
+            entity_of(
+                EntityType.PRIORITY_CHANGE,
+                item or clip(sentence, 12),
+                sentence,
+                item=item,
+                new=level,
+                before=clip(before, 10),
+            )
+        )
     insight = _INSIGHT.search(sentence)
     if insight and not (resolved is turns and turns) and not P.negated_before(low, insight.start()):
         what = insight.group("what")

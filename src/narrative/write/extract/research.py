@@ -29,14 +29,18 @@ _BEFORE_PAGE = re.compile(r"(?P<w>[A-Z][\w'\-]*(?:\s+(?:[A-Z][\w'\-]*|of|the|and
 _READING = caseless(
     r"\b(?:read|reading|reread|book|books|novel|paper|article|essay|study|chapter|monograph|journal|thesis|"
     r"dissertation|poem|memoir|author|wrote|written|cite[sd]?|citing|quote[sd]?|argues?|according\s+to|"
-    r"published|edition|volume|translation)\b")
+    r"published|edition|volume|translation)\b"
+)
 _MENTION = caseless(
     r"\b(?:reading|read|rereading|finished|started|citing|annotating|studying|wrote|writing|published)\s+"
     r"(?:a|an|the|this|that|his|her|their|my|your)?\s*(?:\w+\s+){0,2}?(?:book|novel|paper|article|essay|study|"
     r"chapter|monograph|poem|memoir)s?\b|\b(?:book|novel|paper|article|essay|study|chapter)s?\s+(?:by|on|about)\s+"
-    r"|\b(?:this|that|the)\s+(?:book|novel|paper|article|essay)\s+(?:i|you|we)\s+(?:read|recommended|cited)\b")
-_QUOTE_AUTHOR = re.compile(r"\b(?:according\s+to|by|as)\s+(?P<a>" + _PERSON_NAME + r")|(?P<b>" + _PERSON_NAME + r")\s+"
-                           r"(?:says|said|writes|wrote|argues|argued|notes|noted|puts\s+it)\b")
+    r"|\b(?:this|that|the)\s+(?:book|novel|paper|article|essay)\s+(?:i|you|we)\s+(?:read|recommended|cited)\b"
+)
+_QUOTE_AUTHOR = re.compile(
+    r"\b(?:according\s+to|by|as)\s+(?P<a>" + _PERSON_NAME + r")|(?P<b>" + _PERSON_NAME + r")\s+"
+    r"(?:says|said|writes|wrote|argues|argued|notes|noted|puts\s+it)\b"
+)
 _MINOR = P.lex("a an the of and in on for to at by with from or")
 
 

@@ -10,7 +10,8 @@ from narrative.write.extract.cues import caseless, clip
 
 _FILLER_PREFIX = caseless(
     r"^(?:(?:wow|woah|whoa|woohoo|yay|oh|yeah|yes|yep|hey|hi|hello|ok|okay|so|well|aw+|haha|lol|omg|btw|hmm|um)"
-    r"\b[,!.]?\s*)+")
+    r"\b[,!.]?\s*)+"
+)
 
 
 # --- key points and themes ---------------------------------------------------------------------
