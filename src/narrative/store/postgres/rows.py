@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from datetime import datetime
 from typing import Any
 
 import numpy as np
 
 from narrative.errors import StoreError
-from narrative.model import Message, Narrative, Role
+from narrative.model import Message, Narrative
 from narrative.store.keyword_index import KeywordIndex, query_terms
 from narrative.store.postgres.base import PostgresBase
-from narrative.store.sqlite.base import dumps, loads, placeholders, to_text, to_time_required
+from narrative.store.sqlite.base import placeholders
 from narrative.store.sqlite.conversations import _message
 from narrative.store.sqlite.narratives import _narrative
 
@@ -40,51 +39,11 @@ class PostgresRows(PostgresBase):
 
     # --- messages: positions allocated under the user's row lock ---------------------
 
-    def insert_message(
-        self,
-        user_id: str,
-        conversation_id: int,
-        role: Role,
-        content: str,
-        now: datetime,
-        speaker: str = "",
-        meta: dict[str, Any] | None = None,
-    ) -> Message:
-        """Append a message at the user's next position.
-
-        The user's row is locked first (``FOR UPDATE``), so concurrent writers for one
-        user take positions one after another: no gap, no duplicate, no retry.
-        """
-        created, encoded_meta = to_text(now), dumps(meta or {})
-        with self.transaction():
-            locked = self._one("SELECT id FROM users WHERE id = ? FOR UPDATE", (user_id,))
-            if locked is None:
-                raise StoreError(f"user {user_id!r} does not exist")
-            row = self._one("SELECT COALESCE(MAX(position), 0) + 1 FROM messages WHERE user_id = ?", (user_id,))
-            position = int(row[0]) if row else 1
-            mid = self._exec(
-                "INSERT INTO messages(user_id, conversation_id, position, role, speaker, content, created_at, meta)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (user_id, conversation_id, position, role.value, speaker, content, created, encoded_meta),
-            ).lastrowid
-            self._exec(
-                "UPDATE conversations SET message_count = message_count + 1, last_message_at = ?,"
-                " idle_notified_at = NULL WHERE id = ? AND user_id = ?",
-                (created, conversation_id, user_id),
-            )
-        if mid is None or created is None:
-            raise StoreError("insert returned no id")
-        return Message(
-            id=mid,
-            user_id=user_id,
-            conversation_id=conversation_id,
-            position=position,
-            role=role,
-            speaker=speaker,
-            content=content,
-            created_at=to_time_required(created),
-            meta=loads(encoded_meta, {}),
-        )
+    def _claim_positions(self, user_id: str) -> None:
+        """Lock the user's row (``FOR UPDATE``), so concurrent writers for one user take positions one after
+        another: no gap, no duplicate, no retry."""
+        if self._one("SELECT id FROM users WHERE id = ? FOR UPDATE", (user_id,)) is None:
+            raise StoreError(f"user {user_id!r} does not exist")
 
     # --- keyword search over the small tables: BM25 in process -----------------------
 

@@ -185,6 +185,7 @@ class ConversationRows(SqliteBase):
     ) -> Message:
         created, encoded_meta = to_text(now), dumps(meta or {})
         with self.transaction():
+            self._claim_positions(user_id)
             row = self._one("SELECT COALESCE(MAX(position), 0) + 1 FROM messages WHERE user_id = ?", (user_id,))
             position = int(row[0]) if row else 1
             mid = self._exec(
@@ -210,6 +211,12 @@ class ConversationRows(SqliteBase):
             created_at=to_time_required(created),
             meta=loads(encoded_meta, {}),
         )
+
+    def _claim_positions(self, user_id: str) -> None:
+        """Make this transaction the only one taking positions for ``user_id`` until it ends.
+
+        SQLite needs nothing: a write transaction holds the file's one write lock.
+        """
 
     def get_message(self, user_id: str, message_id: int) -> Message:
         row = self._one("SELECT * FROM messages WHERE id = ? AND user_id = ?", (message_id, user_id))
