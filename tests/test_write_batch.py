@@ -19,7 +19,9 @@ from conftest import FakeClock
 from narrative.config import Settings
 from narrative.engine import Turn
 from narrative.errors import ValidationError
+from narrative.model import MemoryItem
 from narrative.providers.embed import HashingEmbedder
+from narrative.write.embedding import composed_summary
 
 GARDEN = [
     Turn("I'm planning a garden app with a plot map for the community garden.", speaker="maya"),
@@ -240,6 +242,57 @@ def test_closing_embeds_in_one_call_and_keeps_what_it_compared(tmp_path: Path) -
             confirmed = mem.confirm_memory()
             assert confirmed.end is not None
             made = [*confirmed.memories, *confirmed.end.narrative_memories, *confirmed.end.reflections]
-            assert len(made) >= 2 and embedder.calls[before:] == [[m.content for m in made]]  # one call
+            texts = [m.content for m in made if not composed_summary(m)]  # the rest: from what they summarise
+            assert len(made) >= 2 and embedder.calls[before:] == ([texts] if texts else [])  # one call at most
             assert {m.id for m in made} <= set(vectors_of(mem))
     assert compared == [[], [[question, "We decided to paint the shed green."]], [["We decided to buy a new hose."]]]
+
+
+# --- summaries without the model ------------------------------------------------------------------
+
+
+def expected_summary_vector(mem: narrative.Memory, summary: MemoryItem) -> np.ndarray:
+    """The mean of the vectors of the conversation memories made from the messages the summary cites."""
+    stored = vectors_of(mem)
+    cited = set(summary.message_ids)
+    rows = [
+        stored[m.id]
+        for m in mem.list_memories(limit=1000)
+        if m.stream.value == "conversation" and cited & set(m.message_ids)
+    ]
+    return unit(np.mean(rows, axis=0))
+
+
+def test_summaries_take_the_mean_of_the_memories_they_summarise(tmp_path: Path) -> None:
+    """Reflections, narrative links and the closing memory cost no model call: a summary is about what it
+    summarises, so its vector is the mean of those memories' vectors (a person's edit is embedded)."""
+    embedder = CallsEmbedder()
+    with open_memory(tmp_path / "s.db", "compose", embedder) as mem:
+        mem.remember_many([*GARDEN, *GARDEN])
+        before = len(embedder.calls)
+        mem.close_conversation()
+        confirmed = mem.confirm_memory()
+        assert confirmed.end is not None
+        made = [*confirmed.memories, *confirmed.end.narrative_memories, *confirmed.end.reflections]
+        summaries = [m for m in mem.list_memories(limit=1000) if m.stream.value in ("reflection", "narrative")]
+        assert summaries and {m.id for m in made} <= {m.id for m in summaries}
+        assert all(m.content not in call for m in summaries for call in embedder.calls[before:])
+        stored = vectors_of(mem)
+        for summary in summaries:
+            assert np.allclose(stored[summary.id], expected_summary_vector(mem, summary), atol=1e-6)
+            assert np.isclose(np.linalg.norm(stored[summary.id]), 1.0)
+
+
+def test_reindex_makes_summaries_from_their_sources_again(tmp_path: Path) -> None:
+    path = tmp_path / "r.db"
+    with open_memory(path, "compose") as mem:
+        mem.remember_many([*GARDEN, *GARDEN])
+        mem.close_conversation()
+        mem.confirm_memory()
+    with open_memory(path, "compose", HashingEmbedder(dims=128)) as mem:
+        mem.reindex()
+        stored = vectors_of(mem)
+        summaries = [m for m in mem.list_memories(limit=1000) if m.stream.value in ("reflection", "narrative")]
+        assert summaries and all(len(stored[m.id]) == 128 for m in summaries)
+        for summary in summaries:
+            assert np.allclose(stored[summary.id], expected_summary_vector(mem, summary), atol=1e-6)

@@ -56,6 +56,11 @@ class Stream(StrEnum):
     FACT = "fact"
 
 
+# Streams whose memories summarise many messages (reflections, narrative links, closing memories): they quote no
+# single message, rank below the words themselves, and their vectors are made from the memories they summarise.
+SUMMARY_STREAMS = frozenset({Stream.REFLECTION, Stream.NARRATIVE})
+
+
 class Source(StrEnum):
     """Koshi provenance tags (``source:conversation`` …) plus ITSERR reflections."""
 

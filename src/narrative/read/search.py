@@ -24,7 +24,7 @@ from enum import StrEnum
 
 import numpy as np
 
-from narrative.model import MemoryItem, Message, Stream
+from narrative.model import SUMMARY_STREAMS, MemoryItem, Message, Stream
 from narrative.store.filters import MemoryFilter
 from narrative.store.keyword_index import query_terms, terms
 from narrative.store.protocol import Store
@@ -202,9 +202,6 @@ def hybrid_search(
     return hits
 
 
-SUMMARY_STREAMS = frozenset({Stream.REFLECTION, Stream.NARRATIVE})
-
-
 def shown_messages(
     store: Store,
     user_id: str,
@@ -219,6 +216,8 @@ def shown_messages(
     from one message shows it.  An exchange shows its own turn, and the turn it answers only when that turn holds
     some of the query's words — the reply belongs with the question that found it; a reply found by its own words
     does not need the turn before it.  When neither turn holds a query word (a match by meaning), both are shown.
+    A turn's words include its speaker's name, as the exchange's text does: "what does Melanie do to de-stress"
+    holds a word of Melanie's own turn, not only of the reply that thanks her by name.
     """
     head = order[: 4 * k + 20]  # enough for the collapse to fill k results
     pairs = [i for i in head if briefs[i][0] not in SUMMARY_STREAMS and len(briefs[i][2]) == 2]
@@ -232,7 +231,7 @@ def shown_messages(
             shows[memory_id] = frozenset()
         elif memory_id in pairs and all(m in messages for m in sources):
             earlier, later = sorted(sources)
-            matched = [bool(words & set(terms(messages[m].content))) for m in (earlier, later)]
+            matched = [bool(words & set(terms(turn_line(messages[m])))) for m in (earlier, later)]
             shows[memory_id] = frozenset((later,) if matched == [False, True] else (earlier, later))
         else:
             shows[memory_id] = frozenset(sources)

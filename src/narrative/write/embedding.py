@@ -7,20 +7,24 @@ A turn needs three kinds of vector:
 * its **exchange** (the conversation memory: the turn and the one it answers);
 * its **derived memories** (decisions, research), one per text.
 
+:func:`plan_turns` lists the distinct texts a batch of turns needs and :func:`embed_plans` makes them in ONE
+model call, before any routing work (no text depends on routing).  With ``exchange_vector="compose"`` an
+exchange is not embedded: its vector is composed from its two messages' vectors (:func:`compose`),
+so a turn costs one text; the answered message's vector comes from the same batch, else from
+:class:`MessageVectors` (the last message of each recent conversation), else it is embedded again.
+``exchange_vector="embed"`` (the default: composing costs recall) embeds the exchange's own text (two texts a
+turn).
+
+The engine's **summaries** (reflections, narrative links, closing memories) are not embedded either: a summary is
+about what it summarises, so its vector is the mean of the vectors of the conversation memories made from the
+messages it cites (:func:`summary_vectors`).  A summary a person wrote or edited is embedded from its text.
+
 A storyline's **routing embedding** follows one recipe: each routed message pulls it a little
 (:func:`drift`), every few turns it is blended half-and-half with the embedding of the storyline's own
 text (:func:`routing_text`, :func:`blend`); made from scratch (reindex, import, after a delete) it is the
-same walk replayed over the storyline's recent exchanges (:func:`routing_vectors`).  A memory is
-embedded from its text (:func:`memory_text`, :func:`memory_vectors`).
-
-:func:`plan_turns` lists the distinct texts a batch of turns needs and
-:func:`embed_plans` makes them in ONE model call, before any routing work (no
-text depends on routing).  With ``exchange_vector="compose"`` (the default) an
-exchange is not embedded: its vector is composed from its two messages'
-vectors (:func:`compose`), so a turn costs one text; the answered message's
-vector comes from the same batch, else from :class:`MessageVectors` (the last
-message of each recent conversation), else it is embedded again.
-``exchange_vector="embed"`` embeds the exchange's own text (two texts a turn).
+same walk replayed over the storyline's recent exchanges (:func:`routing_vectors`).  Any other memory is
+embedded from its text (:func:`memory_text`, :func:`memory_vectors`; :func:`remade_vectors` for reindex and
+import).
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from narrative.model import MemoryItem, Message, Storyline, Stream
+from narrative.model import SUMMARY_STREAMS, MemoryItem, Message, Storyline, Stream
 from narrative.store.filters import MemoryFilter
 from narrative.store.protocol import Store
 from narrative.text.lines import exchange_text
@@ -187,9 +191,58 @@ class TextVectors:
 # --- memories and routing embeddings -----------------------------------------------------------
 
 
+def composed_summary(memory: MemoryItem) -> bool:
+    """A summary the engine wrote (reflection, narrative link, closing memory) of the messages it cites: its vector
+    is made from theirs (:func:`summary_vectors`), not from its text.  A summary a person wrote or edited is
+    embedded like any other memory."""
+    return memory.stream in SUMMARY_STREAMS and bool(memory.message_ids) and not memory.user_edited
+
+
+def summary_vectors(store: Store, user_id: str, model: str, memories: Sequence[MemoryItem]) -> dict[int, np.ndarray]:
+    """Vectors for the engine's summaries among ``memories``, without the model: the mean of the stored vectors
+    of the conversation memories made from the messages each one cites (a summary is about what it summarises).
+    A summary none of whose messages has a conversation memory with a vector is left out (embed its text)."""
+    summaries = [m for m in memories if composed_summary(m)]
+    if not summaries:
+        return {}
+    cited = {message_id for m in summaries for message_id in m.message_ids}
+    briefs = store.memory_briefs(user_id, store.memories_from_messages(user_id, cited))
+    exchanges = {i: sources for i, (stream, _, sources) in briefs.items() if stream is Stream.CONVERSATION}
+    vectors = store.vectors_by_id(user_id, model, exchanges)
+    by_message: dict[int, set[int]] = {}
+    for memory_id, sources in exchanges.items():
+        if memory_id in vectors:
+            for message_id in sources:
+                by_message.setdefault(message_id, set()).add(memory_id)
+    made: dict[int, np.ndarray] = {}
+    for summary in summaries:
+        rows = sorted({i for message_id in summary.message_ids for i in by_message.get(message_id, ())})
+        if rows:
+            made[summary.id] = unit(np.mean([vectors[i] for i in rows], axis=0))
+    return made
+
+
 def memory_text(memory: MemoryItem) -> str:
     """What a memory's vector is made from: its text."""
     return memory.content
+
+
+def remade_vectors(
+    store: Store, user_id: str, identity: str, embed: Embed, memories: Sequence[MemoryItem]
+) -> dict[int, np.ndarray]:
+    """Make and store the vectors of ``memories`` of ``user_id`` (reindex, import): every memory but the engine's
+    summaries from its text in one model call, stored first; then the summaries from those stored vectors
+    (:func:`summary_vectors`; one whose messages have none is embedded from its text after all)."""
+    texts = [m for m in memories if not composed_summary(m)]
+    made = memory_vectors(embed, texts)
+    with store.transaction():
+        store.put_memory_vectors(user_id, identity, made)
+    summaries = [m for m in memories if composed_summary(m)]
+    composed = summary_vectors(store, user_id, identity, summaries)
+    composed.update(memory_vectors(embed, [m for m in summaries if m.id not in composed]))
+    with store.transaction():
+        store.put_memory_vectors(user_id, identity, composed)
+    return made | composed
 
 
 def memory_vectors(embed: Embed, memories: Sequence[MemoryItem]) -> dict[int, np.ndarray]:

@@ -10,10 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-import numpy as np
-
 from narrative.store.protocol import Store
-from narrative.write.embedding import Embed, memory_vectors, routing_vectors
+from narrative.write.embedding import Embed, remade_vectors, routing_vectors
 
 __all__ = ["reembed_memories", "reembed_routing"]
 
@@ -48,14 +46,10 @@ def _reembed_batch(store: Store, embed: Embed, identity: str, batch: Sequence[tu
     by_user: dict[str, list[int]] = {}
     for owner, memory_id in batch:
         by_user.setdefault(owner, []).append(memory_id)
-    made: dict[str, dict[int, np.ndarray]] = {}
     for owner, ids in by_user.items():
         memories = store.get_memories(owner, ids)
         if memories:
-            made[owner] = memory_vectors(embed, memories)
-    with store.transaction():
-        for owner, vectors_by_id in made.items():
-            store.put_memory_vectors(owner, identity, vectors_by_id)
+            remade_vectors(store, owner, identity, embed, memories)
 
 
 def _reembed_storylines(store: Store, embed: Embed, identity: str, user_id: str, force: bool) -> int:

@@ -14,7 +14,7 @@ from typing import Any
 
 from narrative.errors import InvalidTransition
 from narrative.store.protocol import Store
-from narrative.write.embedding import Embed, memory_vectors, routing_vectors
+from narrative.write.embedding import Embed, remade_vectors, routing_vectors
 
 __all__ = ["REEMBED_CHUNK", "Tables", "restore_user"]
 
@@ -98,7 +98,7 @@ def _reembed(
     for start in range(0, len(memories), REEMBED_CHUNK):
         chunk = memories[start : start + REEMBED_CHUNK]
         if chunk:
-            store.put_memory_vectors(user_id, identity, memory_vectors(embed, chunk))
+            remade_vectors(store, user_id, identity, embed, chunk)
         if progress is not None:
             progress(min(len(memories), start + REEMBED_CHUNK), len(memories))
     new = sorted(s.id for s in store.list_storylines(user_id, include_archived=True))

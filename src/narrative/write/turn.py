@@ -444,6 +444,7 @@ class TurnWriter:
         for memory, vector in zip(memories, known, strict=False):
             if vector is not None:
                 vectors[memory.id] = vector
+        vectors.update(embedding.summary_vectors(self.store, user_id, self.model, memories))
         rest = [m for m in memories if m.id not in vectors]
         if rest and self.deferred is not None:
             self.deferred += rest
@@ -588,11 +589,14 @@ class TurnWriter:
     # --- the end of a conversation --------------------------------------------------------------
 
     def embed_deferred(self, user_id: str, extra: Sequence[MemoryItem] = ()) -> None:
-        """Embed the deferred memories (and ``extra``) in one call, store their vectors, stop deferring."""
+        """Store the deferred memories' (and ``extra``'s) vectors, stop deferring: the engine's summaries from the
+        memories they summarise, the rest in one model call."""
         waiting, self.deferred = [*extra, *(self.deferred or [])], None
         if waiting and self.model is not None and self.embed is not None:
-            rows = self.embed([m.content for m in waiting])
-            vectors = {m.id: row for m, row in zip(waiting, rows, strict=True)}
+            vectors = embedding.summary_vectors(self.store, user_id, self.model, waiting)
+            rest = [m for m in waiting if m.id not in vectors]
+            if rest:
+                vectors.update(zip([m.id for m in rest], self.embed([m.content for m in rest]), strict=True))
             self.store.put_memory_vectors(user_id, self.model, vectors)
 
     def finish_conversation(self, user_id: str, conversation_id: int, now: datetime) -> ConversationEnd:

@@ -23,6 +23,7 @@ from narrative.store.filters import MemoryFilter
 from narrative.store.keyword_index import KeywordIndex, query_terms
 from narrative.store.postgres.base import PostgresBase
 from narrative.store.postgres.rows import vector_value
+from narrative.store.sqlite.base import placeholders
 
 #: Dimensions covered by the HNSW index (the default embedder's); other sizes are searched exactly.
 HNSW_DIMS = 384
@@ -168,6 +169,20 @@ class PostgresSearch(PostgresBase):
                     " ON CONFLICT (user_id, memory_id) DO UPDATE SET model = EXCLUDED.model, vector = EXCLUDED.vector",
                     (model, vector_value(vector), memory_id, user_id),
                 )
+
+    def vectors_by_id(self, user_id: str, model: str, memory_ids: Iterable[int]) -> dict[int, np.ndarray]:
+        """The stored vectors of these memories of ``user_id`` made by ``model``, by memory id."""
+        ids = list(memory_ids)
+        found: dict[int, np.ndarray] = {}
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            rows = self._all(
+                "SELECT memory_id, vector FROM memory_vectors WHERE user_id = ? AND model = ?"
+                f" AND memory_id IN ({placeholders(chunk)})",
+                [user_id, model, *chunk],
+            )
+            found.update((int(r[0]), np.asarray(vector_value(r[1]), dtype=np.float32)) for r in rows)
+        return found
 
     def memory_vectors(self, user_id: str | None = None) -> tuple[list[int], list[str], list[str], np.ndarray]:
         """(memory ids, user ids, models, matrix) of stored vectors."""

@@ -390,6 +390,10 @@ class MemoryRows(SqliteBase):
                     (model, np.asarray(vector, dtype=np.float32).tobytes(), memory_id, user_id),
                 )
 
+    def vectors_by_id(self, user_id: str, model: str, memory_ids: Iterable[int]) -> dict[int, np.ndarray]:
+        """The stored vectors of these memories of ``user_id`` made by ``model``, by memory id."""
+        return {i: v for i, owner, made_by, v in self._vectors_of(memory_ids) if owner == user_id and made_by == model}
+
     def _vectors_of(self, memory_ids: Iterable[int]) -> list[tuple[int, str, str, np.ndarray]]:
         """(memory id, user id, model, vector) of these memories' stored vectors."""
         ids = list(memory_ids)
