@@ -487,3 +487,17 @@ def test_min_score_drops_weaker_hits_and_is_checked(hmem: narrative.Memory) -> N
     assert all(0.0 <= h.score <= 1.0 for h in everything)
     with pytest.raises(narrative.ValidationError):
         hmem.search("kelp", 10, min_score=1.5)
+
+
+def test_an_exchange_shows_the_turn_whose_speaker_the_query_names(tmp_path: Path) -> None:
+    """A turn's words include its speaker's name: a question about Melanie keeps Melanie's own turn on screen,
+    not only the reply that thanks her by name."""
+    from narrative.read.search import shown_messages
+
+    with narrative.Memory(tmp_path / "s.db", user="u", embedder="none", env={}) as mem:
+        mem.remember("I've been running farther lately, it clears my head.", speaker="Melanie")
+        mem.remember("Cool, Melanie! Keep it up!", speaker="Caroline")
+        exchange = next(m for m in mem.list_memories() if len(m.message_ids) == 2)
+        briefs = mem.store.memory_briefs("u", [exchange.id])
+        shows, _ = shown_messages(mem.store, "u", "How does Melanie unwind?", [exchange.id], briefs, 10)
+    assert shows[exchange.id] == frozenset(exchange.message_ids)

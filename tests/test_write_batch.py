@@ -296,3 +296,22 @@ def test_reindex_makes_summaries_from_their_sources_again(tmp_path: Path) -> Non
         assert summaries and all(len(stored[m.id]) == 128 for m in summaries)
         for summary in summaries:
             assert np.allclose(stored[summary.id], expected_summary_vector(mem, summary), atol=1e-6)
+
+
+def test_import_with_another_model_makes_summaries_from_their_sources(tmp_path: Path) -> None:
+    """An export made by one model, imported where another one embeds: the summaries' vectors are made again
+    from the re-embedded conversation memories, not from the summaries' text."""
+    with open_memory(tmp_path / "e.db", "compose") as mem:
+        mem.remember_many([*GARDEN, *GARDEN])
+        mem.close_conversation()
+        mem.confirm_memory()
+        exported = mem.export("json")
+    with narrative.Memory(
+        tmp_path / "i.db", user="maya", embedder=HashingEmbedder(dims=128), clock=FakeClock(), env={}
+    ) as mem:
+        mem.import_data(exported)
+        stored = vectors_of(mem)
+        summaries = [m for m in mem.list_memories(limit=1000) if m.stream.value in ("reflection", "narrative")]
+        assert summaries and all(len(stored[m.id]) == 128 for m in summaries)
+        for summary in summaries:
+            assert np.allclose(stored[summary.id], expected_summary_vector(mem, summary), atol=1e-6)
