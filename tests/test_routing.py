@@ -301,13 +301,9 @@ def test_routing_embedding_drifts_and_refreshes_on_schedule() -> None:
     assert np.linalg.norm(moved) == pytest.approx(1.0) and 0 < moved[1] < moved[0]
     assert np.allclose(embedding.blend(a, b), np.array([1, 1]) / np.sqrt(2))
     topic = storyline()
-    assert [storylines.needs_embedding_refresh(replace(topic, interaction_count=n), 5) for n in (1, 2, 5, 6, 10)] == [
-        True,
-        False,
-        True,
-        False,
-        True,
-    ]
+    counts = (1, 2, 5, 6, 10, 15, 20, 30, 35, 40, 60, 80)
+    due = [n for n in counts if storylines.needs_embedding_refresh(replace(topic, interaction_count=n), 5)]
+    assert due == [1, 5, 10, 20, 40, 80]  # at creation, after 5, then each time the count doubles
     default = storyline(2, StorylineKind.DEFAULT, "Small talk")
     assert not storylines.needs_embedding_refresh(replace(default, interaction_count=5), 5)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
@@ -269,3 +270,47 @@ def test_a_turn_never_joins_other_peoples_storyline_by_similarity(scenario: Scen
     assert jon.storyline.id != mel.storyline.id  # same words, other people: another thread
     assert mel.storyline.id not in [c["storyline_id"] for c in jon.scores["candidates"]]
     assert scenario.turns["gina"].storyline.id == jon.storyline.id
+
+
+# --- a change of subject without a cue (the real model, default settings) ------------------------------------
+
+DOG = [
+    ("Alice", "I adopted a greyhound called Pickles from the shelter last week."),
+    ("Bob", "That's wonderful! How is Pickles settling in?"),
+    ("Alice", "Pickles sleeps nineteen hours a day and loves the sofa."),
+]
+
+
+@pytest.mark.parametrize(
+    "turns",
+    [
+        pytest.param(
+            [
+                *DOG,
+                ("Bob", "I started a pottery class on Thursday and made a blue bowl on the wheel."),
+                ("Alice", "A blue bowl sounds lovely, is the pottery teacher good?"),
+            ],
+            id="a reply that opens its own topic",
+        ),
+        pytest.param(
+            [
+                ("Alice", DOG[0][1]),
+                ("Alice", DOG[2][1]),
+                ("Alice", "My pottery class on Thursday made a blue bowl on the wheel."),
+                ("Alice", "The pottery teacher Odile showed us how to centre clay."),
+            ],
+            id="one speaker moving on",
+        ),
+    ],
+)
+def test_a_plain_change_of_subject_opens_its_own_storyline(tmp_path: Path, turns: list[tuple[str, str]]) -> None:
+    """What a cheaper routing input must keep: the turn that changes the subject leaves the dog's storyline,
+    is not paired with the turn before it, and the next pottery turn follows it."""
+    clock = FakeClock()
+    with narrative.Memory(tmp_path / "topics.db", user="maya", clock=clock, env={}) as mem:
+        results = [mem.remember(text, speaker=speaker) for speaker, text in turns]
+    dog, pottery, after = results[0], results[-2], results[-1]
+    assert pottery.decision == "create" and pottery.storyline.id != dog.storyline.id
+    assert pottery.memories[0].message_ids == (pottery.message.id,)
+    assert after.storyline.id == pottery.storyline.id
+    assert {r.storyline.id for r in results[:-2]} == {dog.storyline.id}

@@ -20,11 +20,11 @@ about what it summarises, so its vector is the mean of the vectors of the conver
 messages it cites (:func:`summary_vectors`).  A summary a person wrote or edited is embedded from its text.
 
 A storyline's **routing embedding** follows one recipe: each routed message pulls it a little
-(:func:`drift`), every few turns it is blended half-and-half with the embedding of the storyline's own
-text (:func:`routing_text`, :func:`blend`); made from scratch (reindex, import, after a delete) it is the
-same walk replayed over the storyline's recent exchanges (:func:`routing_vectors`).  Any other memory is
-embedded from its text (:func:`memory_text`, :func:`memory_vectors`; :func:`remade_vectors` for reindex and
-import).
+(:func:`drift`); at its creation, after a few turns, and then each time its turn count doubles it is blended
+half-and-half with the embedding of the storyline's own text (:func:`routing_text`, :func:`blend`); made from
+scratch (reindex, import, after a delete) it is the same walk replayed over the storyline's recent exchanges
+(:func:`routing_vectors`).  Any other memory is embedded from its text (:func:`memory_text`,
+:func:`memory_vectors`; :func:`remade_vectors` for reindex and import).
 """
 
 from __future__ import annotations

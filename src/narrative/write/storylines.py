@@ -170,10 +170,19 @@ def update_after_turn(
 
 
 def needs_embedding_refresh(storyline: Storyline, every: int) -> bool:
-    """Every ``every`` interactions (and at creation) the routing embedding is regenerated."""
+    """Whether the routing embedding is blended with the storyline's text now: at creation, after ``every``
+    interactions, then each time the count doubles (``every``, 2×, 4×, …).  A young storyline's name, keywords
+    and summary change with each turn; an old one's text hardly moves per turn, and every routed turn drifts
+    its embedding anyway, so the refreshes of a storyline grow with the log of its length, not its length."""
     if storyline.kind is StorylineKind.DEFAULT:
         return False
-    return storyline.interaction_count <= 1 or storyline.interaction_count % every == 0
+    count = storyline.interaction_count
+    if count <= 1:
+        return True
+    if count % every:
+        return False
+    times = count // every
+    return times & (times - 1) == 0
 
 
 def maybe_rename(store: Store, storyline: Storyline) -> Storyline:

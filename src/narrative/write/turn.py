@@ -33,6 +33,7 @@ from narrative.model import (
     Source,
     Storyline,
     StorylineKind,
+    StorylineStatus,
     Stream,
 )
 from narrative.store.filters import MemoryFilter
@@ -111,10 +112,19 @@ class TurnContext:
 
     routed: dict[int, int] = field(default_factory=dict)  # message id → storyline id, for this batch's messages
     storylines: dict[int, Storyline] = field(default_factory=dict)  # as stored now
+    complete: bool = False  # ``storylines`` holds every storyline of the user (archived ones too)
 
     def remember(self, storyline: Storyline) -> Storyline:
         self.storylines[storyline.id] = storyline
         return storyline
+
+    def all_storylines(self, store: Store, user_id: str) -> list[Storyline]:
+        """The user's storylines that are not archived (read once per batch, then kept current here)."""
+        if not self.complete:
+            for storyline in store.list_storylines(user_id, include_archived=True):
+                self.storylines.setdefault(storyline.id, storyline)
+            self.complete = True
+        return [s for s in self.storylines.values() if s.status is not StorylineStatus.ARCHIVED]
 
 
 @dataclass
@@ -268,7 +278,7 @@ class TurnWriter:
         if vector is not None and self.model is not None:
             for sid, routing_vector in self.store.storyline_vectors(user_id, self.model).items():
                 similarities[sid] = float(np.dot(routing_vector, vector))
-        others = self._other_peoples(message, previous)
+        others = self._other_peoples(message, previous, context)
         excluded = {*defaults.values(), your_story_id, *others}
         keyword = [
             (sid, s)
@@ -319,16 +329,21 @@ class TurnWriter:
             return routing.Route("continue", previous.storyline_id, {"reason": reason})
         return None
 
-    def _other_peoples(self, message: Message, previous: Message | None) -> set[int]:
+    def _other_peoples(
+        self, message: Message, previous: Message | None, context: TurnContext | None = None
+    ) -> set[int]:
         """Topic storylines none of whose participants speaks in this exchange: other people's threads,
         which a turn never joins by similarity alone (none when the speakers are not named)."""
         speakers = {s.strip().casefold() for s in (message.speaker, previous.speaker if previous else "") if s.strip()}
         if not speakers:
             return set()
+        pool = (
+            self.store.list_storylines(message.user_id)
+            if context is None
+            else context.all_storylines(self.store, message.user_id)
+        )
         return {
-            s.id
-            for s in self.store.list_storylines(message.user_id)
-            if s.participants and not {p.name.strip().casefold() for p in s.participants} & speakers
+            s.id for s in pool if s.participants and not {p.name.strip().casefold() for p in s.participants} & speakers
         }
 
     def _apply_route(
