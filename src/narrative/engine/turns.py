@@ -145,7 +145,7 @@ class Turns:
                     role=message.role.value,
                     previous=None if before is None else before.content,
                 )
-                [made] = self._turn_vectors([message], [before], [extraction])
+                [made] = self._turn_vectors([message], [before], [extraction], defaults)
                 results.append(
                     writer.process(
                         message,
@@ -165,7 +165,7 @@ class Turns:
             )
             for m, before in zip(messages, befores, strict=True)
         ]
-        vectors = self._turn_vectors(messages, befores, extractions)
+        vectors = self._turn_vectors(messages, befores, extractions, defaults)
         results, failure = [], None
         context = TurnContext()
         with self.rt.store.transaction():  # one write transaction for the batch; each turn is a savepoint in it
@@ -206,7 +206,11 @@ class Turns:
         return befores
 
     def _turn_vectors(
-        self, messages: Sequence[Message], befores: Sequence[Message | None], extractions: Sequence[Any]
+        self,
+        messages: Sequence[Message],
+        befores: Sequence[Message | None],
+        extractions: Sequence[Any],
+        defaults: dict[str, int],
     ) -> list[TurnVectors]:
         """Every vector the turns need, from one embedding call over their distinct texts (``write.embedding``)."""
         embedder = self.rt.embedder
@@ -214,7 +218,12 @@ class Turns:
             return [TurnVectors() for _ in messages]
         answered = [before if self.rt.settings.exchange_turns >= 2 else None for before in befores]
         composed = self.rt.settings.exchange_vector == "compose"
-        plans = embedding.plan_turns(messages, answered, [_derived_texts(x) for x in extractions], composed)
+        batch = {m.id for m in messages}
+        settled = [
+            TurnWriter.stays_without_vector(m, before, x, defaults, before is not None and before.id in batch)
+            for m, before, x in zip(messages, befores, extractions, strict=True)
+        ]
+        plans = embedding.plan_turns(messages, answered, [_derived_texts(x) for x in extractions], composed, settled)
         if composed and self.rt.message_vectors is None:
             self.rt.message_vectors = embedding.MessageVectors()
         return embedding.embed_plans(embedder.embed_batch, plans, self.rt.message_vectors if composed else None)

@@ -13,7 +13,8 @@ exchange is not embedded: its vector is composed from its two messages' vectors 
 so a turn costs one text; the answered message's vector comes from the same batch, else from
 :class:`MessageVectors` (the last message of each recent conversation), else it is embedded again.
 ``exchange_vector="embed"`` (the default: composing costs recall) embeds the exchange's own text (two texts a
-turn).
+turn).  An assistant's reply needs no vector to be routed (it stays with the turn it answers), so its message
+alone is not embedded: its exchange is, and drifts the storyline (one text for such a turn).
 
 The engine's **summaries** (reflections, narrative links, closing memories) are not embedded either: a summary is
 about what it summarises, so its vector is the mean of the vectors of the conversation memories made from the
@@ -84,6 +85,7 @@ class TurnPlan:
     answered: str | None  # the answered message's text when the exchange is composed from two messages
     answered_message: Message | None  # the message it is, then
     exchange: str  # the exchange's own text, embedded when it is not composed (may equal ``alone``)
+    embed_alone: bool = True  # False: routing needs no vector (the route is settled) and the exchange pairs
 
 
 class MessageVectors:
@@ -110,12 +112,16 @@ def plan_turns(
     answered: Sequence[Message | None],
     derived: Sequence[Sequence[str]],
     composed: bool,
+    settled: Sequence[bool] | None = None,
 ) -> list[TurnPlan]:
-    """Each turn's texts; ``answered[i]`` is the message turn i answers (None: the exchange is the turn alone)."""
+    """Each turn's texts; ``answered[i]`` is the message turn i answers (None: the exchange is the turn alone).
+    ``settled[i]``: turn i's route needs no vector and keeps it with the turn it answers (an assistant's reply),
+    so its message alone is not embedded when its exchange is (the storyline drifts toward the exchange)."""
     plans = []
-    for message, before, texts in zip(messages, answered, derived, strict=True):
+    for i, (message, before, texts) in enumerate(zip(messages, answered, derived, strict=True)):
         alone = message_text(message)
         compose_it = composed and before is not None
+        skip_alone = settled is not None and settled[i] and before is not None and not compose_it
         plans.append(
             TurnPlan(
                 message,
@@ -124,6 +130,7 @@ def plan_turns(
                 message_text(before) if compose_it and before is not None else None,
                 before if compose_it else None,
                 alone if compose_it else exchange_text(before, message),
+                not skip_alone,
             )
         )
     return plans
@@ -139,7 +146,8 @@ def needed_texts(plans: Sequence[TurnPlan], kept: MessageVectors | None) -> tupl
             vector = kept.get(before, plan.answered)
             if vector is not None:
                 known[plan.answered] = vector
-        for text in (plan.alone, *plan.derived, plan.exchange, plan.answered):
+        alone = plan.alone if plan.embed_alone else None
+        for text in (alone, *plan.derived, plan.exchange, plan.answered):
             if text is not None and text not in known:
                 wanted.setdefault(text)
     return [text for text in wanted if text not in known], known
@@ -152,13 +160,13 @@ def embed_plans(embed: Embed, plans: Sequence[TurnPlan], kept: MessageVectors | 
         found.update(zip(missing, np.asarray(embed(missing), dtype=np.float32), strict=True))
     out = []
     for plan in plans:
-        alone = found[plan.alone]
+        alone = found[plan.alone] if plan.embed_alone else None
         if plan.answered is not None:
-            exchange = compose(plan.answered, found[plan.answered], plan.alone, alone)
+            exchange = compose(plan.answered, found[plan.answered], plan.alone, found[plan.alone])
         else:
             exchange = found[plan.exchange]
         out.append(TurnVectors(exchange, [found[t] for t in plan.derived], alone))
-        if kept is not None:
+        if kept is not None and alone is not None:
             kept.keep(plan.message, plan.alone, alone)
     return out
 

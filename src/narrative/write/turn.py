@@ -174,9 +174,10 @@ class TurnWriter:
         context: TurnContext | None = None,
     ) -> TurnResult:
         """``vector`` embeds the exchange (the memory); ``routing_vector`` the message alone (routing and the
-        storyline's routing embedding), defaulting to ``vector``.  In a batch (``context``), ``previous`` is
-        the message just before this one when the caller knows it."""
+        storyline's routing embedding), defaulting to ``vector`` (a turn that :meth:`stays_without_vector`).
+        In a batch (``context``), ``previous`` is the message just before this one when the caller knows it."""
         user_id = message.user_id
+        exchange_only = routing_vector is None and vector is not None
         alone = vector if routing_vector is None else routing_vector
         topic, routed = self._without_cue(message, extraction, alone)  # what the storyline may learn from
         with self.store.transaction():
@@ -196,7 +197,7 @@ class TurnWriter:
                 )
             answered = previous if self.settings.exchange_turns >= 2 else None
             if answered is not None and answered.storyline_id != storyline.id:  # never pair across a switch
-                answered, vector = None, alone
+                answered, vector = None, self._alone(message) if exchange_only else alone
             result.memories = self._store_memories(
                 message, vector, extraction, storyline, link, derived_vectors, answered
             )
@@ -208,6 +209,29 @@ class TurnWriter:
         if context is not None:
             context.routed[message.id] = storyline.id
         return result
+
+    @staticmethod
+    def stays_without_vector(
+        message: Message, previous: Message | None, extraction: TurnExtraction, defaults: dict[str, int], routed: bool
+    ) -> bool:
+        """Whether the turn's route is settled before any vector and keeps it with the turn it answers, so its
+        message alone need not be embedded: an assistant's reply (``previous`` has a storyline, or is ``routed``
+        before it) that is neither small talk nor a change of subject (either may leave for another storyline)."""
+        if message.role is not Role.ASSISTANT or previous is None or not (routed or previous.storyline_id is not None):
+            return False
+        if not routing.is_reply(message.role.value, message.speaker, previous.role.value, previous.speaker):
+            return False
+        if routing.TOPIC_CUE.search(message.content):
+            return False
+        entities = [(e.entity_type.value, e.name) for e in extraction.entities]
+        substantive = routing.has_substance(message.content, extraction.topic_tags, entities)
+        return routing.small_talk_default(message.content, defaults, substantive) is None
+
+    def _alone(self, message: Message) -> np.ndarray | None:
+        """The message alone, embedded now: a turn expected to stay that left after all (one text)."""
+        if self.embed is None:
+            return None
+        return np.asarray(self.embed([turn_line(message)])[0], dtype=np.float32)
 
     def _without_cue(
         self, message: Message, extraction: TurnExtraction, vector: np.ndarray | None
