@@ -29,11 +29,13 @@ def test_the_report_counts_texts_and_compares_with_the_bare_model(tmp_path: Path
     assert report["texts_embedded"] >= 24 and report["calls"] >= 2
     assert report["texts_per_turn"] == round(report["texts_embedded"] / 24, 3)
     assert report["write_texts_per_turn"] <= report["texts_per_turn"]
+    assert 0 < report["assistant_texts_per_turn"] < report["texts_per_turn"]  # an assistant's reply: one text
     assert report["bare_texts_per_s"] > 0 and report["minilm"]["turns_per_s"] > 0
     rate = 24 / report["minilm"]["total_s"]
     assert abs(report["ratio"] - rate / report["bare_texts_per_s"]) < 0.05
     text = ingest.format_report(report)
     assert "texts embedded per turn" in text and "bare model" in text and "ratio" in text
+    assert "second speaker an assistant" in text
 
 
 def test_bench_latency_can_run_the_ingest_part_alone() -> None:

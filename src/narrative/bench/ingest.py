@@ -16,7 +16,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -95,6 +95,14 @@ def history(turns: int, session_turns: int = 20, seed: int = 7) -> list[tuple[da
             batch.append(Turn(text, "user", speaker=NAMES[i % 2], at=date + timedelta(seconds=30 * i)))
         sessions.append((date, batch))
     return sessions
+
+
+def with_an_assistant(sessions: Sequence[tuple[datetime, list[Turn]]]) -> list[tuple[datetime, list[Turn]]]:
+    """The same sessions with every second turn said by an assistant (a user talking to an agent)."""
+    return [
+        (date, [replace(t, role="assistant" if i % 2 else "user") for i, t in enumerate(batch)])
+        for date, batch in sessions
+    ]
 
 
 @dataclass
@@ -190,6 +198,9 @@ def measure(workdir: Path, turns: int = 400, progress: Progress | None = None) -
         writing, total = import_history(mem, sessions, progress, recorder, bare)
     with Memory(workdir / "ingest-none.db", user="bench", embedder="none") as mem:
         none_writing, none_total = import_history(mem, sessions)
+    chat = RecordingEmbedder(model)  # the same turns between a user and an assistant: texts only
+    with Memory(workdir / "ingest-assistant.db", user="bench", embedder=chat) as mem:
+        import_history(mem, with_an_assistant(sessions))
     write_rate = recorder.texts("write") / bare.seconds["write"]
     all_rate = recorder.texts() / (bare.seconds["write"] + bare.seconds["close"])
     return {
@@ -200,6 +211,7 @@ def measure(workdir: Path, turns: int = 400, progress: Progress | None = None) -
         "calls": len(recorder.calls),
         "texts_embedded": recorder.texts(),
         "texts_per_turn": round(recorder.texts() / turns, 3),
+        "assistant_texts_per_turn": round(chat.texts() / turns, 3),
         "write_texts_per_turn": round(recorder.texts("write") / turns, 3),
         "bare_texts_per_s": round(all_rate, 1),
         "bare_write_texts_per_s": round(write_rate, 1),
@@ -229,6 +241,7 @@ def format_report(report: dict[str, Any]) -> str:
             f" remember_many alone {n['turns_per_s']} turns/s ({n['write_s']} s)",
             f"  texts embedded per turn: {report['texts_per_turn']} ({report['texts_embedded']} texts in"
             f" {report['calls']} calls; remember_many alone {report['write_texts_per_turn']})",
+            f"  texts embedded per turn with the second speaker an assistant: {report['assistant_texts_per_turn']}",
             f"  the bare model on the same calls: {report['bare_texts_per_s']} texts/s"
             f" (remember_many's calls alone {report['bare_write_texts_per_s']} texts/s)",
             f"  ratio turns/s ÷ bare texts/s: {report['ratio']} (remember_many alone {report['write_ratio']})",
