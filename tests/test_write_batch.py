@@ -19,9 +19,11 @@ from conftest import FakeClock
 from narrative.config import Settings
 from narrative.engine import Turn
 from narrative.errors import ValidationError
-from narrative.model import MemoryItem
+from narrative.model import MemoryItem, Role, StorylineKind, StorylineStatus
 from narrative.providers.embed import HashingEmbedder
+from narrative.write import lifecycle
 from narrative.write.embedding import composed_summary
+from narrative.write.turn import TurnContext
 
 GARDEN = [
     Turn("I'm planning a garden app with a plot map for the community garden.", speaker="maya"),
@@ -182,6 +184,43 @@ def test_a_reply_between_two_people_is_still_embedded_alone(tmp_path: Path) -> N
     with open_memory(tmp_path / "p.db", "embed", embedder) as mem:
         mem.remember_many(turns)
     assert {line(t) for t in turns} <= set(embedder.texts)
+
+
+def test_a_turn_given_only_its_exchange_that_leaves_is_embedded_alone_for_its_memory(tmp_path: Path) -> None:
+    """The writer's safety net for a turn handed only its exchange's vector: should it end up outside the
+    storyline of the turn it answers, its memory gets the message's own vector, never one that holds the other
+    storyline's turn."""
+    moved = "Completely different topic: my sister's wedding in Porto is in May."
+    with open_memory(tmp_path / "w.db", "embed") as mem:
+        [first] = mem.remember_many([GARDEN[0]])
+        [message] = lifecycle.add_messages(mem.store, "maya", [(moved, mem.clock(), Role.USER, "maya", None)])
+        extraction = mem._turns.extractor().extract_turn(moved, speaker="maya", previous=GARDEN[0].content)
+        exchange = HashingEmbedder().embed_batch([f"{line(GARDEN[0])}\nmaya: {moved}"])[0]
+        runtime = mem._runtime
+        result = mem._turns.writer().process(
+            message, exchange, extraction, None, runtime.default_ids("maya"), runtime.your_story_id("maya")
+        )
+        stored = vectors_of(mem)
+    assert result.storyline.id != first.storyline.id
+    assert result.memories[0].message_ids == (message.id,)
+    assert np.allclose(stored[result.memories[0].id], HashingEmbedder().embed_batch([f"maya: {moved}"])[0])
+
+
+def test_a_batch_reads_the_users_storylines_once_and_keeps_them_current(tmp_path: Path) -> None:
+    with open_memory(tmp_path / "s.db", "embed") as mem:
+        store, now = mem.store, mem.clock()
+        store.ensure_user("maya", now)
+        garden = store.insert_storyline("maya", "Garden", StorylineKind.DETECTED, now)
+        old = store.insert_storyline("maya", "Old", StorylineKind.DETECTED, now)
+        store.update_storyline("maya", old.id, status=StorylineStatus.ARCHIVED)
+        context = TurnContext()
+        assert {s.name for s in context.all_storylines(store, "maya")} >= {"Garden"}
+        assert "Old" not in {s.name for s in context.all_storylines(store, "maya")}  # archived ones are not listed
+        context.remember(store.update_storyline("maya", garden.id, name="Plot map"))  # what the batch writes
+        context.remember(store.insert_storyline("maya", "Porto", StorylineKind.DETECTED, now))
+        store.insert_storyline("maya", "Elsewhere", StorylineKind.DETECTED, now)  # not this batch's: not read again
+        names = {s.name for s in context.all_storylines(store, "maya")}
+    assert {"Plot map", "Porto"} <= names and not {"Garden", "Old", "Elsewhere"} & names
 
 
 # --- one write transaction per batch ----------------------------------------------------------------------------
