@@ -254,7 +254,6 @@ def _past_pattern(task: str) -> re.Pattern[str] | None:
 def _cue(entity: Entity, evidence: Evidence) -> bool:
     """Does the sentence explicitly settle an item of this family (see the module table)?"""
     sentence = evidence.sentence
-    lower = sentence.lower()
     kind = entity.entity_type
     if kind is EntityType.WAITING_ON:
         if evidence.entity_type in (EntityType.BLOCKER_CLEARED, EntityType.QUESTION_RESOLVED):
@@ -269,11 +268,15 @@ def _cue(entity: Entity, evidence: Evidence) -> bool:
         patterns = [_ANSWERED]
     else:
         return False
-    for rx in patterns:
-        for match in rx.finditer(sentence):
-            if not P.negated_before(lower, match.start()):
-                return True
-    return False
+    return any(_says(rx, sentence) for rx in patterns)
+
+
+@functools.lru_cache(maxsize=4096)
+def _says(rx: re.Pattern[str], sentence: str) -> bool:
+    """Does the sentence hold an un-negated match of the cue?  Cached: a close checks every open item against
+    every sentence, and the open items come back close after close, so the same pairs recur."""
+    lower = sentence.lower()
+    return any(not P.negated_before(lower, match.start()) for match in rx.finditer(sentence))
 
 
 def find_resolutions(
