@@ -16,6 +16,7 @@ import pytest
 
 import narrative
 from conftest import FakeClock
+from narrative.bench import ingest
 from narrative.config import Settings
 from narrative.engine import Turn
 from narrative.errors import ValidationError
@@ -221,6 +222,50 @@ def test_a_batch_reads_the_users_storylines_once_and_keeps_them_current(tmp_path
         store.insert_storyline("maya", "Elsewhere", StorylineKind.DETECTED, now)  # not this batch's: not read again
         names = {s.name for s in context.all_storylines(store, "maya")}
     assert {"Plot map", "Porto"} <= names and not {"Garden", "Old", "Elsewhere"} & names
+
+
+@pytest.mark.parametrize("assistant", [False, True], ids=["two people", "user and assistant"])
+def test_an_import_leaves_what_the_same_turns_said_live_leave(tmp_path: Path, assistant: bool) -> None:
+    """``remember_many`` (one call per session, as an import does) and ``remember`` turn by turn store the same
+    routing, the same memories from the same messages, and the same memory and storyline vectors: the batch
+    only changes how the model is asked, never what the engine decides."""
+    sessions = ingest.history(60, session_turns=12)
+    if assistant:
+        sessions = ingest.with_an_assistant(sessions)
+
+    def rounded(vector: np.ndarray | None) -> tuple[float, ...] | None:
+        return None if vector is None else tuple(np.round(vector, 5))
+
+    def replay(path: Path, batched: bool) -> dict[str, object]:
+        with open_memory(path, "embed") as mem:
+            for date, turns in sessions:
+                mem.start_conversation(at=date)
+                if batched:
+                    mem.remember_many(turns)
+                else:
+                    for t in turns:
+                        mem.remember(t.content, t.role, speaker=t.speaker, at=t.at)
+                mem.close_conversation(at=turns[-1].at)
+                mem.confirm_memory(at=turns[-1].at)
+            stored = vectors_of(mem)
+            memories = mem.list_memories(limit=10_000)
+            storylines = mem.list_storylines(include_archived=True)
+            model = mem.embedder.identity
+            return {
+                "routing": [(m.position, m.storyline_id) for m in mem.messages()],
+                "memories": sorted(
+                    (m.stream.value, m.content, m.message_ids, m.storyline_id, rounded(stored.get(m.id)))
+                    for m in memories
+                ),
+                "storylines": sorted((s.id, s.name, s.interaction_count, tuple(s.keywords)) for s in storylines),
+                "storyline vectors": {
+                    s.id: rounded(mem.store.storyline_vector("maya", s.id, model)) for s in storylines
+                },
+            }
+
+    batch, live = replay(tmp_path / "batch.db", True), replay(tmp_path / "live.db", False)
+    for part in batch:
+        assert batch[part] == live[part], part
 
 
 # --- one write transaction per batch ----------------------------------------------------------------------------
