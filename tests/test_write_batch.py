@@ -250,6 +250,7 @@ def test_an_import_leaves_what_the_same_turns_said_live_leave(tmp_path: Path, as
             stored = vectors_of(mem)
             memories = mem.list_memories(limit=10_000)
             storylines = mem.list_storylines(include_archived=True)
+            assert mem.embedder is not None
             model = mem.embedder.identity
             return {
                 "routing": [(m.position, m.storyline_id) for m in mem.messages()],
