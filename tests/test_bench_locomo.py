@@ -16,6 +16,7 @@ from click.testing import CliRunner
 import narrative
 from narrative.bench import locomo
 from narrative.bench import turns as shown_turns
+from narrative.engine import Turn
 
 FIXTURE = Path(__file__).parent / "data" / "locomo_tiny.json"
 CATEGORY_NAMES = {"multi-hop", "temporal", "open-domain", "single-hop", "adversarial", "overall"}
@@ -191,3 +192,31 @@ def test_the_cli_prints_the_report_as_json(tmp_path: Path, report: dict[str, Any
     assert printed["questions"] == report["questions"]
     assert printed["recall"]["keyword"] == report["recall"]["keyword"]  # BM25 is deterministic
     assert {p.name for p in tmp_path.glob("*.db")} == {"tiny-1.db", "tiny-2.db"}
+
+
+def test_a_baseline_ranks_deep_enough_to_fill_the_largest_budget() -> None:
+    """Short turns: 50 of them are far below 2,000 tokens, so a baseline cut at 50 would be scored at a budget it
+    never got to spend; it must rank on until the largest k and the largest budget are both filled."""
+    from narrative.providers.embed import HashingEmbedder
+
+    turns = [shown_turns.Turn(f"D1:{i}", f"Ann: plan {i} for the garden") for i in range(600)]
+    baselines = shown_turns.Baselines(turns, HashingEmbedder())
+    for name, ranked in baselines.rankings("garden plan").items():
+        spent = sum(item.tokens for item in ranked)
+        assert len(ranked) > 50, name
+        assert spent > max(shown_turns.BUDGETS), name
+        assert len(ranked) >= max(shown_turns.TURN_KS), name
+        assert spent - ranked[-1].tokens <= max(shown_turns.BUDGETS), name  # and stops once it has
+    assert all(len(ranked) == 7 for ranked in baselines.rankings("garden plan", depth=7).values())
+
+
+def test_the_budget_measures_ask_for_more_when_fifty_short_results_do_not_fill_the_budget(tmp_path: Path) -> None:
+    with narrative.Memory(tmp_path / "short.db", user="short", embedder="hashing", env={}) as mem:
+        mem.remember_many(Turn(f"garden note {i}", "user", speaker="Ann" if i % 2 else "Bo") for i in range(600))
+        turn_of = locomo.turn_map(mem)
+        first = mem.search("garden note", locomo.DEPTH, record=False)
+        assert len(first) == locomo.DEPTH
+        assert sum(item.tokens for item in locomo.shown(first, turn_of)) < max(shown_turns.BUDGETS)
+        filled = locomo.filled(mem, "garden note", first, turn_of)
+        assert len(filled) > locomo.DEPTH
+        assert sum(item.tokens for item in filled) > max(shown_turns.BUDGETS)

@@ -36,7 +36,8 @@ from narrative.engine import Memory, Turn
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 KS = (5, 10, 25, 50)
-DEPTH = 50  # results asked of the default search: enough to fill 20 turns and 2,000 tokens
+DEPTH = 50  # results asked of the default search: always enough for 20 turns, usually for 2,000 tokens
+DEEPEST = 400  # short messages: the budget measures ask for more (100, 200, 400) until 2,000 tokens are filled
 MODES = ("hybrid", "keyword", "vector")
 CATEGORY_ORDER = ("multi-hop", "temporal", "open-domain", "single-hop", "adversarial", "overall")
 TURN_STREAMS = ("conversation", "decision", "research")
@@ -151,6 +152,24 @@ def shown(hits: Sequence[Any], turn_of: dict[int, shown_text.Turn]) -> list[show
     return result
 
 
+def filled(
+    mem: Memory, question: str, hits: Sequence[Any], turn_of: dict[int, shown_text.Turn], **options: Any
+) -> list[shown_text.Shown]:
+    """A search's results for the budget measures: ``mem.search(question, k, **options)`` for the smallest k of 50,
+    100, 200, 400 whose results fill the largest budget (or that returns fewer than k: all it has); ``hits`` are the
+    first 50.
+
+    The turn measures keep the first 50 results; with short messages 50 results can show well under 2,000 tokens,
+    and a budget the search was never asked to fill says nothing about it.
+    """
+    k, ranked = DEPTH, shown(hits, turn_of)
+    while len(hits) == k and sum(item.tokens for item in ranked) < max(shown_text.BUDGETS) and k < DEEPEST:
+        k *= 2
+        hits = mem.search(question, k, record=False, **options)
+        ranked = shown(hits, turn_of)
+    return ranked
+
+
 def evaluate(mem: Memory, sample: dict[str, Any], modes: Sequence[str] = MODES) -> list[dict[str, Any]]:
     """Per question: the default search, the tuned path and the baselines by turns shown and by text budget;
     memory-level recall@k of the tuned path in each mode (the secondary table)."""
@@ -168,6 +187,7 @@ def evaluate(mem: Memory, sample: dict[str, Any], modes: Sequence[str] = MODES) 
         default = mem.search(question, DEPTH, record=False)
         row["latency_ms"]["default"] = (time.perf_counter() - started) * 1000
         ranked = {"default": shown(default, turn_of)}
+        filling = {"default": filled(mem, question, default, turn_of)}
         row["returned"] = len(default)
         for mode in modes:
             started = time.perf_counter()
@@ -176,12 +196,16 @@ def evaluate(mem: Memory, sample: dict[str, Any], modes: Sequence[str] = MODES) 
             found_by_rank = [{dia_of.get(i, "") for i in hit.memory.message_ids} for hit in hits]
             if mode == "hybrid":
                 ranked["tuned"] = shown(hits, turn_of)
+                filling["tuned"] = filled(mem, question, hits, turn_of, mode="hybrid", streams=TURN_STREAMS)
                 row["turns_in_top10"] = len(set().union(*found_by_rank[:10]) - {""}) if found_by_rank else 0
             row["recall"][mode] = {
                 k: len(wanted & set().union(*found_by_rank[:k])) / len(wanted) if found_by_rank else 0.0 for k in KS
             }
         ranked.update(baselines.rankings(question))
         row["turns"] = {name: shown_text.score(items, wanted) for name, items in ranked.items()}
+        for name, items in filling.items():  # the budget measures of the engine's paths, filled
+            by_budget = shown_text.score(items, wanted)
+            row["turns"][name].update({key: value for key, value in by_budget.items() if key.startswith("B@")})
         row["duplicates"] = {
             name: shown_text.duplicates(ranked[name]) for name in ("default", "tuned") if name in ranked
         }

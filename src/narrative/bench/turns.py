@@ -103,18 +103,37 @@ class Baselines:
         if embedder is not None and self.turns:
             self.vectors = np.asarray(embedder.embed_batch([t.text for t in self.turns]), dtype=np.float32)
 
-    def rankings(self, question: str, depth: int = 50) -> dict[str, list[Shown]]:
-        bm25 = [i for i, _ in self.index.search("u", query_terms(question), depth)]
+    def rankings(self, question: str, depth: int | None = None) -> dict[str, list[Shown]]:
+        """Each baseline's ranking of the turns, deep enough to fill the largest k and budget (or ``depth`` turns).
+
+        Every turn is ranked (BM25 lists only the turns that share a query word) and the fusion is taken over the
+        whole lists, so a baseline is cut by the budget it is scored at, never by a fixed number of results.
+        """
+        everything = len(self.turns)
+        bm25 = [i for i, _ in self.index.search("u", query_terms(question), everything)]
         dense: list[int] = []
         if self.vectors is not None and self.embedder is not None:
             similarity = self.vectors @ np.asarray(embed_one(self.embedder, question), dtype=np.float32)
-            dense = [int(i) for i in np.argsort(-similarity, kind="stable")[:depth]]
+            dense = [int(i) for i in np.argsort(-similarity, kind="stable")]
         fused: dict[int, float] = {}
         for ranked in (bm25, dense):
             for rank, item in enumerate(ranked, start=1):
                 fused[item] = fused.get(item, 0.0) + 1.0 / (BASELINE_RRF_K + rank)
-        rrf = sorted(fused, key=lambda i: (-fused[i], i))[:depth]
-        return {name: [self._shown(i) for i in ids] for name, ids in (("bm25", bm25), ("minilm", dense), ("rrf", rrf))}
+        rrf = sorted(fused, key=lambda i: (-fused[i], i))
+        return {name: self._head(ids, depth) for name, ids in (("bm25", bm25), ("minilm", dense), ("rrf", rrf))}
+
+    def _head(self, ids: Sequence[int], depth: int | None) -> list[Shown]:
+        """The first ``depth`` turns, or (by default) as many as fill the largest k and the largest budget."""
+        if depth is not None:
+            return [self._shown(i) for i in ids[:depth]]
+        head: list[Shown] = []
+        spent = 0
+        for i in ids:
+            if len(head) >= max(TURN_KS) and spent > max(BUDGETS):
+                break
+            head.append(self._shown(i))
+            spent += head[-1].tokens
+        return head
 
     def _shown(self, index: int) -> Shown:
         turn = self.turns[index]
