@@ -501,3 +501,22 @@ def test_an_exchange_shows_the_turn_whose_speaker_the_query_names(tmp_path: Path
         briefs = mem.store.memory_briefs("u", [exchange.id])
         shows, _ = shown_messages(mem.store, "u", "How does Melanie unwind?", [exchange.id], briefs, 10)
     assert shows[exchange.id] == frozenset(exchange.message_ids)
+
+
+def test_a_time_the_query_names_replaces_now_for_recency(hmem: narrative.Memory, clock: FakeClock) -> None:
+    """A date belongs with its event: asked about March 2024, what was said then outranks the same words said
+    lately; asked without a date, the recent one comes first.  Recency still only scales a match."""
+    march = hmem.add_memory("We agreed on the harbour budget.", event_at=datetime(2024, 3, 12, tzinfo=UTC))
+    lately = hmem.add_memory("We agreed on the harbour budget again.", event_at=clock.now - timedelta(days=2))
+    kelp = hmem.add_memory("A note about kelp forests.", event_at=datetime(2024, 3, 20, tzinfo=UTC))
+
+    plain = hmem.search("harbour budget", 5, record=False)
+    assert [h.memory.id for h in plain[:2]] == [lately.id, march.id]
+    assert plain[0].why()["recency_to"] == "now"
+
+    dated = hmem.search("harbour budget in March 2024", 5, record=False)
+    assert [h.memory.id for h in dated[:2]] == [march.id, lately.id]  # the kelp note was said then, but shares nothing
+    assert kelp.id not in [h.memory.id for h in dated[:2]]
+    why = dated[0].why()
+    assert why["recency"] == 1.0 and why["recency_to"] == "March 2024"
+    assert "near March 2024 1.00" in str(why["summary"])

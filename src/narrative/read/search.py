@@ -9,7 +9,8 @@ The order of work (each step is visible on every hit, so a result can say why):
    above ``similarity_floor`` — so a query with nothing relevant returns nothing;
 4. weighting (ITSERR): ``score = fused / fused_max · (w_semantic + w_recency · recency)`` with per-stream weights
    (``w_semantic + w_recency = 1``) and ``recency = 0.5 ** (age_days / half_life)``: recency scales how well a
-   memory matched, it never makes an unmatched memory rank;
+   memory matched, it never makes an unmatched memory rank.  When the query names a time ("in May 2023", "last
+   week"), the age is measured to that period instead of to now (a date belongs with its event);
 5. one result per message: a memory that shows a message already shown by a better hit (the exchange, the turn
    and the decision extracted from it) is folded into that hit, which names it in ``also``.  Summaries of many
    messages (reflections, narrative links, closing memories) show no single message, so they fold nothing away.
@@ -29,6 +30,7 @@ from narrative.store.filters import MemoryFilter
 from narrative.store.keyword_index import query_terms, terms
 from narrative.store.protocol import Store
 from narrative.text.lines import turn_line
+from narrative.text.when import Period, named_period
 
 
 class SearchMode(StrEnum):
@@ -79,6 +81,7 @@ class SearchHit:
     shown: tuple[int, ...] = ()  # the source messages this hit puts in front of a reader (none for a summary)
     text: str = ""  # what to show a reader: the memory's text, or only the turns in ``shown`` of an exchange
     floor: float = 0.0  # the similarity floor this hit passed
+    period: str = ""  # the time the query named, which ``recency`` was measured to ("" = now)
 
     def why(self) -> dict[str, object]:
         """The explanation fields: ranks in each list, fused score, recency factor, weights."""
@@ -96,13 +99,19 @@ class SearchHit:
             "similarity": None if self.similarity is None else round(self.similarity, 4),
             "fused": round(self.fused, 6),
             "recency": round(self.recency, 4),
+            "recency_to": self.period or "now",
             "semantic_weight": self.weights.semantic,
             "recency_weight": self.weights.recency,
             "score": round(self.score, 6),
             "closeness": self.closeness(),
             "also": list(self.also),
-            "summary": "; ".join(parts) + f"; recency {self.recency:.2f}",
+            "summary": "; ".join(parts) + self._time(),
         }
+
+    def _time(self) -> str:
+        if self.period:
+            return f"; near {self.period} {self.recency:.2f}"
+        return f"; recency {self.recency:.2f}"
 
     def closeness(self) -> str:
         """How close the hit was, in words: by its cosine similarity, or by shared query words alone."""
@@ -115,9 +124,10 @@ class SearchHit:
         return "loosely related" if self.similarity >= self.floor else "below the similarity floor"
 
 
-def recency_factor(when: datetime, now: datetime, half_life_days: float) -> float:
-    age_days = max(0.0, (now - when).total_seconds() / 86400.0)
-    return float(0.5 ** (age_days / half_life_days)) if half_life_days > 0 else 1.0
+def recency_factor(when: datetime, now: datetime, half_life_days: float, period: Period | None = None) -> float:
+    """``0.5 ** (days / half_life)``: days since ``when``, or, when the query named a period, days from it."""
+    days = period.distance_days(when) if period is not None else max(0.0, (now - when).total_seconds() / 86400.0)
+    return float(0.5 ** (days / half_life_days)) if half_life_days > 0 else 1.0
 
 
 def fuse(ranked_lists: Sequence[Sequence[int]], rrf_k: int, weights: Sequence[float] | None = None) -> dict[int, float]:
@@ -157,13 +167,14 @@ def hybrid_search(
     searched = [params.mode is not SearchMode.VECTOR, params.mode is not SearchMode.KEYWORD and embed_query is not None]
     fused_max = sum(w for w, used in zip(list_weights, searched, strict=True) if used) / (params.rrf_k + 1)
     briefs = store.memory_briefs(user_id, list(fused))
+    period = named_period(query, now)
     scored: dict[int, tuple[float, float, Weights]] = {}
     for memory_id, fused_score in fused.items():
         brief = briefs.get(memory_id)
         if brief is None:
             continue
         weights = params.stream_weights.get(brief[0].value, DEFAULT_WEIGHTS)
-        recency = recency_factor(brief[1], now, params.half_life_days)
+        recency = recency_factor(brief[1], now, params.half_life_days, period)
         total = weights.semantic + weights.recency
         scale = (weights.semantic + weights.recency * recency) / total if total > 0 else 1.0
         if brief[0] in SUMMARY_STREAMS:
@@ -197,6 +208,7 @@ def hybrid_search(
                 floor=params.similarity_floor,
                 shown=shown,
                 text=shown_text(memory, shown, messages),
+                period="" if period is None else period.label,
             )
         )
     return hits

@@ -214,7 +214,8 @@
       ["keyword rank", why.bm25_rank ?? "—"],
       ["vector rank", why.vector_rank === null || why.vector_rank === undefined ? "—"
         : `${why.vector_rank} (cosine ${why.similarity})`],
-      ["fused (RRF)", why.fused], ["recency", why.recency],
+      ["fused (RRF)", why.fused],
+      ["recency", why.recency_to && why.recency_to !== "now" ? `${why.recency} (near ${why.recency_to})` : why.recency],
       ["weights", `semantic ${why.semantic_weight} · recency ${why.recency_weight}`], ["score", why.score],
     ];
     return el("details", { class: "why" }, el("summary", {}, `Why: ${why.summary}`),
