@@ -520,3 +520,14 @@ def test_a_time_the_query_names_replaces_now_for_recency(hmem: narrative.Memory,
     why = dated[0].why()
     assert why["recency"] == 1.0 and why["recency_to"] == "March 2024"
     assert "near March 2024 1.00" in str(why["summary"])
+
+
+def test_relative_time_words_are_not_matched_as_words(hmem: narrative.Memory, clock: FakeClock) -> None:
+    """ "Last week" in a memory said months ago meant another week: a question about last week is not about it."""
+    old = hmem.add_memory("Last week we fixed the pump.", event_at=clock.now - timedelta(days=120))
+    recent = hmem.add_memory("We fixed the pump and the hose.", event_at=clock.now - timedelta(days=8))
+    hits = hmem.search("what did we fix last week", 5, mode="keyword", record=False)
+    assert [h.memory.id for h in hits[:2]] == [recent.id, old.id]
+    plain = {h.memory.id: h.bm25_score for h in hmem.search("what did we fix", 5, mode="keyword", record=False)}
+    assert {h.memory.id: h.bm25_score for h in hits} == plain  # the words "last" and "week" were not asked for
+    assert hits[0].why()["recency_to"] == "last week"

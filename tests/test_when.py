@@ -38,7 +38,9 @@ def day(year: int, month: int, number: int) -> datetime:
 )
 def test_a_named_time_is_a_period(query: str, start: datetime, end: datetime, label: str) -> None:
     period = named_period(query, NOW)
-    assert period == Period(start, end, label)
+    assert period is not None
+    assert (period.start, period.end, period.label) == (start, end, label)
+    assert period.relative == (not any(ch.isdigit() for ch in label))  # counted from now: no date in its words
 
 
 def test_so_long_ago_is_a_span_around_then() -> None:
@@ -106,3 +108,12 @@ def test_a_written_date_names_its_day(written_day: date, form: str, sentence: st
     period = named_period(sentence.format(written), NOW)
     assert period is not None
     assert (period.start, period.end) == (when, when + timedelta(days=1))
+
+
+def test_a_relative_time_is_cut_from_the_words_a_date_is_not() -> None:
+    last_week = named_period("what did we decide last week", NOW)
+    assert last_week is not None and last_week.relative
+    assert last_week.cut_from("what did we decide last week") == "what did we decide"
+    assert last_week.cut_from("last week") == "last week"  # nothing else left: the query stays as it was
+    may = named_period("the plan for May 23, 2023", NOW)
+    assert may is not None and not may.relative

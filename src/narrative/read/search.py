@@ -150,6 +150,9 @@ def hybrid_search(
     embed_query: Callable[[str], tuple[np.ndarray, str]] | None = None,
 ) -> list[SearchHit]:
     """Best ``params.k`` memories for ``query`` with their explanation."""
+    period = named_period(query, now)
+    if period is not None and period.relative:  # "last week" said on another day meant another week
+        query = period.cut_from(query)
     keyword: list[tuple[int, float]] = []
     vector: list[tuple[int, float]] = []
     if params.mode is not SearchMode.VECTOR:
@@ -167,7 +170,6 @@ def hybrid_search(
     searched = [params.mode is not SearchMode.VECTOR, params.mode is not SearchMode.KEYWORD and embed_query is not None]
     fused_max = sum(w for w, used in zip(list_weights, searched, strict=True) if used) / (params.rrf_k + 1)
     briefs = store.memory_briefs(user_id, list(fused))
-    period = named_period(query, now)
     scored: dict[int, tuple[float, float, Weights]] = {}
     for memory_id, fused_score in fused.items():
         brief = briefs.get(memory_id)

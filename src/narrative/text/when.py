@@ -17,7 +17,9 @@ Recognised, case-insensitively (the first that matches wins, in this order):
   one ("in may be");
 * a year after ``in``, ``during``, ``of``, ``since``: ``in 2023``.
 
-Nothing else is read: no weekday names, seasons or holidays (too vague to anchor a period).
+Nothing else is read: no weekday names, seasons or holidays (too vague to anchor a period).  A relative period's
+words are not matched as words (:meth:`Period.cut_from`): "last week" in a memory said months ago meant another week.
+A date's words are: a memory that says "May 23" matches a question about May 23.
 """
 
 from __future__ import annotations
@@ -55,6 +57,12 @@ class Period:
     end: datetime
     label: str  # as the query put it ("May 2023", "last week")
     yearly: bool = False
+    relative: bool = False  # counted from now ("yesterday", "last week", "two weeks ago")
+
+    def cut_from(self, query: str) -> str:
+        """The query without the words that named the period, or the query itself if nothing else is left."""
+        rest = " ".join(query.replace(self.label, " ").split())
+        return rest if any(ch.isalnum() for ch in rest) else query
 
     def distance_days(self, when: datetime) -> float:
         """Days from ``when`` to the period (0 inside it); a yearly month is that month in the nearest year."""
@@ -121,13 +129,13 @@ def _relative(query: str, now: datetime) -> Period | None:
     phrase = " ".join(match[1].lower().split())
     today = now.replace(hour=0, minute=0, second=0, microsecond=0)
     if phrase == "today":
-        return Period(today, today + timedelta(days=1), match[0])
+        return Period(today, today + timedelta(days=1), match[0], relative=True)
     if phrase == "yesterday":
-        return Period(today - timedelta(days=1), today, match[0])
+        return Period(today - timedelta(days=1), today, match[0], relative=True)
     which, unit = phrase.split()
     length = {"week": timedelta(days=7), "month": timedelta(days=30), "year": timedelta(days=365)}[unit]
     if which == "past":  # the past week: the days just before today, and today
-        return Period(today - length, today + timedelta(days=1), match[0])
+        return Period(today - length, today + timedelta(days=1), match[0], relative=True)
     if unit == "week":
         start = today - timedelta(days=today.weekday())  # weeks start on Monday (ISO 8601)
     elif unit == "month":
@@ -135,13 +143,13 @@ def _relative(query: str, now: datetime) -> Period | None:
     else:
         start = datetime(today.year, 1, 1, tzinfo=UTC)
     if which == "this":
-        return Period(start, today + timedelta(days=1), match[0])
+        return Period(start, today + timedelta(days=1), match[0], relative=True)
     before = start - timedelta(days=1)
     if unit == "week":
-        return Period(start - timedelta(days=7), start, match[0])
+        return Period(start - timedelta(days=7), start, match[0], relative=True)
     if unit == "month":
-        return Period(datetime(before.year, before.month, 1, tzinfo=UTC), start, match[0])
-    return Period(datetime(before.year, 1, 1, tzinfo=UTC), start, match[0])
+        return Period(datetime(before.year, before.month, 1, tzinfo=UTC), start, match[0], relative=True)
+    return Period(datetime(before.year, 1, 1, tzinfo=UTC), start, match[0], relative=True)
 
 
 def _ago(query: str, now: datetime) -> Period | None:
@@ -152,7 +160,7 @@ def _ago(query: str, now: datetime) -> Period | None:
     unit = {"day": 1, "week": 7, "month": 30}[match[2].lower()]
     centre = now - timedelta(days=count * unit)
     half = timedelta(days=max(1, unit // 2))  # "two weeks ago" is roughly then, not to the day
-    return Period(centre - half, centre + half, match[0])
+    return Period(centre - half, centre + half, match[0], relative=True)
 
 
 def _lone_month(query: str, now: datetime) -> Period | None:
