@@ -228,6 +228,15 @@ def test_search_chain_and_influence(page: Any, site: dict[str, Any]) -> None:
     assert "keyword rank" in why.inner_text() and "fused (RRF)" in why.inner_text()
     shot(page, "search.png")
 
+    page.get_by_label("Search for").fill("watering schedule last week")  # a named time: recency measured to it
+    page.get_by_role("button", name="Search", exact=True).click()
+    page.wait_for_function(
+        "() => document.querySelector('#search-results details.why summary')?.textContent.includes('near last week')"
+    )
+    dated = page.locator("#search-results li.memory").first.locator("details.why")
+    dated.locator("summary").click()
+    assert "(near last week)" in dated.inner_text()
+
     page.get_by_role("link", name="Narrative chain", exact=True).click()
     page.locator("#chain-link").wait_for()
     latest = page.locator("#chain-summary").inner_text()
