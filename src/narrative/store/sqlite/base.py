@@ -230,6 +230,20 @@ class SqliteBase:
             row = self._one(f"SELECT COUNT(*) FROM {table} WHERE user_id = ?", (user_id,))
         return int(row[0]) if row else 0
 
+    # --- facts about the database itself (store_meta) ----------------------------------
+
+    def get_meta(self, key: str) -> str | None:
+        """A value about the database itself (not about a user), e.g. ``demo``; None when unset."""
+        row = self._one("SELECT value FROM store_meta WHERE key = ?", (key,))
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self.transaction():
+            self._exec(
+                "INSERT INTO store_meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (key, value),
+            )
+
 
 def _split_sql(sql: str) -> list[str]:
     """Split a migration into statements, keeping trigger bodies whole."""
