@@ -99,6 +99,7 @@ class Maintenance:
 
     def compact(self, *, keep_changes: int = 1_000) -> dict[str, int]:
         """Prune the memory change log to its newest ``keep_changes`` entries, merge the full-text
-        indexes and checkpoint the WAL (deletes do this by themselves; ``narrative compact``)."""
+        indexes, rebuild the SQLite file (VACUUM) and checkpoint the WAL (deletes do this by themselves;
+        ``narrative compact``)."""
         require_positive(keep_changes, "keep_changes", allow_zero=True)
         return self.rt.store.scrub_deleted(keep_changes)

@@ -70,9 +70,9 @@ def reindex(ctx: Context, batch_size: int | None, force: bool) -> None:
 
 
 @cli.command(
-    help="Prune the memory change log (keeping the newest --keep entries), merge the full-text indexes "
-    "and checkpoint the WAL.  Deletes do this by themselves; run it after heavy writing to keep "
-    "the file small."
+    help="Prune the memory change log (keeping the newest --keep entries), merge the full-text indexes, "
+    "rebuild the SQLite file (VACUUM: no copy of deleted text stays in it) and checkpoint the WAL.  Deletes do "
+    "this by themselves; run it after heavy writing to keep the file small."
 )
 @click.option(
     "--keep", type=click.IntRange(min=0), default=1_000, show_default=True, help="Change-log entries to keep."
@@ -85,7 +85,9 @@ def compact(ctx: Context, keep: int) -> None:
         report,
         lambda: (
             f"pruned {report['pruned_changes']} change-log entries; full-text indexes merged;"
-            " WAL checkpointed" + (" (busy: other connections still read it)" if report["checkpoint_busy"] else "")
+            + (" file rebuilt (VACUUM);" if report.get("vacuumed") else "")
+            + " WAL checkpointed"
+            + (" (busy: other connections still read it)" if report["checkpoint_busy"] else "")
         ),
     )
 
