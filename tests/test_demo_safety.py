@@ -9,7 +9,6 @@ The demo says whose data it loaded and the commands to run next.  Real SQLite fi
 
 from __future__ import annotations
 
-import io
 import json
 import sqlite3
 from collections.abc import Callable
@@ -109,7 +108,7 @@ def test_an_older_narrative_file_is_checked_without_migrating_it(tmp_path: Path)
 
 
 def test_fresh_replaces_only_a_file_the_demo_made(run: Run, tmp_path: Path) -> None:
-    code, out, err = run("demo")
+    code, _out, err = run("demo")
     assert code == 0, err
     demo_file = tmp_path / "narrative-demo.db"
     assert database_kind(demo_file) == "demo"
@@ -145,7 +144,7 @@ def test_on_postgres_the_demo_never_drops_anything(run: Run, databases: object, 
     if backend != "postgres":
         pytest.skip("the PostgreSQL rules")
     url = databases.fresh()  # type: ignore[attr-defined]
-    code, out, err = run("--db", url, "demo", "--json")
+    code, _out, err = run("--db", url, "demo", "--json")
     assert code == 0, err
     assert database_kind(url) == "demo"
     store = open_store(url)

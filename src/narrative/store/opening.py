@@ -91,7 +91,8 @@ def _postgres_kind(url: str) -> str:
     try:
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute("SET default_transaction_read_only = on")
-            users, meta = conn.execute("SELECT to_regclass('users'), to_regclass('store_meta')").fetchone() or (None,) * 2
+            found = conn.execute("SELECT to_regclass('users'), to_regclass('store_meta')").fetchone()
+            users, meta = found if found is not None else (None, None)
             if meta is not None:
                 marked = conn.execute("SELECT 1 FROM store_meta WHERE key = %s", (DEMO_KEY,)).fetchone()
                 if marked:

@@ -13,6 +13,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from narrative.errors import ConversationAlreadyActive, SealedNarrative, StoreError, ValidationError
 
 MIGRATIONS_PACKAGE = "narrative.store.migrations.sqlite"
@@ -41,6 +43,19 @@ def dumps(value: Any) -> str:
 
 def loads(value: str | None, default: Any = None) -> Any:
     return default if value is None else json.loads(value)
+
+
+def finite_vector(vector: Any) -> np.ndarray:
+    """A flat float32 array of finite numbers (a NaN or an infinity would poison every search), or ValidationError."""
+    values = np.asarray(vector, dtype=np.float32).reshape(-1)
+    if values.size == 0 or not np.isfinite(values).all():
+        raise ValidationError("a vector must hold finite numbers (no NaN or infinity)", field="vector")
+    return values
+
+
+def vector_blob(vector: Any) -> bytes:
+    """A vector as the float32 bytes the file stores, refused unless every number is finite."""
+    return finite_vector(vector).tobytes()
 
 
 def placeholders(values: Sequence[Any]) -> str:
@@ -240,7 +255,8 @@ class SqliteBase:
     def set_meta(self, key: str, value: str) -> None:
         with self.transaction():
             self._exec(
-                "INSERT INTO store_meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                "INSERT INTO store_meta(key, value) VALUES (?, ?)"
+                " ON CONFLICT(key) DO UPDATE SET value = excluded.value",
                 (key, value),
             )
 
