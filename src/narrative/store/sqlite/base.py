@@ -195,6 +195,12 @@ class SqliteBase:
                     self.conn.execute("ROLLBACK")
                 raise
 
+    def lock_user(self, user_id: str) -> None:
+        """Serialise this user's writers until the transaction ends: on SQLite every write transaction
+        (``BEGIN IMMEDIATE``) already holds the file's one write lock, so there is nothing more to take."""
+        if not self.conn.in_transaction:
+            raise StoreError("lock_user is taken inside a transaction")
+
     def _rolled_back(self) -> None:
         """Called after any rollback (of a transaction or a savepoint): in-process caches resync here."""
 
