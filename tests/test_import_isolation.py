@@ -248,7 +248,7 @@ class NaNEmbedder:
 
 
 def test_an_embedder_that_returns_nan_is_refused(db: str) -> None:
-    with narrative.Memory(db, user="alice", embedder=NaNEmbedder(), env={}) as mem:  # type: ignore[arg-type]
+    with narrative.Memory(db, user="alice", embedder=NaNEmbedder(), env={}) as mem:
         with pytest.raises(narrative.NarrativeError):
             mem.add_memory("the ferry leaves for the island on Friday")
         with pytest.raises(narrative.ProviderError):

@@ -15,16 +15,20 @@ services, each a plain class in its own module that receives the runtime and the
     Closing        closing.py         close, review, open threads, greeting (uses Turns, Memories)
 
 Every public method below only hands the call to its service; the domain work is in ``write/`` and
-``read/``.  ``@validated`` checks every public call's arguments first (``narrative.validate``).
+``read/``.  ``@validated`` checks every public call's arguments first (``narrative.validate``): their types against
+the annotations below (so the names those use are imported at run time), then their values.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
+import numpy as np
+
+from narrative import model
 from narrative.config import Settings
 from narrative.engine.closing import Closing
 from narrative.engine.context import Context
@@ -36,17 +40,11 @@ from narrative.engine.memories import Memories
 from narrative.engine.searching import Search
 from narrative.engine.sovereignty import Sovereignty
 from narrative.engine.storylines import Storylines
-from narrative.engine.turns import Turns
+from narrative.engine.turns import Turn, Turns
 from narrative.store.protocol import Store
 from narrative.validate import validated
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
-
-    import numpy as np
-
-    from narrative import model
-    from narrative.engine.turns import Turn
     from narrative.model import Conversation, Entity, Message, Narrative, RoutingDecision, Storyline, Use
     from narrative.providers.embed import Embedder
     from narrative.providers.llm import LLM
@@ -415,6 +413,7 @@ class Memory:
         self, query: str, k: int = 10, *, depth: int = 1, user: str | None = None, **filters: object
     ) -> list[tuple[SearchHit, chain.RecallChain]]:
         """Search, then open each hit into its recall chain (narrative, siblings, earlier links)."""
+        Memory.search.check_keywords(filters, taken=("query", "k", "user"))  # type: ignore[attr-defined]
         return self._search.recall(query, k, depth=depth, user=user, **filters)
 
     # --- Turns (turns.py) --------------------------------------------------------------------------
