@@ -1,17 +1,22 @@
-"""The MCP stdio server answers every malformed JSON-RPC line (issue 24, F6).
+"""The MCP server answers every malformed JSON-RPC line, and says so when it is reachable by others (issue 24).
 
+F6: the MCP stdio server answers every malformed JSON-RPC line.
 The SDK's stdio transport dropped 7 of 22 malformed requests without an answer; two carried a valid id, so the
 client waited forever (``{"jsonrpc":"2.0","id":12,"method":"tools/call","params":[1]}``).  Now each line that is
 not a JSON-RPC message is answered with a JSON-RPC error: with its id when it has a usable one, else ``null``;
 a malformed response is not answered, a valid notification (even one with an ``id`` inside its params) is not
 answered, and the server keeps serving.  A real ``narrative mcp`` process over pipes; nothing is timed: each
 line is followed by a ping, so a line left unanswered shows as the ping's answer coming first.
+
+F8: ``narrative mcp --transport http --host 0.0.0.0`` listened on every interface, without authentication and
+without a word; now it warns on stderr before it starts (as ``narrative serve`` does), and stays quiet on loopback.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -107,3 +112,37 @@ def test_responses_blank_lines_and_notifications_get_no_answer(server: Pipe) -> 
     server.send('{"jsonrpc":"2.0","id":100,"method":"tools/call","params":{"name":"greet","arguments":{}}}')
     reply = server.answer()  # the first line out answers the request, not any of the lines above
     assert reply["id"] == 100 and "result" in reply
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def startup_lines(tmp_path: Path, host: str) -> list[str]:
+    """What ``narrative mcp --transport http --host HOST`` says on stderr up to its "server for" line."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    args = [*CLI, "--db", str(tmp_path / "m.db"), "--embedder", "none", "mcp", "--transport", "http"]
+    process = subprocess.Popen(
+        [*args, "--host", host, "--port", str(free_port())], stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, env=env
+    )
+    assert process.stderr is not None
+    lines: list[str] = []
+    try:
+        while not lines or "narrative MCP server for" not in lines[-1]:
+            line = process.stderr.readline().decode()
+            assert line, f"the server stopped: {lines}"
+            lines.append(line)
+    finally:
+        process.terminate()
+        process.wait()
+        process.stderr.close()
+    return lines
+
+
+def test_mcp_over_http_warns_when_it_listens_beyond_loopback(tmp_path: Path) -> None:
+    lines = startup_lines(tmp_path, "0.0.0.0")
+    warning = "".join(lines[:-1])
+    assert "warning: listening on 0.0.0.0" in warning and "no authentication" in warning
+    assert not [line for line in startup_lines(tmp_path, "127.0.0.1") if line.startswith("warning")]
