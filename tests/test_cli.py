@@ -327,3 +327,10 @@ def test_import_reads_a_bounded_amount_of_an_endless_stream(tmp_path: Path) -> N
     process.wait()
     assert written < 64 << 20, "the whole stream was read"
     assert process.returncode == 1 and "not a JSON export" in err and "Traceback" not in err
+
+
+def test_an_export_file_is_readable_by_its_owner_only(run: Run, tmp_path: Path) -> None:
+    ok(run, "add", "memory", "the spare key is under the third flowerpot", "--db", "notes.db")
+    ok(run, "export", "-o", "mine.json", "--db", "notes.db")
+    assert (tmp_path / "mine.json").stat().st_mode & 0o777 == 0o600
+    assert (tmp_path / "notes.db").stat().st_mode & 0o777 == 0o600

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import sqlite3
 import threading
@@ -62,6 +63,17 @@ def placeholders(values: Sequence[Any]) -> str:
     return ",".join("?" for _ in values)
 
 
+def _create_private(path: str) -> None:
+    """Create a new database file readable by its owner only (0600): SQLite gives its -wal and -shm files the
+    same mode.  An existing file keeps the mode it has."""
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        pass
+    except OSError as error:
+        raise StoreError(f"cannot create {path}: {error.strerror or error}") from error
+
+
 def migration_names() -> list[str]:
     files = resources.files(MIGRATIONS_PACKAGE)
     return sorted(f.name for f in files.iterdir() if f.name.endswith(".sql"))
@@ -84,6 +96,7 @@ class SqliteBase:
         self.path = str(path)
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            _create_private(self.path)
         self._lock = threading.RLock()
         self._depth = 0
         try:
