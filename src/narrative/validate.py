@@ -6,7 +6,7 @@ each argument (and everything inside it: lists, dicts, dataclasses such as ``Tur
 
 * an id (a parameter named ``id``, ``…_id`` or ``…_ids``): an ``int`` from 1 to 2**63 − 1, never a ``bool``;
 * any other integer: within SQLite's signed 64-bit range;
-* text: valid Unicode (no lone surrogates) and at most :data:`MAX_TEXT` characters, names and
+* text: valid Unicode (no lone surrogates, no NUL) and at most :data:`MAX_TEXT` characters, names and
   labels (``user``, ``speaker``, ``label``, …) at most :data:`MAX_NAME`;
 * a float: finite;
 * a datetime: from year :data:`MIN_YEAR` up to (not including) :data:`MAX_YEAR`;
@@ -66,14 +66,19 @@ def require_id(value: object, field: str) -> int:
 
 
 def require_unicode(value: str, field: str) -> str:
-    """Text that can be stored and sent: no lone surrogates, no U+FFFE/U+FFFF (noncharacters; the MCP
-    stdio transport marks lone surrogates it received with U+FFFF)."""
+    """Text that can be stored and sent: no lone surrogates, no NUL (U+0000: PostgreSQL cannot store it, and one
+    rule holds for both stores), no U+FFFE/U+FFFF (noncharacters; the MCP stdio transport marks lone surrogates
+    it received with U+FFFF)."""
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as error:
         raise ValidationError(
             f"{field} is not valid Unicode (a lone surrogate at position {error.start})", field=field
         ) from None
+    if "\x00" in value:  # PostgreSQL cannot store it, so neither store takes it (an export moves between them)
+        raise ValidationError(
+            f"{field} holds a NUL character (U+0000) at position {value.index(chr(0))}: no store keeps it", field=field
+        )
     for mark in ("\uffff", "\ufffe"):
         if mark in value:
             raise ValidationError(
