@@ -464,6 +464,10 @@ class Memory:
         """Prune the memory change log to its newest ``keep_changes`` entries, merge the full-text"""
         return self._maintenance.compact(keep_changes=keep_changes)
 
+    def check(self) -> dict[str, Any]:
+        """Is the database whole (after a crash, say)?  Schema, pages, full-text, vectors, references, pending"""
+        return self._maintenance.check()
+
     # --- Sovereignty (sovereignty.py) --------------------------------------------------------------
     def export(self, format: str = "json", *, user: str | None = None) -> str:
         """Everything of one user: ``json`` (lossless, re-importable) or ``markdown`` (readable)."""
