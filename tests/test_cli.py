@@ -5,6 +5,7 @@ matches behaviour, whole-word previews, indented multi-line text, and the LLM fl
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 from collections.abc import Callable
@@ -325,6 +326,9 @@ def test_import_reads_a_bounded_amount_of_an_endless_stream(tmp_path: Path) -> N
         pass  # the reader stopped reading: what we want
     err = process.stderr.read().decode()
     process.wait()
+    process.stderr.close()
+    with contextlib.suppress(BrokenPipeError):
+        process.stdin.close()
     assert written < 64 << 20, "the whole stream was read"
     assert process.returncode == 1 and "not a JSON export" in err and "Traceback" not in err
 
