@@ -16,7 +16,7 @@ from narrative.errors import ValidationError
 from narrative.model import Narrative, Source, Stream
 from narrative.read import chain
 from narrative.store.filters import MemoryFilter
-from narrative.write import by_hand, narrate
+from narrative.write import by_hand, narrate, supersede
 
 
 class Memories:
@@ -155,6 +155,13 @@ class Memories:
             offset=offset,
         )
         return self.rt.store.list_memories(self.rt.user_id(user), where)
+
+    def restore_memory(self, memory_id: int, *, user: str | None = None) -> model.MemoryItem:
+        """Make a superseded memory current again (undo a correction the detector made); nothing else changes."""
+        user_id = self.rt.user_id(user)
+        with self.rt.store.transaction():
+            supersede.restore(self.rt.store, user_id, memory_id)
+        return self.rt.store.get_memory(user_id, memory_id)
 
     def edit_memory(
         self,

@@ -110,7 +110,7 @@ BOOL_COLUMNS: dict[str, frozenset[str]] = {
     "state_deltas": frozenset({"applied"}),
 }
 VECTOR_TABLES = ("memory_vectors", "storyline_vectors")
-MAX_CELL_TEXT = 1_000_000
+MAX_CELL_TEXT = 5_000_000  # a message holds up to checks.MAX_MESSAGE characters
 MAX_INT = 2**63 - 1
 
 IdMap = dict[str, dict[int, int]]

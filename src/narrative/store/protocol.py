@@ -16,6 +16,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from narrative.model import (
+    Conflict,
     Conversation,
     ConversationStatus,
     DeltaType,
@@ -24,6 +25,7 @@ from narrative.model import (
     MemoryItem,
     Message,
     Narrative,
+    Passage,
     Retention,
     Role,
     RoutingDecision,
@@ -47,6 +49,7 @@ __all__ = [
     "MemoriesStore",
     "MessagesStore",
     "NarrativesStore",
+    "PassagesStore",
     "PortabilityStore",
     "Store",
     "StorylinesStore",
@@ -164,6 +167,48 @@ class VectorsStore(Protocol):
     ) -> list[tuple[int, float]]: ...
     def clear_vectors(self, user_id: str | None = None) -> None: ...
     def drop_index(self) -> None: ...
+
+
+@runtime_checkable
+class PassagesStore(Protocol):
+    """Passages (a message's searchable units: spans with their own vectors and keyword entries), the validity
+    of passages and memories (superseded, restored), and conflicts between current statements."""
+
+    def insert_passages(
+        self, user_id: str, message_id: int, memory_id: int, spans: Sequence[tuple[int, int]]
+    ) -> list[Passage]: ...
+    def get_passages(self, user_id: str, passage_ids: Iterable[int]) -> list[Passage]: ...
+    def passages_of_messages(self, user_id: str, message_ids: Iterable[int]) -> dict[int, list[Passage]]: ...
+    def passages_of_memories(self, user_id: str, memory_ids: Iterable[int]) -> list[Passage]: ...
+    def messages_without_passages(self, user_id: str | None = None) -> list[tuple[str, int]]: ...
+    def own_memories(self, user_id: str, message_ids: Iterable[int]) -> dict[int, int]: ...
+    def put_passage_vectors(self, user_id: str, model: str, vectors: dict[int, np.ndarray]) -> None: ...
+    def passage_vectors_by_id(self, user_id: str, model: str, passage_ids: Iterable[int]) -> dict[int, np.ndarray]: ...
+    def passages_without_vectors(self, user_id: str, model: str) -> list[Passage]: ...
+    def keyword_search_passages(
+        self, user_id: str, query: str, where: MemoryFilter | None = None, limit: int = 50
+    ) -> list[tuple[int, float]]: ...
+    def passage_vector_search(
+        self, user_id: str, query: np.ndarray, model: str, k: int = 50, where: MemoryFilter | None = None
+    ) -> list[tuple[int, float]]: ...
+    def supersede_passages(self, user_id: str, passage_ids: Iterable[int], by: int, now: datetime) -> int: ...
+    def restore_passages(self, user_id: str, passage_ids: Iterable[int]) -> int: ...
+    def passages_superseded_by(self, user_id: str, passage_ids: Iterable[int]) -> list[Passage]: ...
+    def supersede_memories(self, user_id: str, memory_ids: Iterable[int], by: int, now: datetime) -> list[int]: ...
+    def restore_memories(self, user_id: str, memory_ids: Iterable[int]) -> list[int]: ...
+    def superseded_by_memories(self, user_id: str, memory_ids: Iterable[int]) -> dict[int, list[MemoryItem]]: ...
+    def memory_validity(self, user_id: str, memory_ids: Iterable[int]) -> dict[int, tuple[str | None, int | None]]: ...
+    def insert_conflict(
+        self,
+        user_id: str,
+        memory_id: int,
+        other_memory_id: int,
+        now: datetime,
+        passage_id: int | None = None,
+        other_passage_id: int | None = None,
+        reason: str = "",
+    ) -> Conflict | None: ...
+    def conflicts_of(self, user_id: str, memory_ids: Iterable[int]) -> list[Conflict]: ...
 
 
 @runtime_checkable
@@ -351,6 +396,7 @@ class Store(
     MessagesStore,
     MemoriesStore,
     VectorsStore,
+    PassagesStore,
     NarrativesStore,
     StorylinesStore,
     EntitiesStore,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 import click
@@ -41,6 +42,11 @@ def _turn_text(result: TurnResult) -> str:
         lines.append(f"  narrative #{result.narrative.id}: {clip(result.narrative.summary, 100)}")
     lines += [f"  sealed narrative #{n.id}: {clip(n.summary, 100)}" for n in result.sealed]
     lines += [f"  reflection #{x.id}: {clip(x.content, 100)}" for x in result.reflections]
+    for item in result.settled.superseded:
+        memories = ", ".join(f"#{i}" for i in item.memories)
+        also = f" (memory {memories})" if memories else ""
+        lines.append(f"  supersedes message #{item.passage.message_id}{also}: {item.reason}")
+    lines += [f"  conflicts with memory #{c.other_memory_id}: {c.reason}" for c in result.settled.conflicts]
     return "\n".join(lines)
 
 
@@ -141,6 +147,16 @@ def add_memory(
     show_default=True,
     help="Drop hits scoring below this.",
 )
+@click.option(
+    "--include-superseded", is_flag=True, help="Also what a later statement superseded (left out by default)."
+)
+@click.option(
+    "--as-of",
+    "as_of",
+    type=click.DateTime(formats=["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S"]),
+    default=None,
+    help="What was current at this time (UTC), e.g. 2026-03-02.",
+)
 @json_option
 @pass_ctx
 def search(
@@ -152,6 +168,8 @@ def search(
     storyline_id: int | None,
     conversation_id: int | None,
     min_score: float,
+    include_superseded: bool,
+    as_of: datetime | None,
 ) -> None:
     hits = ctx.reading.search(
         query,
@@ -161,6 +179,8 @@ def search(
         storyline_id=storyline_id,
         conversation_id=conversation_id,
         min_score=min_score,
+        include_superseded=include_superseded,
+        as_of=as_of,
     )
     rows = [{"id": row.pop("memory_id"), **row} for row in map(hit_dict, hits)]  # one id key: "id"
 

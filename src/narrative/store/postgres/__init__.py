@@ -18,6 +18,7 @@ from narrative.store.sqlite.conversations import ConversationRows
 from narrative.store.sqlite.entities import EntityRows
 from narrative.store.sqlite.memories import MemoryRows
 from narrative.store.sqlite.narratives import NarrativeRows
+from narrative.store.sqlite.passages import PassageRows
 from narrative.store.sqlite.portability import PortabilityRows
 from narrative.store.sqlite.storylines import StorylineRows
 
@@ -30,6 +31,7 @@ class PostgresStore(  # type: ignore[misc]  # the PostgreSQL base replaces the S
     PostgresPortability,
     ConversationRows,
     MemoryRows,
+    PassageRows,
     NarrativeRows,
     StorylineRows,
     EntityRows,

@@ -98,6 +98,8 @@ def _memory(
         extraction_confidence=row["extraction_confidence"],
         event_at=to_time(row["event_at"]),
         created_at=to_time_required(row["created_at"]),
+        valid_to=to_time(row["valid_to"]) if "valid_to" in row else None,
+        superseded_by=row.get("superseded_by", None),
     )
 
 
@@ -512,4 +514,9 @@ def _filter_sql(user_id: str, where: MemoryFilter, by_key: bool = False) -> tupl
     if where.min_importance is not None:
         clauses.append("m.importance >= ?")
         params.append(where.min_importance)
+    if where.current_only:
+        clauses.append("m.valid_to IS NULL")
+    if where.as_of is not None:
+        clauses.append("COALESCE(m.event_at, m.created_at) <= ? AND (m.valid_to IS NULL OR m.valid_to > ?)")
+        params += [to_text(where.as_of), to_text(where.as_of)]
     return " AND ".join(clauses), params
