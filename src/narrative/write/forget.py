@@ -50,7 +50,7 @@ def delete_memory(store: Store, user_id: str, memory_id: int, now: datetime) -> 
     tombstone without text)."""
     store.get_memory(user_id, memory_id)
     with store.transaction():
-        counts = forget_memories(store, user_id, [memory_id], now, "memory")
+        counts = forget_memories(store, user_id, [memory_id], now=now, with_="memory")
     store.scrub_deleted()
     return counts
 
@@ -93,9 +93,10 @@ def forget_memories(
     store: Store,
     user_id: str,
     memory_ids: Iterable[int],
+    conversation_id: int | None = None,
+    *,
     now: datetime,
     with_: str,
-    conversation_id: int | None = None,
 ) -> dict[str, int]:
     """Delete memories and what only they held: resolutions they made, links left empty, uses of them.
 
@@ -134,7 +135,7 @@ def forget_conversation(
     current embedder, to make their routing embeddings again; None without one)."""
     messages = store.list_messages(user_id, conversation_id=conversation_id)
     ids = store.conversation_memory_ids(user_id, conversation_id)
-    counts = forget_memories(store, user_id, ids, now, "conversation", conversation_id)
+    counts = forget_memories(store, user_id, ids, conversation_id, now=now, with_="conversation")
     counts["uses"] += store.delete_conversation_uses(user_id, conversation_id)
     counts["entities"] = len(store.list_entities(user_id, conversation_id=conversation_id, limit=EVERYTHING))
     store.delete_conversation(user_id, conversation_id)
@@ -182,7 +183,7 @@ def forget_storyline(
         store.move_storyline_rows(user_id, storyline_id, move_to)
     else:
         ids = store.memory_ids_matching(user_id, MemoryFilter(storyline_ids=[storyline_id]))
-        counts.update(forget_memories(store, user_id, ids, now, "storyline"))
+        counts.update(forget_memories(store, user_id, ids, now=now, with_="storyline"))
         links = [n.id for n in store.list_narratives(user_id, storyline_id=storyline_id, limit=EVERYTHING)]
         counts["narratives"] += store.splice_out_narratives(user_id, links)
         entities = store.list_entities(user_id, storyline_id=storyline_id, limit=EVERYTHING)
