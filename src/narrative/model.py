@@ -127,6 +127,17 @@ class InfluenceType(StrEnum):
     RETRIEVAL = "retrieval"
 
 
+class EventKind(StrEnum):
+    """What happened to a memory (one row of its history, :class:`MemoryEvent`)."""
+
+    CREATED = "created"
+    EDITED = "edited"
+    CONFIRMED = "confirmed"  # the review step: the person confirmed what the close proposed
+    SUPERSEDED = "superseded"  # a later memory corrected it (it stays, no longer current)
+    RESTORED = "restored"  # a supersession undone: current again
+    DELETED = "deleted"  # the tombstone: the memory is gone, its events keep kind and time only
+
+
 class Retention(StrEnum):
     """ITSERR conversation-stream retention tiers (originals are never deleted)."""
 
@@ -314,6 +325,26 @@ class Conflict:
     passage_id: int | None = None
     other_passage_id: int | None = None
     reason: str = ""
+
+
+@dataclass(frozen=True)
+class MemoryEvent:
+    """One change to a memory: append-only, kept after the memory is deleted (without any text).
+
+    ``old_text``/``new_text``: the memory's text before and after (empty where there is none: before a
+    ``created``, and in every event of a deleted memory).  ``detail`` holds ids and words, never text:
+    ``conversation_id`` of a confirm, ``fields`` of an edit, ``superseded_by`` (a memory id), ``with``
+    (what a delete came with: memory, conversation, storyline).
+    """
+
+    id: int
+    user_id: str
+    memory_id: int
+    kind: EventKind
+    created_at: datetime
+    old_text: str = ""
+    new_text: str = ""
+    detail: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

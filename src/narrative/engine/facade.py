@@ -338,6 +338,11 @@ class Memory:
             user=user,
         )
 
+    def history(self, memory_id: int, *, user: str | None = None) -> list[model.MemoryEvent]:
+        """Every change to a memory, oldest first: created, edited, confirmed, superseded, restored, deleted (each
+        with its time, the text before and after, a detail); after a delete, its tombstone without text."""
+        return self._memories.history(memory_id, user=user)
+
     def narrative_update(
         self,
         summary: str,

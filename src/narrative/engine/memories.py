@@ -17,6 +17,7 @@ from narrative.model import Narrative, Source, Stream
 from narrative.read import chain
 from narrative.store.filters import MemoryFilter
 from narrative.write import by_hand, narrate, supersede
+from narrative.write.history import history as events_of
 
 
 class Memories:
@@ -191,6 +192,10 @@ class Memories:
             self._embedder(),
             self.rt.clock(),
         )
+
+    def history(self, memory_id: int, *, user: str | None = None) -> list[model.MemoryEvent]:
+        """Every change to a memory, oldest first; after a delete, its tombstone (kinds and times, no text)."""
+        return events_of(self.rt.store, self.rt.user_id(user), memory_id)
 
     # --- the narrative chain (Koshi) ------------------------------------------------
 

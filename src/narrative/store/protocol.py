@@ -8,7 +8,7 @@ Every method takes the user id and never returns another user's rows.  Nothing a
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
@@ -22,6 +22,8 @@ from narrative.model import (
     DeltaType,
     Entity,
     EntityType,
+    EventKind,
+    MemoryEvent,
     MemoryItem,
     Message,
     Narrative,
@@ -47,6 +49,7 @@ __all__ = [
     "KeysStore",
     "LifecycleStore",
     "MemoriesStore",
+    "MemoryEventsStore",
     "MessagesStore",
     "NarrativesStore",
     "PassagesStore",
@@ -149,6 +152,28 @@ class MemoriesStore(Protocol):
     def update_memory(self, user_id: str, memory_id: int, **changes: Any) -> MemoryItem: ...
     def update_memories(self, user_id: str, memory_ids: Iterable[int], **changes: Any) -> int: ...
     def delete_memories(self, user_id: str, memory_ids: Iterable[int]) -> int: ...
+
+
+@runtime_checkable
+class MemoryEventsStore(Protocol):
+    """History: every change to a memory as an appended event; ``insert_memory`` appends ``created`` itself.
+
+    The events outlive their memory (a tombstone): a delete blanks their texts and details and appends
+    ``deleted``.  They go with their user.
+    """
+
+    def insert_memory_event(
+        self,
+        user_id: str,
+        memory_id: int,
+        kind: EventKind,
+        now: datetime,
+        old_text: str = "",
+        new_text: str = "",
+        detail: Mapping[str, Any] | None = None,
+    ) -> MemoryEvent: ...
+    def memory_events(self, user_id: str, memory_id: int) -> list[MemoryEvent]: ...
+    def tombstone_memory_events(self, user_id: str, memory_ids: Iterable[int]) -> int: ...
 
 
 @runtime_checkable
@@ -395,6 +420,7 @@ class Store(
     ConversationsStore,
     MessagesStore,
     MemoriesStore,
+    MemoryEventsStore,
     VectorsStore,
     PassagesStore,
     NarrativesStore,

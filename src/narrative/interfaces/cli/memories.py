@@ -1,4 +1,4 @@
-"""``narrative add``, ``search``, ``memories``, ``narratives``: memories and the chain."""
+"""``narrative add``, ``search``, ``memories``, ``memory history``, ``narratives``: memories and the chain."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import click
 from narrative.interfaces.cli.common import Context, cli, json_option, pass_ctx
 from narrative.interfaces.cli.text import clip, indented
 from narrative.interfaces.serialize import hit_dict
-from narrative.model import MemoryItem, Narrative
+from narrative.model import EventKind, MemoryEvent, MemoryItem, Narrative
 
 if TYPE_CHECKING:
     from narrative.read.search import SearchHit
@@ -201,6 +201,42 @@ def search(
 def memories(ctx: Context, stream: str | None, storyline_id: int | None, limit: int) -> None:
     found = ctx.reading.list_memories(stream=stream, storyline_id=storyline_id, limit=limit)
     ctx.emit(found, lambda: "\n".join(_memory_line(m) for m in found) or "no memories yet")
+
+
+@cli.group(help="One memory by its id.")
+def memory() -> None:
+    pass
+
+
+def _event_line(e: MemoryEvent) -> str:
+    """One event: when, what, and the text before → after (a tombstone says its text is gone)."""
+    head = f"{e.created_at:%Y-%m-%d %H:%M}  {e.kind.value:<10} "
+    if e.kind is EventKind.DELETED:
+        with_ = e.detail.get("with", "memory")
+        return head + ("" if with_ == "memory" else f"with its {with_}; ") + "nothing of its text is kept"
+    if not (e.old_text or e.new_text):
+        text = "(its text went with the delete)"
+    elif e.old_text and e.old_text != e.new_text:
+        text = f'"{clip(e.old_text, 100)}" → "{clip(e.new_text, 100)}"'
+    else:
+        text = f'"{clip(e.new_text, 100)}"'
+    extra = ", ".join(f"{k}: {', '.join(map(str, v)) if isinstance(v, list) else v}" for k, v in e.detail.items())
+    return head + text + (f"  ({extra})" if extra else "")
+
+
+@memory.command("history", help="Every change to a memory, oldest first; a deleted one shows its tombstone.")
+@click.argument("memory_id", type=int)
+@json_option
+@pass_ctx
+def memory_history(ctx: Context, memory_id: int) -> None:
+    events = ctx.reading.history(memory_id)
+    deleted = bool(events) and events[-1].kind is EventKind.DELETED
+
+    def text() -> str:
+        state = "deleted" if deleted else f"{len(events)} event{'s' if len(events) != 1 else ''}"
+        return "\n".join([f"memory #{memory_id} ({state})", *(f"  {_event_line(e)}" for e in events)])
+
+    ctx.emit({"memory_id": memory_id, "deleted": deleted, "events": events}, text)
 
 
 @cli.command(help="The narrative chain: latest link (default), --id N, --search WORDS, --walk N, --forward N.")

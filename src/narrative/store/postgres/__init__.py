@@ -16,6 +16,7 @@ from narrative.store.postgres.rows import PostgresRows
 from narrative.store.postgres.search import PostgresSearch
 from narrative.store.sqlite.conversations import ConversationRows
 from narrative.store.sqlite.entities import EntityRows
+from narrative.store.sqlite.events import MemoryEventRows
 from narrative.store.sqlite.memories import MemoryRows
 from narrative.store.sqlite.narratives import NarrativeRows
 from narrative.store.sqlite.passages import PassageRows
@@ -31,6 +32,7 @@ class PostgresStore(  # type: ignore[misc]  # the PostgreSQL base replaces the S
     PostgresPortability,
     ConversationRows,
     MemoryRows,
+    MemoryEventRows,
     PassageRows,
     NarrativeRows,
     StorylineRows,

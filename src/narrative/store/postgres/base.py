@@ -39,6 +39,7 @@ ID_TABLES = frozenset(
         "messages",
         "narratives",
         "memories",
+        "memory_events",
         "entities",
         "state_deltas",
         "uses",

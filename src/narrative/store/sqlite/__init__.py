@@ -27,6 +27,7 @@ from narrative.store.keyword_index import KeywordIndex, query_terms
 from narrative.store.passage_index import PassageKeywords, PassageVectors
 from narrative.store.sqlite.conversations import ConversationRows
 from narrative.store.sqlite.entities import EntityRows
+from narrative.store.sqlite.events import MemoryEventRows
 from narrative.store.sqlite.memories import MemoryRows
 from narrative.store.sqlite.narratives import NarrativeRows
 from narrative.store.sqlite.passages import PassageRows
@@ -37,7 +38,16 @@ from narrative.store.vector_index import VectorIndex
 __all__ = ["SqliteStore"]
 
 
-class SqliteStore(ConversationRows, MemoryRows, PassageRows, NarrativeRows, StorylineRows, EntityRows, PortabilityRows):
+class SqliteStore(
+    ConversationRows,
+    MemoryRows,
+    MemoryEventRows,
+    PassageRows,
+    NarrativeRows,
+    StorylineRows,
+    EntityRows,
+    PortabilityRows,
+):
     """Every concept's rows in one file.  See :class:`narrative.store.protocol.Store`."""
 
     backend = "sqlite"
