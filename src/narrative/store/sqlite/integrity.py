@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from narrative.store.dump_rows import REFERENCES, TABLES, VECTOR_TABLES
+from narrative.store.dump_rows import REFERENCES, TABLES
 from narrative.store.sqlite.base import SqliteBase
 
 Finding = dict[str, str]
@@ -43,7 +43,26 @@ LINKS: tuple[tuple[str, str, str, str, str], ...] = (
     ("use_references", "use_id", "uses", "memory_id", "memories"),
 )
 _OBJECT = re.compile(r"CREATE\s+(?:UNIQUE\s+|VIRTUAL\s+)?(TABLE|INDEX|TRIGGER|VIEW)\s+'?\"?(\w+)", re.IGNORECASE)
-_VECTOR_OWNERS = {"memory_vectors": ("memory_id", "memories"), "storyline_vectors": ("storyline_id", "storylines")}
+_VECTOR_OWNERS = {
+    "memory_vectors": ("memory_id", "memories"),
+    "storyline_vectors": ("storyline_id", "storylines"),
+    "passage_vectors": ("passage_id", "passages"),
+}
+VECTOR_TABLES = tuple(_VECTOR_OWNERS)
+#: The exported tables' references and those of the tables an export does not carry (passages, conflicts).
+CHECKED_REFERENCES: dict[str, dict[str, str]] = {
+    **REFERENCES,
+    "memories": {**REFERENCES["memories"], "superseded_by": "memories"},
+    "passages": {"message_id": "messages", "memory_id": "memories", "superseded_by": "passages"},
+    "conflicts": {
+        "memory_id": "memories",
+        "other_memory_id": "memories",
+        "passage_id": "passages",
+        "other_passage_id": "passages",
+    },
+}
+#: Every table whose rows belong to a user (the export's, and the passages and conflicts).
+OWNED_TABLES = (*TABLES[1:], "passages", "passage_vectors", "conflicts")
 
 
 def finding(check: str, status: str, detail: str) -> Finding:
@@ -146,8 +165,8 @@ class IntegrityRows(SqliteBase):
         return finding(
             "vectors",
             "ok",
-            f"{counts['memory_vectors']} memory and {counts['storyline_vectors']} storyline vectors, each its owner's,"
-            " of the right length, finite",
+            f"{counts['memory_vectors']} memory, {counts['storyline_vectors']} storyline and"
+            f" {counts['passage_vectors']} passage vectors, each its owner's, of the right length, finite",
         )
 
     def _vector_shapes(self, table: str) -> list[tuple[str, int, int]]:
@@ -172,7 +191,7 @@ class IntegrityRows(SqliteBase):
             )
             if gone:
                 problems.append(f"{gone} {table} rows belong to no user")
-        for table, columns in REFERENCES.items():
+        for table, columns in CHECKED_REFERENCES.items():
             for column, target in columns.items():
                 orphans = self._count(
                     f"SELECT COUNT(*) FROM {table} x WHERE x.{column} IS NOT NULL"
