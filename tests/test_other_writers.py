@@ -30,7 +30,6 @@ CHILD = textwrap.dedent(
     """
     import json, random, sys
     import narrative
-from narrative.providers.embed import HashingEmbedder
     db, name, turns = sys.argv[1], sys.argv[2], int(sys.argv[3])
     topics = [
         "the garden beds need compost and the tomatoes need water",
