@@ -69,7 +69,7 @@ def narrative_check(db: str) -> dict[str, Any]:
 
 
 def pending_status(report: dict[str, Any]) -> str:
-    return next(c["status"] for c in report["checks"] if c["check"] == "pending")
+    return str(next(c["status"] for c in report["checks"] if c["check"] == "pending"))
 
 
 def test_kill_9_during_ingest_loses_nothing(db: str, backend: str) -> None:
