@@ -23,10 +23,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from narrative.model import Conflict, Message, Passage, Storyline
+from narrative.model import Conflict, EventKind, Message, Passage, Storyline, Stream
+from narrative.store.filters import MemoryFilter
 from narrative.store.protocol import Store
 from narrative.text import statements as S
-from narrative.write import storylines
+from narrative.write import history, storylines
 
 __all__ = ["Settled", "Superseded", "restore", "settle"]
 
@@ -100,15 +101,21 @@ def _passage_at(passages: Sequence[Passage], offset: int) -> Passage:
 
 
 def _candidates(store: Store, message: Message, statement: S.Statement, seen: dict[int, Message]) -> list[Passage]:
-    """Current passages of the same speaker's earlier messages that share the sentence's words, best first."""
+    """Current passages of the same speaker's earlier messages that share the sentence's words, best first: whole
+    messages through their conversation memories' keyword entries, parts of long ones through their own."""
     if not statement.keys:
         return []
+    user_id = message.user_id
     query = " ".join(sorted(statement.keys | set(statement.not_values)))
-    hits = store.keyword_search_passages(message.user_id, query, limit=CANDIDATES + 4)
-    found = [p for p in store.get_passages(message.user_id, [i for i, _ in hits]) if p.is_current]
-    found = [p for p in found if p.message_id != message.id]
+    exchanges = store.keyword_search_memories(
+        user_id, query, MemoryFilter(streams=[Stream.CONVERSATION], current_only=True), limit=CANDIDATES
+    )
+    sources = [m for memory in store.get_memories(user_id, [i for i, _ in exchanges]) for m in memory.message_ids]
+    whole = [p for ps in store.passages_of_messages(user_id, sources).values() for p in ps if p.parts == 1]
+    parts = store.get_passages(user_id, [i for i, _ in store.keyword_search_passages(user_id, query, limit=CANDIDATES)])
+    found = [p for p in dict.fromkeys([*whole, *parts]) if p.is_current and p.message_id != message.id]
     missing = sorted({p.message_id for p in found} - seen.keys())
-    seen.update({m.id: m for m in store.get_messages(message.user_id, missing)} if missing else {})
+    seen.update({m.id: m for m in store.get_messages(user_id, missing)} if missing else {})
     return [
         p
         for p in found
@@ -116,7 +123,7 @@ def _candidates(store: Store, message: Message, statement: S.Statement, seen: di
         and seen[p.message_id].position < message.position
         and seen[p.message_id].role is message.role
         and seen[p.message_id].speaker.strip().casefold() == message.speaker.strip().casefold()
-    ][:CANDIDATES]
+    ][: 2 * CANDIDATES]
 
 
 def _statements_of(message: Message, passage: Passage) -> list[S.Statement]:
@@ -137,6 +144,17 @@ def _supersede(
             if m.id == old.memory_id or (m.message_ids == (old.message_id,) and m.id != by.memory_id)
         ]
         memories = store.supersede_memories(user_id, stating, by.memory_id, message.created_at)
+        for memory in store.get_memories(user_id, memories):
+            history.record(
+                store,
+                user_id,
+                memory.id,
+                EventKind.SUPERSEDED,
+                memory.content,
+                memory.content,
+                message.created_at,
+                {"superseded_by": by.memory_id, "reason": change.reason},
+            )
     storyline = storylines.forget_superseded(store, user_id, earlier_message(store, user_id, old), change.gone, message)
     if storyline is not None:
         settled.storylines[storyline.id] = storyline
@@ -147,9 +165,9 @@ def earlier_message(store: Store, user_id: str, passage: Passage) -> Message:
     return store.get_message(user_id, passage.message_id)
 
 
-def restore(store: Store, user_id: str, memory_id: int) -> list[int]:
+def restore(store: Store, user_id: str, memory_id: int, now: datetime) -> list[int]:
     """Make a superseded memory current again, with the passages of its messages that its superseder took;
-    returns the memories restored (the memory, and what was superseded with it by the same statement)."""
+    returns the memories restored.  An event in its history says so."""
     memory = store.get_memory(user_id, memory_id)
     if memory.superseded_by is None:
         return []
@@ -157,7 +175,12 @@ def restore(store: Store, user_id: str, memory_id: int) -> list[int]:
     own = [p for p in store.passages_of_memories(user_id, [memory_id]) if not p.is_current]
     taken = [p.id for p in own if p.superseded_by is not None and _belongs(store, user_id, p.superseded_by, by)]
     store.restore_passages(user_id, taken)
-    return store.restore_memories(user_id, [memory_id])
+    restored = store.restore_memories(user_id, [memory_id])
+    for ident in restored:
+        history.record(
+            store, user_id, ident, EventKind.RESTORED, memory.content, memory.content, now, {"superseded_by": by}
+        )
+    return restored
 
 
 def _belongs(store: Store, user_id: str, passage_id: int, memory_id: int) -> bool:
