@@ -19,11 +19,11 @@ Only the same speaker (and role) corrects a statement: one person's news does no
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from narrative.model import Conflict, EventKind, Message, Passage, Storyline, Stream
+from narrative.model import Conflict, EventKind, MemoryItem, Message, Passage, Storyline, Stream
 from narrative.store.filters import MemoryFilter
 from narrative.store.protocol import Store
 from narrative.text import statements as S
@@ -55,9 +55,12 @@ class Settled:
     storylines: dict[int, Storyline] = field(default_factory=dict)  # storylines changed (as stored now)
 
 
-def settle(store: Store, message: Message, passages: Sequence[Passage]) -> Settled:
+def settle(store: Store, message: Message, passages: Sequence[Passage], judge: Judge | None = None) -> Settled:
     """Compare ``message``'s cue and denial sentences with the speaker's earlier statements; record what they
-    supersede or contradict.  Runs inside the turn's transaction."""
+    supersede or contradict.  Runs inside the turn's transaction.
+
+    With an LLM (``judge``), the model decides each pair that shares a subject (its answer validated; no answer
+    or a malformed one: the rules decide); without one, the rules of :mod:`narrative.text.statements`."""
     settled = Settled()
     everything = S.statements(message.content)
     said = [s for s in everything if s.cue or s.denied]
@@ -65,18 +68,16 @@ def settle(store: Store, message: Message, passages: Sequence[Passage]) -> Settl
     if not said or not passages:
         return settled
     earlier: dict[int, Message] = {}
+    asks = list(range(JUDGED))  # the model is asked about this many pairs at most
     for statement in said:
         mine = _passage_at(passages, statement.start)
         for candidate in _candidates(store, message, statement, earlier):
             before = earlier[candidate.message_id]
             for old in _statements_of(before, candidate):
-                if not (statement.cue or statement.denied or old.denied):
-                    continue  # a plain statement only meets an earlier denial
-                change = S.update(statement, old)
+                change, reason = _relation(judge, asks, message, before, candidate, statement, old)
                 if change is not None:
                     settled.superseded.append(_supersede(store, message, candidate, mine, change, settled))
                     break
-                reason = S.contradiction(statement, old)
                 if reason is not None:
                     conflict = store.insert_conflict(
                         message.user_id,
@@ -91,6 +92,55 @@ def settle(store: Store, message: Message, passages: Sequence[Passage]) -> Settl
                         settled.conflicts.append(conflict)
                     break
     return settled
+
+
+#: How an LLM judges two statements: (speaker, earlier, earlier's time, new, new's time) → relation or None.
+Judge = Callable[[str, str, str, str, str], "str | None"]
+JUDGED = 4  # pairs a turn asks the model about, at most (the per-turn budget may stop it sooner)
+
+
+def _judged(
+    judge: Judge | None,
+    asks: list[int],
+    message: Message,
+    before: Message,
+    passage: Passage,
+    new: S.Statement,
+    old: S.Statement,
+) -> str | None:
+    """The model's verdict on a pair that shares a subject, or None (no model, nothing shared, no answer)."""
+    if judge is None or len(new.keys & old.keys) < 2 or not asks:
+        return None
+    asks.pop()
+    earlier = before.content[passage.start : passage.end][old.start : old.end]
+    return judge(
+        message.speaker,
+        earlier,
+        before.created_at.date().isoformat(),
+        message.content[new.start : new.end],
+        message.created_at.date().isoformat(),
+    )
+
+
+def _relation(
+    judge: Judge | None,
+    asks: list[int],
+    message: Message,
+    before: Message,
+    passage: Passage,
+    new: S.Statement,
+    old: S.Statement,
+) -> tuple[S.Change | None, str | None]:
+    """(the update, or the contradiction's reason) between two statements: the model's verdict when it gives a
+    valid one, else the rules (a plain statement only meets an earlier denial)."""
+    verdict = _judged(judge, asks, message, before, passage, new, old)
+    if verdict == "update":
+        return S.Change("the model judged it an update" + (f" ({new.cue})" if new.cue else "")), None
+    if verdict == "contradiction":
+        return None, "the model judged they disagree"
+    if verdict == "none" or not (new.cue or new.denied or old.denied):
+        return None, None
+    return S.update(new, old), S.contradiction(new, old)
 
 
 def _passage_at(passages: Sequence[Passage], offset: int) -> Passage:
@@ -200,3 +250,43 @@ def describe(settled: Settled, when: datetime | None = None) -> list[str]:
         )
     lines += [f"  conflicts with memory #{c.other_memory_id}: {c.reason}" for c in settled.conflicts]
     return lines
+
+
+def settle_memory(store: Store, memory: MemoryItem, now: datetime) -> Settled:
+    """A memory written by hand (a fact, a decision an agent noted): the same reading as for a turn, against the
+    earlier current memories of its stream.  An update supersedes the earlier memory; a denial is a conflict."""
+    settled = Settled()
+    said = [s for s in S.statements(memory.content) if s.cue or s.denied or s.personal]
+    for statement in said:
+        if not statement.keys:
+            continue
+        query = " ".join(sorted(statement.keys | set(statement.not_values)))
+        where = MemoryFilter(streams=[memory.stream], current_only=True)
+        hits = store.keyword_search_memories(memory.user_id, query, where, limit=CANDIDATES)
+        for old in store.get_memories(memory.user_id, [i for i, _ in hits if i != memory.id]):
+            if old.created_at > memory.created_at or old.valid_to is not None:
+                continue
+            for before in S.statements(old.content):
+                if not (statement.cue or statement.denied or before.denied):
+                    continue
+                change = S.update(statement, before)
+                if change is not None:
+                    for ident in store.supersede_memories(memory.user_id, [old.id], memory.id, now):
+                        history.record(
+                            store,
+                            memory.user_id,
+                            ident,
+                            EventKind.SUPERSEDED,
+                            old.content,
+                            old.content,
+                            now,
+                            {"superseded_by": memory.id, "reason": change.reason},
+                        )
+                    break
+                reason = S.contradiction(statement, before)
+                if reason is not None:
+                    conflict = store.insert_conflict(memory.user_id, memory.id, old.id, now, reason=reason)
+                    if conflict is not None:
+                        settled.conflicts.append(conflict)
+                    break
+    return settled
