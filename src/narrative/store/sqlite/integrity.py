@@ -49,20 +49,8 @@ _VECTOR_OWNERS = {
     "passage_vectors": ("passage_id", "passages"),
 }
 VECTOR_TABLES = tuple(_VECTOR_OWNERS)
-#: The exported tables' references and those of the tables an export does not carry (passages, conflicts).
-CHECKED_REFERENCES: dict[str, dict[str, str]] = {
-    **REFERENCES,
-    "memories": {**REFERENCES["memories"], "superseded_by": "memories"},
-    "passages": {"message_id": "messages", "memory_id": "memories", "superseded_by": "passages"},
-    "conflicts": {
-        "memory_id": "memories",
-        "other_memory_id": "memories",
-        "passage_id": "passages",
-        "other_passage_id": "passages",
-    },
-}
-#: Every table whose rows belong to a user (the export's, and the passages and conflicts).
-OWNED_TABLES = (*TABLES[1:], "passages", "passage_vectors", "conflicts")
+#: Every table whose rows belong to a user (the export's tables).
+OWNED_TABLES = TABLES[1:]
 
 
 def finding(check: str, status: str, detail: str) -> Finding:
@@ -191,7 +179,7 @@ class IntegrityRows(SqliteBase):
             )
             if gone:
                 problems.append(f"{gone} {table} rows belong to no user")
-        for table, columns in CHECKED_REFERENCES.items():
+        for table, columns in REFERENCES.items():
             for column, target in columns.items():
                 orphans = self._count(
                     f"SELECT COUNT(*) FROM {table} x WHERE x.{column} IS NOT NULL"
