@@ -56,7 +56,7 @@ TALKING_ROCK = {
     "explain_classification",
     "get_memory_influence_chain",
 }
-HISTORY = {"get_memory_history"}
+HISTORY = {"get_memory_history", "restore_memory"}
 EVERYDAY = {"remember", "recall", "get_context", "greet", "list_storylines", "walk_narrative"}
 REVIEW = {"edit_memory_preview", "redirect_memory", "split_memory", "resolve_thread", "record_outcome", "forget_memory"}
 ALL_TOOLS = KOSHI | TALKING_ROCK | EVERYDAY | REVIEW | HISTORY
@@ -408,8 +408,8 @@ def test_every_input_schema_refuses_unknown_arguments(server: Driver) -> None:
         assert t.input_schema.get("additionalProperties") is False, t.name
     wrong = server.error("search_memories", query="garden", act="Garden")
     assert wrong == (
-        "search_memories: there is no argument act (it takes act_id, limit, min_score, query, "
-        "storyline_id, your_story_only)."
+        "search_memories: there is no argument act (it takes act_id, include_superseded, limit, min_score, "
+        "query, storyline_id, your_story_only)."
     )
 
 
