@@ -224,6 +224,8 @@ def hybrid_search(
     period = named_period(query, now)
     if period is not None and period.relative:  # "last week" said on another day meant another week
         query = period.cut_from(query)
+    if period is not None and period.spelled:  # "16.01.2024" also matches "January 16, 2024"
+        query = f"{query} {period.spelled}"
     query_vector, model = None, ""
     if params.mode is not SearchMode.KEYWORD and embed_query is not None:
         query_vector, model = embed_query(query)
