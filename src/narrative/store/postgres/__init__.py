@@ -14,8 +14,10 @@ from __future__ import annotations
 from narrative.store.postgres.portability import PostgresPortability
 from narrative.store.postgres.rows import PostgresRows
 from narrative.store.postgres.search import PostgresSearch
+from narrative.store.sqlite.bindings import BindingRows
 from narrative.store.sqlite.conversations import ConversationRows
 from narrative.store.sqlite.entities import EntityRows
+from narrative.store.sqlite.links import LinkRows
 from narrative.store.sqlite.memories import MemoryRows
 from narrative.store.sqlite.narratives import NarrativeRows
 from narrative.store.sqlite.portability import PortabilityRows
@@ -33,6 +35,8 @@ class PostgresStore(  # type: ignore[misc]  # the PostgreSQL base replaces the S
     NarrativeRows,
     StorylineRows,
     EntityRows,
+    BindingRows,
+    LinkRows,
     PortabilityRows,
 ):
     """Every concept's rows in one PostgreSQL database.  See :class:`narrative.store.protocol.Store`."""

@@ -44,6 +44,8 @@ ID_TABLES = frozenset(
         "uses",
         "routing_decisions",
         "api_keys",
+        "storyline_bindings",
+        "decision_reviews",
     }
 )
 MIGRATION_LOCK = 7_246_161  # advisory lock key: one process migrates at a time

@@ -24,8 +24,10 @@ import numpy as np
 from narrative.errors import EmbeddingMismatch, StoreError
 from narrative.store.filters import MemoryFilter
 from narrative.store.keyword_index import KeywordIndex, query_terms
+from narrative.store.sqlite.bindings import BindingRows
 from narrative.store.sqlite.conversations import ConversationRows
 from narrative.store.sqlite.entities import EntityRows
+from narrative.store.sqlite.links import LinkRows
 from narrative.store.sqlite.memories import MemoryRows
 from narrative.store.sqlite.narratives import NarrativeRows
 from narrative.store.sqlite.portability import PortabilityRows
@@ -35,7 +37,9 @@ from narrative.store.vector_index import VectorIndex
 __all__ = ["SqliteStore"]
 
 
-class SqliteStore(ConversationRows, MemoryRows, NarrativeRows, StorylineRows, EntityRows, PortabilityRows):
+class SqliteStore(
+    ConversationRows, MemoryRows, NarrativeRows, StorylineRows, EntityRows, BindingRows, LinkRows, PortabilityRows
+):
     """Every concept's rows in one file.  See :class:`narrative.store.protocol.Store`."""
 
     backend = "sqlite"

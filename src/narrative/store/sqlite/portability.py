@@ -43,6 +43,7 @@ _SELECT: dict[str, tuple[str, str]] = {  # table → (WHERE clause on alias t, O
     "use_references": ("t.use_id IN (SELECT id FROM uses WHERE user_id = ?)", "t.use_id, t.memory_id"),
     "memory_vectors": ("t.user_id = ?", "t.memory_id"),
     "storyline_vectors": ("t.user_id = ?", "t.storyline_id"),
+    "memory_links": ("t.user_id = ?", "t.memory_id, t.linked_id, t.kind"),
 }
 JSON_COLUMNS: dict[str, frozenset[str]] = {
     "storylines": frozenset({"keywords", "participants"}),
@@ -54,6 +55,7 @@ JSON_COLUMNS: dict[str, frozenset[str]] = {
     "state_deltas": frozenset({"data"}),
     "uses": frozenset({"meta"}),
     "routing_decisions": frozenset({"scores"}),
+    "storyline_bindings": frozenset({"payload"}),
 }
 BOOL_COLUMNS: dict[str, frozenset[str]] = {
     "conversations": frozenset({"is_paused"}),
@@ -78,6 +80,7 @@ _CONTENT_TABLES = (
     "uses",
     "routing_decisions",
     "memory_vectors",
+    "storyline_bindings",
 )
 
 
