@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from narrative.model import (
+    Binding,
     ConversationDetails,
     Entity,
     EntityType,
@@ -68,6 +69,9 @@ class TurnResult:
     narrative: Narrative | None = None
     sealed: list[Narrative] = field(default_factory=list)
     reflections: list[MemoryItem] = field(default_factory=list)
+    # NarraNexus: the storyline's live bindings, and the binding names of up to two other recent storylines
+    bindings: list[Binding] = field(default_factory=list)
+    auxiliary: list[dict[str, Any]] = field(default_factory=list)
 
     def describe(self) -> str:
         lines = [
@@ -79,6 +83,7 @@ class TurnResult:
             lines.append(f"  narrative #{self.narrative.id}: {self.narrative.summary}")
         lines += [f"  sealed narrative #{n.id}: {n.summary}" for n in self.sealed]
         lines += [f"  reflection #{m.id}: {m.content[:90]}" for m in self.reflections]
+        lines += [f"  bound {b.kind.value} #{b.id}: {b.name} ({b.status})" for b in self.bindings]
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
@@ -93,6 +98,11 @@ class TurnResult:
             "narrative_id": None if self.narrative is None else self.narrative.id,
             "sealed_narrative_ids": [n.id for n in self.sealed],
             "reflection_ids": [m.id for m in self.reflections],
+            "bindings": [
+                {"id": b.id, "kind": b.kind.value, "name": b.name, "status": b.status, "payload": b.payload}
+                for b in self.bindings
+            ],
+            "auxiliary": self.auxiliary,
         }
 
 
