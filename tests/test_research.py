@@ -170,6 +170,20 @@ def test_a_model_links_items_no_rule_could(model_mem: narrative.Memory, llm_serv
     assert asked and asked[-1] is not None and "bathtub" in asked[-1]["messages"][1]["content"]
 
 
+def test_a_models_same_work_link_joins_two_names_of_one_source(
+    model_mem: narrative.Memory, llm_server: ScriptedLLMServer
+) -> None:
+    """Popularity is better with a model: a work cited under two names counts as one source once linked."""
+    title = item(model_mem, "Meadows on stocks", "citation", work_title="Thinking in Systems", author="Donella Meadows")
+    assert [s.source for s in model_mem.source_popularity(days=0)] == ["Thinking in Systems (Donella Meadows)"]
+    llm_server.set_fallback(
+        Reply.json({"links": [{"id": title.id, "kind": "same_work", "reason": "Meadows 2008 is Thinking in Systems"}]})
+    )
+    year = item(model_mem, "Leverage in stocks and flows", "citation", source_reference="Meadows (2008)")
+    [source] = model_mem.source_popularity(days=0)
+    assert source.memory_ids == (title.id, year.id) and source.counts == {"cited": 2}
+
+
 def test_a_bad_answer_leaves_the_rules_links(model_mem: narrative.Memory, llm_server: ScriptedLLMServer) -> None:
     cite = item(model_mem, "Meadows on stocks", "citation", work_title="Thinking in Systems")
     llm_server.set_fallback(Reply.json({"links": [{"id": 999999, "kind": "same_idea", "reason": "made up"}]}))

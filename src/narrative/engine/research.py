@@ -65,7 +65,10 @@ class Research:
         since, until = _utc(since), _utc(until)
         if since is None and days != 0:
             end = until or self.rt.clock()
-            since = end - timedelta(days=self.rt.settings.popularity_days if days is None else days)
+            try:
+                since = end - timedelta(days=self.rt.settings.popularity_days if days is None else days)
+            except OverflowError:  # a period reaching before the calendar: all time
+                since = None
         return source_popularity(self.rt.store, user_id, since, until, limit)
 
     def after_memories(self, user_id: str, memories: Sequence[MemoryItem]) -> None:
