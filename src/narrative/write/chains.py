@@ -201,10 +201,11 @@ def on_reversal(store: Store, user_id: str, earlier_id: int, later_id: int, now:
     Today the ``reverses`` link itself is the record: the decision audit stops offering the earlier decision and
     its chain shows it as reversed.
 
-    TODO(knowledge over time): when the lead's supersession API lands in ``write/`` (memories gain ``valid_to`` and
-    ``superseded_by``, and a ``superseded`` memory event), call it here so the earlier decision stops being
-    current for every reader, e.g. ``supersede(store, user_id, old_id=earlier_id, new_id=later_id, now=now,
-    reason="reversed by a later decision")``.
+    TODO(knowledge over time, lead): wire the supersession here so the earlier decision stops being current for
+    every reader — ``store.supersede_memories(user_id, [earlier_id], later_id, now)`` (``valid_to``,
+    ``superseded_by``; see ``write/supersede.py``) and its history event,
+    ``history.record(store, user_id, earlier_id, EventKind.SUPERSEDED, old, old, now, {"superseded_by": later_id})``.
+    Then the audit's and the chain's own test of "reversed" (a ``reverses`` link) can also read ``superseded_by``.
     """
     log.debug("decision %s reverses decision %s (user %s, %s)", later_id, earlier_id, user_id, now.isoformat())
 
