@@ -32,6 +32,8 @@ from narrative.bench.hits import DEPTH, filled, message_turns, shown
 from narrative.engine import Memory, Turn
 from narrative.errors import ValidationError
 from narrative.model import Message
+from narrative.text.lines import turn_line
+from narrative.write.embedding import passage_text
 
 ABILITIES = (
     "information_extraction",
@@ -170,12 +172,17 @@ def ingest(mem: Memory, chat: Sequence[dict[str, Any]]) -> replay.Ingested:
 
 
 def embedded_passages(mem: Memory, messages: Sequence[Message]) -> list[str]:
-    """The texts the write path embedded for these messages, one per passage: the bare model is timed on them.
+    """The texts the write path embedded for these messages' passages, one per passage, made as the engine makes
+    them: the bare model is timed on exactly these, and their number is the report's passages.
 
-    Today the engine embeds each message whole (the model reads its first 256 word pieces), so every message is
-    one passage.  When the engine stores the passages of a long message, return their texts here; the report's
-    passages and passages/s then follow."""
-    return [m.content for m in messages]
+    The engine stores a message the model reads whole as one passage and a long one as several; a message with
+    no stored passage counts as one, its whole turn line."""
+    found = mem.store.passages_of_messages(mem.user, [m.id for m in messages])
+    texts: list[str] = []
+    for message in messages:
+        spans = found.get(message.id, [])
+        texts += [passage_text(message, p.start, p.end) for p in spans] or [turn_line(message)]
+    return texts
 
 
 def time_model(mem: Memory, texts: Sequence[str]) -> float:
