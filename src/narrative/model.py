@@ -307,6 +307,7 @@ class Passage:
     end: int
     valid_to: datetime | None = None
     superseded_by: int | None = None  # the passage that superseded it
+    parts: int = 1  # how many passages its message has (1: the passage is the whole message)
 
     @property
     def is_current(self) -> bool:

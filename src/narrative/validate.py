@@ -90,7 +90,13 @@ def check_value(value: Any, field: str, *, max_text: int = MAX_TEXT, depth: int 
     if isinstance(value, str):
         require_unicode(value, field)
         if len(value) > max_text:
-            raise ValidationError(f"{field} is longer than {max_text} characters", field=field)
+            hint = (
+                f": a message holds at most {MAX_MESSAGE:,} characters (about 5 MB); split the document into"
+                " several messages"
+                if max_text == MAX_MESSAGE
+                else ""
+            )
+            raise ValidationError(f"{field} is longer than {max_text} characters{hint}", field=field)
     elif isinstance(value, int):
         if not MIN_INT <= value <= MAX_ID:
             raise ValidationError(f"{field} is outside the 64-bit integer range", field=field)

@@ -161,7 +161,7 @@ class Memories:
         """Make a superseded memory current again (undo a correction the detector made); nothing else changes."""
         user_id = self.rt.user_id(user)
         with self.rt.store.transaction():
-            supersede.restore(self.rt.store, user_id, memory_id)
+            supersede.restore(self.rt.store, user_id, memory_id, self.rt.clock())
         return self.rt.store.get_memory(user_id, memory_id)
 
     def edit_memory(

@@ -33,6 +33,9 @@ TABLES: tuple[str, ...] = (
     "memory_sources",
     "memory_vectors",
     "memory_events",
+    "passages",
+    "passage_vectors",
+    "conflicts",
     "entities",
     "state_deltas",
     "uses",
@@ -47,6 +50,8 @@ ID_TABLES: tuple[str, ...] = (
     "narratives",
     "memories",
     "memory_events",
+    "passages",
+    "conflicts",
     "entities",
     "state_deltas",
     "uses",
@@ -61,7 +66,20 @@ REFERENCES: dict[str, dict[str, str]] = {
         "storyline_id": "storylines",
         "conversation_id": "conversations",
     },
-    "memories": {"conversation_id": "conversations", "storyline_id": "storylines", "narrative_id": "narratives"},
+    "memories": {
+        "conversation_id": "conversations",
+        "storyline_id": "storylines",
+        "narrative_id": "narratives",
+        "superseded_by": "memories",
+    },
+    "passages": {"message_id": "messages", "memory_id": "memories", "superseded_by": "passages"},
+    "passage_vectors": {"passage_id": "passages"},
+    "conflicts": {
+        "memory_id": "memories",
+        "other_memory_id": "memories",
+        "passage_id": "passages",
+        "other_passage_id": "passages",
+    },
     "memory_sources": {"memory_id": "memories", "message_id": "messages"},
     "memory_vectors": {"memory_id": "memories"},
     "entities": {
@@ -118,7 +136,7 @@ BOOL_COLUMNS: dict[str, frozenset[str]] = {
     "entities": frozenset({"is_active"}),
     "state_deltas": frozenset({"applied"}),
 }
-VECTOR_TABLES = ("memory_vectors", "storyline_vectors")
+VECTOR_TABLES = ("memory_vectors", "storyline_vectors", "passage_vectors")
 MAX_CELL_TEXT = 5_000_000  # a message holds up to checks.MAX_MESSAGE characters
 MAX_INT = 2**63 - 1
 

@@ -57,6 +57,7 @@ class TurnAssist(Protocol):
     def continuity(self, storyline: Storyline, previous: str, text: str) -> bool | None: ...
     def storyline_summary(self, storyline: Storyline, text: str) -> dict[str, Any] | None: ...
     def narrative_sentence(self, topic: str, previous_summary: str, text: str) -> str | None: ...
+    def judge_statement(self, speaker: str, earlier: str, earlier_said: str, new: str, new_said: str) -> str | None: ...
 
 
 @dataclass
@@ -223,7 +224,8 @@ class TurnWriter:
             if vectors is None and self.embed is not None:
                 vectors = self._embed_passages(message, spans)
             passages = store_passages(self.store, self.model, message, own.id, spans, vectors)
-            result.settled = supersede.settle(self.store, message, passages)
+            judge = None if self.assist is None else self.assist.judge_statement
+            result.settled = supersede.settle(self.store, message, passages, judge)
             for changed in result.settled.storylines.values():  # a correction rewrote a storyline's summary
                 if context is not None:
                     context.remember(changed)

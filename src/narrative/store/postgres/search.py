@@ -164,7 +164,8 @@ class PostgresSearch(PostgresBase):
     def _passage_rows(self, where: str, params: list[Any]) -> list[tuple[int, int, str, str]]:
         rows = self._all(
             "SELECT p.id, p.memory_id, p.user_id, m.speaker, substr(m.content, p.char_start + 1,"
-            f" p.char_end - p.char_start) FROM passages p JOIN messages m ON m.id = p.message_id WHERE {where}",
+            " p.char_end - p.char_start) FROM passages p JOIN messages m ON m.id = p.message_id"
+            f" WHERE p.parts > 1 AND {where}",
             params,
         )
         return [(int(r[0]), int(r[1]), str(r[2]), f"{r[3]} {r[4]}".strip()) for r in rows]

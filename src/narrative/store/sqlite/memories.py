@@ -72,6 +72,11 @@ def details_from_json(text: str | None) -> Details | None:
     return result
 
 
+def _column(row: sqlite3.Row | Mapping[str, Any], name: str) -> Any:
+    """A column that rows made by hand (an insert's own values) may lack: None then."""
+    return row[name] if name in list(row.keys()) else None
+
+
 def _memory(
     row: sqlite3.Row | Mapping[str, Any], message_ids: tuple[int, ...], positions: tuple[int, ...]
 ) -> MemoryItem:
@@ -98,8 +103,8 @@ def _memory(
         extraction_confidence=row["extraction_confidence"],
         event_at=to_time(row["event_at"]),
         created_at=to_time_required(row["created_at"]),
-        valid_to=to_time(row["valid_to"]) if "valid_to" in row else None,
-        superseded_by=row.get("superseded_by", None),
+        valid_to=to_time(_column(row, "valid_to")),
+        superseded_by=_column(row, "superseded_by"),
     )
 
 

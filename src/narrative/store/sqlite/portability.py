@@ -43,6 +43,7 @@ _SELECT: dict[str, tuple[str, str]] = {  # table → (WHERE clause on alias t, O
     "use_references": ("t.use_id IN (SELECT id FROM uses WHERE user_id = ?)", "t.use_id, t.memory_id"),
     "memory_vectors": ("t.user_id = ?", "t.memory_id"),
     "storyline_vectors": ("t.user_id = ?", "t.storyline_id"),
+    "passage_vectors": ("t.user_id = ?", "t.passage_id"),
 }
 JSON_COLUMNS: dict[str, frozenset[str]] = {
     "storylines": frozenset({"keywords", "participants"}),
@@ -66,6 +67,7 @@ BOOL_COLUMNS: dict[str, frozenset[str]] = {
 BLOB_COLUMNS: dict[str, frozenset[str]] = {
     "memory_vectors": frozenset({"vector"}),
     "storyline_vectors": frozenset({"vector"}),
+    "passage_vectors": frozenset({"vector"}),
 }
 FTS_TABLES = ("memories_fts", "messages_fts", "narratives_fts", "storylines_fts")
 KEEP_CHANGES = 1_000  # change-log entries kept by a prune: enough for indexes a few writes behind
