@@ -33,6 +33,7 @@ from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, ToolAnnotations
 
 from narrative.errors import NarrativeError, ValidationError
+from narrative.interfaces.mcp_agenda import AgendaTools
 from narrative.interfaces.mcp_args import Arguments, compact
 from narrative.interfaces.mcp_review import ReviewTools
 from narrative.interfaces.mcp_tools import NarrativeTools, ToolSpec, tool_specs
@@ -58,10 +59,13 @@ a narrative chain of one-sentence links that says where each line of reasoning s
   split_memory() as the user asks → confirm_memory() (or resume_conversation()).
 - Open threads: get_open_threads(); resolve_thread(entity_id) when one is done. forget_memory(memory_id) on request.
 - "Why did you think that?": explain_classification(use_id); get_memory_influence_chain(memory_id).
+- What a topic carries: bind_to_storyline(storyline_id, kind, name) for the tool sets, jobs and goals you use there;
+  get_stale_goals() to remind the user of goals gone quiet; get_decisions_to_review() → review_decision().
+- How decisions and sources connect: get_decision_chain(memory_id); open_linked(memory_id); get_popular_sources().
 Errors come back as tool errors with the reason; fix the arguments and call again."""
 
 
-TOOLSETS = (NarrativeTools, ReviewTools)
+TOOLSETS = (NarrativeTools, ReviewTools, AgendaTools)
 
 
 def build_tools(memory: Memory) -> tuple[list[Tool], dict[str, Arguments]]:
@@ -85,7 +89,8 @@ def build_tools(memory: Memory) -> tuple[list[Tool], dict[str, Arguments]]:
 
 
 def build_server(memory: Memory, *, name: str = "narrative") -> MCPServer:
-    """An ``MCPServer`` exposing every tool of :class:`NarrativeTools` and :class:`ReviewTools` over ``memory``."""
+    """An ``MCPServer`` exposing every tool of :class:`NarrativeTools`, :class:`ReviewTools` and :class:`AgendaTools`
+    over ``memory``."""
     tools, checks = build_tools(memory)
     server: MCPServer = MCPServer(
         name,

@@ -224,6 +224,8 @@ def hybrid_search(
     period = named_period(query, now)
     if period is not None and period.relative:  # "last week" said on another day meant another week
         query = period.cut_from(query)
+    if period is not None and period.spelled:  # "16.01.2024" also matches "January 16, 2024"
+        query = f"{query} {period.spelled}"
     query_vector, model = None, ""
     if params.mode is not SearchMode.KEYWORD and embed_query is not None:
         query_vector, model = embed_query(query)
@@ -239,6 +241,7 @@ def hybrid_search(
     shows, messages, emptied = _shown(store, user_id, query, order, found, params)
     order = [key for key in order if key not in emptied]
     chosen, folded = _collapsed(order, shows, params.k, found) if params.collapse else (order[: params.k], {})
+    chosen = _with_conflicting(store, user_id, chosen, shows, found, scored, params)
     shown_passages = _passages_to_show(store, user_id, chosen, shows, found, query_vector, model)
     return _hits(store, user_id, chosen, folded, shows, messages, shown_passages, found, scored, params, period)
 
@@ -418,6 +421,59 @@ def _collapsed(
         kept.append(key)
         by_memory[found.units[key].memory_id] = key
     return kept, folded
+
+
+def _with_conflicting(
+    store: Store,
+    user_id: str,
+    chosen: list[Key],
+    shows: dict[Key, frozenset[int]],
+    found: _Candidates,
+    scored: dict[Key, tuple[float, float, Weights]],
+    params: SearchParams,
+) -> list[Key]:
+    """Contradictions are shown, not resolved by guess: a hit whose memory conflicts with a current memory not
+    among the results brings that memory in right after it (the weakest other hit makes room)."""
+    listed = {found.units[key].memory_id: key for key in chosen}
+    conflicts = store.conflicts_of(user_id, listed)
+    partners: dict[Key, list[tuple[int, int | None]]] = {}
+    for c in conflicts:
+        for mine, other, other_passage in (
+            (c.memory_id, c.other_memory_id, c.other_passage_id),
+            (c.other_memory_id, c.memory_id, c.passage_id),
+        ):
+            if mine in listed and other not in listed:
+                partners.setdefault(listed[mine], []).append((other, other_passage))
+    if not partners:
+        return chosen
+    wanted = {m for pairs in partners.values() for m, _ in pairs}
+    current = {m.id: m for m in store.get_memories(user_id, wanted) if m.is_current or params.include_superseded}
+    passages = {p.id: p for p in store.get_passages(user_id, [p for ps in partners.values() for _, p in ps if p])}
+    result: list[Key] = []
+    added: list[Key] = []
+    for key in chosen:
+        result.append(key)
+        for other, passage_id in partners.get(key, []):
+            memory, passage = current.get(other), passages.get(passage_id) if passage_id else None
+            extra = ("m", other)
+            if memory is None or extra in result or extra in added:
+                continue
+            if passage is not None and passage.is_current:
+                found.units[extra] = _Unit(
+                    other, memory.stream, memory.event_at or memory.created_at, (passage.message_id,), passage
+                )
+            elif extra not in found.units:
+                found.units[extra] = _Unit(
+                    other, memory.stream, memory.event_at or memory.created_at, memory.message_ids
+                )
+            found.fused.setdefault(extra, found.fused[key])
+            scored[extra] = scored.get(extra, scored[key])
+            shows[extra] = frozenset(found.units[extra].sources)
+            result.append(extra)
+            added.append(extra)
+    while len(result) > params.k and any(key not in added for key in result):
+        result.remove(next(key for key in reversed(result) if key not in added and key not in partners))
+    return result
 
 
 def _hits(

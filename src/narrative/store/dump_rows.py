@@ -41,6 +41,9 @@ TABLES: tuple[str, ...] = (
     "uses",
     "use_references",
     "routing_decisions",
+    "storyline_bindings",
+    "memory_links",
+    "decision_reviews",
 )
 #: Tables whose rows have an integer ``id`` of their own (renumbered on import).
 ID_TABLES: tuple[str, ...] = (
@@ -56,6 +59,8 @@ ID_TABLES: tuple[str, ...] = (
     "state_deltas",
     "uses",
     "routing_decisions",
+    "storyline_bindings",
+    "decision_reviews",
 )
 #: table → {column → the table it references}.
 REFERENCES: dict[str, dict[str, str]] = {
@@ -93,6 +98,9 @@ REFERENCES: dict[str, dict[str, str]] = {
     "uses": {"conversation_id": "conversations"},
     "use_references": {"use_id": "uses", "memory_id": "memories"},
     "routing_decisions": {"message_id": "messages", "storyline_id": "storylines"},
+    "storyline_bindings": {"storyline_id": "storylines"},
+    "memory_links": {"memory_id": "memories", "linked_id": "memories"},
+    "decision_reviews": {"memory_id": "memories"},
 }
 #: table → {column → the table whose ids it names without being a foreign key}: a deleted memory's events
 #: keep its id (a tombstone).  Such an id is renumbered with the table's own (in order among them) and may
@@ -128,7 +136,10 @@ JSON_SHAPES: dict[str, dict[str, type]] = {
     "state_deltas": {"data": dict},
     "uses": {"meta": dict},
     "routing_decisions": {"scores": dict},
+    "storyline_bindings": {"payload": dict},
 }
+#: JSON columns that belong to the caller (an agent's binding payload): carried verbatim, ids inside untouched.
+OPAQUE_JSON = frozenset({("storyline_bindings", "payload")})
 BOOL_COLUMNS: dict[str, frozenset[str]] = {
     "conversations": frozenset({"is_paused"}),
     "narratives": frozenset({"sealed"}),
@@ -301,7 +312,7 @@ def remap_row(table: str, row: Mapping[str, Any], ids: IdMap, number: int) -> di
             raise ValidationError(f"{table} row {number}: {column} {value!r} is not a row of this export", field=table)
         out[column] = new
     for column in JSON_SHAPES.get(table, {}):
-        if out.get(column) is not None:
+        if out.get(column) is not None and (table, column) not in OPAQUE_JSON:
             out[column] = (
                 _remap_ids(out[column], "memories", ids)
                 if (table, column) == ("narratives", "memory_ids")

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from narrative.model import (
+    Binding,
     ConversationDetails,
     Entity,
     EntityType,
@@ -72,6 +73,9 @@ class TurnResult:
     sealed: list[Narrative] = field(default_factory=list)
     reflections: list[MemoryItem] = field(default_factory=list)
     settled: supersede.Settled = field(default_factory=supersede.Settled)
+    # NarraNexus: the storyline's live bindings, and the binding names of up to two other recent storylines
+    bindings: list[Binding] = field(default_factory=list)
+    auxiliary: list[dict[str, Any]] = field(default_factory=list)
 
     def describe(self) -> str:
         lines = [
@@ -84,6 +88,7 @@ class TurnResult:
         lines += [f"  sealed narrative #{n.id}: {n.summary}" for n in self.sealed]
         lines += [f"  reflection #{m.id}: {m.content[:90]}" for m in self.reflections]
         lines += supersede.describe(self.settled)
+        lines += [f"  bound {b.kind.value} #{b.id}: {b.name} ({b.status})" for b in self.bindings]
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
@@ -108,6 +113,11 @@ class TurnResult:
                 for x in self.settled.superseded
             ],
             "conflicts": [{"memory_id": c.other_memory_id, "reason": c.reason} for c in self.settled.conflicts],
+            "bindings": [
+                {"id": b.id, "kind": b.kind.value, "name": b.name, "status": b.status, "payload": b.payload}
+                for b in self.bindings
+            ],
+            "auxiliary": self.auxiliary,
         }
 
 

@@ -35,6 +35,7 @@ def demo(ctx: Context, fresh: bool, query: str) -> None:
             "memories": mem.list_memories(limit=12),
             "narratives": mem.list_narratives(limit=50),
             "search": {"query": query, "hits": mem.search(query, 3, record=False)},
+            **_agenda(mem),
             "greeting": mem.greet().text,
         }
         ctx.emit(report, lambda: _text(report))
@@ -64,5 +65,27 @@ def _text(report: dict[str, Any]) -> str:
     for hit in search["hits"]:
         h = hit_dict(hit)
         lines.append(f"  #{h['memory_id']} {clip(h['text'], 110)}\n      why: {h['why']['summary']}")
+    lines += _agenda_text(report)
     lines += ["", "The greeting a new session would start with:", report["greeting"]]
     return "\n".join(lines)
+
+
+def _agenda(mem: Memory) -> dict[str, Any]:
+    """What is bound to the storylines (live and history), the goals gone quiet, the newest decision chain."""
+    chains = [mem.decision_chain(m.id) for m in mem.list_memories(stream="decision", limit=20)]
+    return {
+        "bindings": mem.list_bindings() + mem.list_bindings(history=True),
+        "stale_goals": mem.stale_goals(),
+        "decision_chain": next((c for c in chains if c.earlier), None),
+    }
+
+
+def _agenda_text(report: dict[str, Any]) -> list[str]:
+    lines = ["", "Bound to storylines (NarraNexus):"]
+    for b in report["bindings"]:
+        state = "history" if b.completed_at else f"touched {b.touched_at:%Y-%m-%d}: {b.touched_by}"
+        lines.append(f"  #{b.id} {b.kind.value} {b.name!r} on storyline #{b.storyline_id}: {b.status} ({state})")
+    lines += ["", "Goals gone quiet:", *([f"  {g.line()}" for g in report["stale_goals"]] or ["  none"])]
+    if report["decision_chain"] is not None:
+        lines += ["", "A decision chain:", *(f"  {line}" for line in report["decision_chain"].text().splitlines())]
+    return lines

@@ -47,6 +47,8 @@ ID_TABLES = frozenset(
         "api_keys",
         "passages",
         "conflicts",
+        "storyline_bindings",
+        "decision_reviews",
     }
 )
 MIGRATION_LOCK = 7_246_161  # advisory lock key: one process migrates at a time

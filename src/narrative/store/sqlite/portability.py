@@ -44,6 +44,7 @@ _SELECT: dict[str, tuple[str, str]] = {  # table → (WHERE clause on alias t, O
     "memory_vectors": ("t.user_id = ?", "t.memory_id"),
     "storyline_vectors": ("t.user_id = ?", "t.storyline_id"),
     "passage_vectors": ("t.user_id = ?", "t.passage_id"),
+    "memory_links": ("t.user_id = ?", "t.memory_id, t.linked_id, t.kind"),
 }
 JSON_COLUMNS: dict[str, frozenset[str]] = {
     "storylines": frozenset({"keywords", "participants"}),
@@ -56,6 +57,7 @@ JSON_COLUMNS: dict[str, frozenset[str]] = {
     "state_deltas": frozenset({"data"}),
     "uses": frozenset({"meta"}),
     "routing_decisions": frozenset({"scores"}),
+    "storyline_bindings": frozenset({"payload"}),
 }
 BOOL_COLUMNS: dict[str, frozenset[str]] = {
     "conversations": frozenset({"is_paused"}),
@@ -81,6 +83,7 @@ _CONTENT_TABLES = (
     "uses",
     "routing_decisions",
     "memory_vectors",
+    "storyline_bindings",
 )
 
 
