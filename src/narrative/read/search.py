@@ -211,6 +211,7 @@ class _Candidates:
     units: dict[Key, _Unit] = field(default_factory=dict)
     fused_max: float = 1.0  # a first place in every list searched
     passages: list[Passage] = field(default_factory=list)  # every passage found, best first
+    loaded: dict[int, Passage] = field(default_factory=dict)  # passages read while ranking
 
 
 def hybrid_search(
@@ -278,6 +279,8 @@ def _candidates(
         )
         matched = {i for i, _ in keyword}
         vector = [(i, sim) for i, sim in vector if sim >= params.similarity_floor or i in matched]
+        if kind == "p":
+            keyword, vector = _one_per_message(store, user_id, keyword, vector, found)
         fused = fuse([[i for i, _ in keyword], [i for i, _ in vector]], params.rrf_k, list(weights))
         found.keyword.update({(kind, i): (rank, value) for rank, (i, value) in enumerate(keyword, start=1)})
         found.vector.update({(kind, i): (rank, sim) for rank, (i, sim) in enumerate(vector, start=1)})
@@ -285,9 +288,40 @@ def _candidates(
     return found
 
 
+def _one_per_message(
+    store: Store,
+    user_id: str,
+    keyword: list[tuple[int, float]],
+    vector: list[tuple[int, float]],
+    found: _Candidates,
+) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
+    """The passage lists ranked by message: each message at the rank of its best passage, under one passage (the
+    one its better list ranked first), so a long reply's many passages do not push other messages down."""
+    loaded = {p.id: p for p in store.get_passages(user_id, {i for i, _ in [*keyword, *vector]})}
+    found.loaded.update(loaded)
+    best: dict[int, tuple[int, int]] = {}  # message id → (best rank in either list, passage id)
+    firsts: list[dict[int, tuple[int, float]]] = []
+    for ranked in (keyword, vector):
+        first: dict[int, tuple[int, float]] = {}  # message id → (passage id, score), at its first place
+        for i, score in ranked:
+            passage = loaded.get(i)
+            if passage is None or passage.message_id in first:
+                continue
+            first[passage.message_id] = (i, score)
+            rank = len(first)
+            if passage.message_id not in best or rank < best[passage.message_id][0]:
+                best[passage.message_id] = (rank, i)
+        firsts.append(first)
+    return tuple(  # type: ignore[return-value]
+        [(best[m][1], score) for m, (_, score) in first.items()] for first in firsts
+    )
+
+
 def _load_units(store: Store, user_id: str, found: _Candidates) -> None:
     """Stream, time and sources of every candidate (a passage: its message, and its memory's stream and time)."""
-    passages = {p.id: p for p in store.get_passages(user_id, [i for kind, i in found.fused if kind == "p"])}
+    wanted = [i for kind, i in found.fused if kind == "p"]
+    passages = {i: found.loaded[i] for i in wanted if i in found.loaded}
+    passages.update({p.id: p for p in store.get_passages(user_id, [i for i in wanted if i not in passages])})
     memory_ids = [i for kind, i in found.fused if kind == "m"] + [p.memory_id for p in passages.values()]
     briefs = store.memory_briefs(user_id, memory_ids)
     for key in list(found.fused):

@@ -33,7 +33,7 @@ from __future__ import annotations
 import math
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -42,7 +42,7 @@ from narrative.store.filters import MemoryFilter
 from narrative.store.protocol import Store
 from narrative.text.lines import exchange_text
 from narrative.text.lines import turn_line as message_text
-from narrative.text.passages import Span, split_passages
+from narrative.text.passages import Span, excerpt, split_passages
 
 Embed = Callable[[Sequence[str]], np.ndarray]
 
@@ -117,6 +117,14 @@ class MessageVectors:
         self._kept[message.conversation_id] = (message.id, text, vector)
 
 
+def exchange_line(before: Message | None, message: Message) -> str:
+    """An exchange's text as its conversation memory stores it: a long turn quoted by its first passage
+    (``text.passages.excerpt``), so the vector is of what the memory says, not of a long reply's first 256 word
+    pieces crowding out the turn that answers it."""
+    quoted = None if before is None else replace(before, content=excerpt(before.content))
+    return exchange_text(quoted, replace(message, content=excerpt(message.content)))
+
+
 def passage_text(message: Message, start: int, end: int) -> str:
     """What a passage's vector is made from: the speaker and the passage, as a turn reads (the whole turn's
     line when the passage is the whole message)."""
@@ -159,7 +167,7 @@ def plan_turns(
                 tuple(texts),
                 message_text(before) if compose_it and before is not None else None,
                 before if compose_it else None,
-                alone if compose_it else exchange_text(before, message),
+                alone if compose_it else exchange_line(before, message),
                 True,
                 spans,
                 passage_texts(message, spans),
