@@ -276,12 +276,12 @@ def test_the_change_log_prunes_itself_and_scrub_prunes_it(pg: PostgresStore) -> 
 
 @pytest.mark.parametrize("path", ["exact", "hnsw"])
 def test_recall_under_the_user_filter(pg: PostgresStore, monkeypatch: pytest.MonkeyPatch, path: str) -> None:
-    """Many users share the HNSW index; one user's top 10 matches an exact search (random vectors: HNSW's worst
-    case).  Small users are searched exactly; the limit is lowered here so the HNSW path runs too."""
-    from narrative.store.postgres import search
+    """Many users share the table; one user's top 10 matches an exact search (random vectors: HNSW's worst
+    case).  Small users are searched exactly; the limit is lowered here so the user's own HNSW index runs too."""
+    from narrative.store.postgres import vectors
 
     if path == "hnsw":
-        monkeypatch.setattr(search, "EXACT_LIMIT", 10)
+        monkeypatch.setattr(vectors, "EXACT_LIMIT", 10)
     rng = np.random.default_rng(7)
     mine: dict[int, np.ndarray] = {}
     for user in [f"u{i}" for i in range(20)]:
