@@ -101,7 +101,7 @@ def test_inside_a_transaction_a_large_user_is_searched_exactly_until_the_index_e
 
 
 def test_index_names_are_safe_for_any_user_id(pg: PostgresStore) -> None:
-    odd = "o'brien %s ? \"x\""
+    odd = 'o\'brien %s ? "x"'
     rows = fill(pg, odd, 45, seed=9)
     query = np.random.default_rng(10).standard_normal(384).astype(np.float32)
     assert pg.explain_vector_search(odd, query, MODEL, k=5)["indexes"] == [user_index_name(odd)]
