@@ -502,3 +502,38 @@ def test_mcp_http_workers_answer_over_one_database(url: str) -> None:
         server.wait(30)
         if server.stderr is not None:
             server.stderr.close()
+
+
+# --- round trips: a transaction's statements are pipelined ----------------------------------------------
+
+
+def test_statements_nobody_reads_are_sent_without_waiting(pg: PostgresStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Inside a transaction a write whose answer is not read costs no wait; the block's end waits once."""
+    waits: list[str] = []
+    sync = psycopg.Pipeline.sync
+    monkeypatch.setattr(psycopg.Pipeline, "sync", lambda self: (waits.append("sync"), sync(self))[1])
+    with pg.transaction():
+        assert pg._local.conn.pgconn.pipeline_status != psycopg.pq.PipelineStatus.OFF
+        for i in range(20):
+            pg._exec("UPDATE users SET created_at = created_at WHERE id = ?", (f"nobody-{i}",))
+        assert waits == []
+        assert pg._one("SELECT COUNT(*) FROM users")[0] == 1  # a read waits for everything before it
+    assert len(waits) <= 1
+
+
+def test_an_error_of_an_unread_statement_belongs_to_its_block(pg: PostgresStore) -> None:
+    """A failed write in a savepoint block raises at that block's end; the outer transaction goes on."""
+    with pg.transaction():
+        with pytest.raises(StoreError), pg.transaction():
+            pg._exec("INSERT INTO users(id, created_at) VALUES (?, ?)", ("alice", NOW.isoformat()))  # exists
+        pg._exec("INSERT INTO users(id, created_at) VALUES (?, ?)", ("bob", NOW.isoformat()))
+    assert pg.count_rows("users") == 2
+    with pytest.raises(StoreError), pg.transaction():
+        pg._exec("INSERT INTO users(id, created_at) VALUES (?, ?)", ("carol", NOW.isoformat()))
+        pg._exec("INSERT INTO users(id, created_at) VALUES (?, ?)", ("alice", NOW.isoformat()))
+    assert pg.count_rows("users") == 2  # all or nothing
+    with pytest.raises(RuntimeError), pg.transaction():
+        pg._exec("INSERT INTO users(id, created_at) VALUES (?, ?)", ("dave", NOW.isoformat()))
+        raise RuntimeError("undo")
+    assert pg.count_rows("users") == 2
+    assert pg._exec("UPDATE users SET created_at = created_at WHERE id = ?", ("bob",)).rowcount == 1
