@@ -278,10 +278,10 @@ def test_the_change_log_prunes_itself_and_scrub_prunes_it(pg: PostgresStore) -> 
 def test_recall_under_the_user_filter(pg: PostgresStore, monkeypatch: pytest.MonkeyPatch, path: str) -> None:
     """Many users share the table; one user's top 10 matches an exact search (random vectors: HNSW's worst
     case).  Small users are searched exactly; the limit is lowered here so the user's own HNSW index runs too."""
-    from narrative.store.postgres import vectors
+    from narrative.store.postgres import vectors as pg_vectors
 
     if path == "hnsw":
-        monkeypatch.setattr(vectors, "EXACT_LIMIT", 10)
+        monkeypatch.setattr(pg_vectors, "EXACT_LIMIT", 10)
     rng = np.random.default_rng(7)
     mine: dict[int, np.ndarray] = {}
     for user in [f"u{i}" for i in range(20)]:
@@ -511,13 +511,19 @@ def test_statements_nobody_reads_are_sent_without_waiting(pg: PostgresStore, mon
     """Inside a transaction a write whose answer is not read costs no wait; the block's end waits once."""
     waits: list[str] = []
     sync = psycopg.Pipeline.sync
-    monkeypatch.setattr(psycopg.Pipeline, "sync", lambda self: (waits.append("sync"), sync(self))[1])
+
+    def counted(self: psycopg.Pipeline) -> None:
+        waits.append("sync")
+        sync(self)
+
+    monkeypatch.setattr(psycopg.Pipeline, "sync", counted)
     with pg.transaction():
         assert pg._local.conn.pgconn.pipeline_status != psycopg.pq.PipelineStatus.OFF
         for i in range(20):
             pg._exec("UPDATE users SET created_at = created_at WHERE id = ?", (f"nobody-{i}",))
         assert waits == []
-        assert pg._one("SELECT COUNT(*) FROM users")[0] == 1  # a read waits for everything before it
+        row = pg._one("SELECT COUNT(*) FROM users")  # a read waits for everything before it
+        assert row is not None and row[0] == 1
     assert len(waits) <= 1
 
 

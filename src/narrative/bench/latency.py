@@ -325,7 +325,9 @@ def run(
         step += 1
         if progress is not None:
             progress(step, steps)
-    for users, each in tenants if postgres else ():
+    for users, each in tenants:
+        if not postgres:
+            break
         report["tenants"].append(
             tenant_bench.measure(postgres, users, each, pool_vectors, (query_texts, query_vectors), tenant_searches)
         )

@@ -59,7 +59,8 @@ class IdMap:
         if self._size == 0:
             return np.full(len(wanted), MISSING, dtype=np.int64)
         found = keys[at] == wanted
-        return np.where(found, self._values[at], MISSING)
+        values: Ids = np.where(found, self._values[at], MISSING)
+        return values
 
     def set(self, ident: int, value: int) -> None:
         self.set_many(np.asarray([ident], dtype=np.int64), np.asarray([value], dtype=np.int64))
@@ -117,8 +118,8 @@ class IdMap:
 
     def ids(self) -> Ids:
         """Every live id, ascending (a copy)."""
-        keys = self._keys[: self._size]
-        return keys[self._values[: self._size] != MISSING].copy()
+        keys: Ids = self._keys[: self._size][self._values[: self._size] != MISSING]
+        return keys.copy()
 
     def clear(self) -> None:
         self.__init__()  # type: ignore[misc]
