@@ -172,8 +172,13 @@ class _Shard:
                 continue
             idf = math.log(1.0 + (self.live - df + 0.5) / (df + 0.5))
             counts = np.frombuffer(posting.counts, dtype=np.uint16).astype(np.float32)
-            norm = K1 * (1.0 - B + B * lengths[slots] / average)
-            total[slots] += idf * counts * (K1 + 1.0) / (counts + norm)
+            part = lengths[slots]  # in place from here: a posting list may hold a quarter of a million rows
+            part *= K1 * B / average
+            part += K1 * (1.0 - B)
+            part += counts
+            np.divide(counts, part, out=part)  # tf / (tf + k1 (1 - b + b len / avg))
+            part *= idf * (K1 + 1.0)
+            total[slots] += part
             found.append((idf, slots))
         if self.dead:
             total *= alive
@@ -185,17 +190,35 @@ def _best_slots(
 ) -> npt.NDArray[np.int64]:
     """Slots that may hold the ``k`` best positive scores (all of those, and some ties or more besides).
 
-    Any ``k`` rows' scores bound the k-th best score from below; the rows of the rarest term with at
-    least ``k`` rows score high, so the rows at or above their k-th best are few.
+    Any ``k`` rows' scores bound the k-th best score from below; rows of the rarest term with at least
+    ``k`` rows score high, so a few thousand of them give a floor that few rows reach.
     """
     lists = sorted((slots for _, slots in found if len(slots) >= k), key=len)
     if lists:
-        sample = scores[lists[0]]
+        sample = scores[lists[0][:: max(1, len(lists[0]) // (32 * k))]]
         sample = sample[sample > 0]
         if len(sample) >= k:
             floor = np.partition(sample, len(sample) - k)[len(sample) - k]
             return np.flatnonzero(scores >= floor)
     return np.flatnonzero(scores > 0)
+
+
+def _top(
+    candidates: npt.NDArray[np.int64], scores: npt.NDArray[np.float32], ids: npt.NDArray[np.int64], k: int
+) -> Hits:
+    """The ``k`` best candidates, best first, ties broken by the smaller id (however many rows tie)."""
+    values = scores[candidates]
+    if k < len(candidates):
+        kth = np.partition(values, len(values) - k)[len(values) - k]
+        above, tied = candidates[values > kth], candidates[values == kth]
+        need = k - len(above)
+        if len(tied) > need:  # keep the tied rows with the smallest ids
+            tied = tied[np.argpartition(ids[tied], need - 1)[:need]]
+        candidates = np.concatenate([above, tied])
+        values = scores[candidates]
+    chosen = ids[candidates]
+    order = np.lexsort((chosen, -values))
+    return [(int(chosen[i]), float(values[i])) for i in order]
 
 
 class KeywordIndex:
@@ -269,10 +292,4 @@ class KeywordIndex:
                 places = self._where.get_many(np.fromiter(allowed, dtype=np.int64, count=len(allowed)))
                 candidates = places[(places != MISSING) & ((places >> _SLOT_BITS) == shard.number)] & _SLOT_MASK
                 candidates = candidates[scores[candidates] > 0]
-            if k < len(candidates):
-                values = scores[candidates]
-                floor = np.partition(values, len(values) - k)[len(values) - k]
-                candidates = candidates[values >= floor]  # the k best and every tie with the k-th
-            values, ids = scores[candidates], all_ids[candidates]
-            order = np.lexsort((ids, -values))[:k]
-            return [(int(ids[i]), float(values[i])) for i in order]
+            return _top(candidates.astype(np.int64), scores, all_ids, k)
