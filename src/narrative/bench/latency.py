@@ -149,8 +149,8 @@ def build_store(
 
 def exact_top(
     ids: np.ndarray, pool_vectors: np.ndarray, seed: int, query_vectors: np.ndarray, k: int
-) -> list[set[int]]:
-    """The true ``k`` nearest memory ids of each query (brute force, a chunk of the store at a time)."""
+) -> list[tuple[set[int], float]]:
+    """The true ``k`` nearest memory ids of each query and the k-th best cosine (brute force, chunk by chunk)."""
     queries = np.asarray(query_vectors, dtype=np.float32)
     queries = queries / np.linalg.norm(queries, axis=1, keepdims=True)
     best_scores = np.full((len(queries), 0), -np.inf, dtype=np.float32)
@@ -163,17 +163,21 @@ def exact_top(
         keep = np.argsort(-scores, axis=1)[:, :k]
         best_scores = np.take_along_axis(scores, keep, axis=1)
         best_ids = np.take_along_axis(candidates, keep, axis=1)
-    return [set(row.tolist()) for row in best_ids]
+    return [(set(row.tolist()), float(scores[-1])) for row, scores in zip(best_ids, best_scores, strict=True)]
 
 
-def recall_at(mem: Memory, user: str, query_vectors: np.ndarray, truth: list[set[int]], k: int) -> float:
-    """Mean recall@k of the store's vector search (the index it uses) against exact search."""
+def recall_at(
+    mem: Memory, user: str, query_vectors: np.ndarray, truth: list[tuple[set[int], float]], k: int
+) -> tuple[float, float]:
+    """Mean recall@k of the store's vector search (the index it uses) against exact search, and the share of
+    its hits that are as close as the exact k-th, give or take 0.005 of cosine (a miss among near-ties)."""
     assert mem.embedder is not None
-    found = [
-        {i for i, _ in mem.store.vector_search(user, q, mem.embedder.identity, k=k)}
-        for q in np.asarray(query_vectors, dtype=np.float32)
-    ]
-    return round(float(np.mean([len(f & t) / k for f, t in zip(found, truth, strict=True)])), 4)
+    recalls, close = [], []
+    for q, (exact, kth) in zip(np.asarray(query_vectors, dtype=np.float32), truth, strict=True):
+        hits = mem.store.vector_search(user, q, mem.embedder.identity, k=k)
+        recalls.append(len({i for i, _ in hits} & exact) / k)
+        close.append(sum(1 for _, score in hits if score >= kth - 0.005) / k)
+    return round(float(np.mean(recalls)), 4), round(float(np.mean(close)), 4)
 
 
 def timing(times: Sequence[float]) -> dict[str, float]:
@@ -250,7 +254,7 @@ def measure_size(
     row["query_embedding"] = timing(embed_times)
     sample = min(len(query_vectors), 50)
     truth = exact_top(ids, pool_vectors, size, query_vectors[:sample], 10)
-    row["recall@10"] = recall_at(mem, user, query_vectors[:sample], truth, 10)
+    row["recall@10"], row["within_0.005@10"] = recall_at(mem, user, query_vectors[:sample], truth, 10)
     explain = getattr(mem.store, "explain_vector_search", None)
     if explain is not None:  # PostgreSQL: which index the search used, and how many rows it read
         plan = explain(user, query_vectors[0], mem.embedder.identity, k=100)
