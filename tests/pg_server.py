@@ -94,7 +94,8 @@ class PgServer:
                 r[0]
                 for r in conn.execute(
                     "SELECT indexname FROM pg_indexes WHERE schemaname = %s"
-                    " AND indexname LIKE 'memory\\_vectors\\_user\\_%%'",
+                    " AND (indexname LIKE 'memory\\_vectors\\_user\\_%%'"
+                    " OR indexname LIKE 'passage\\_vectors\\_user\\_%%')",
                     (name,),
                 )
             ]

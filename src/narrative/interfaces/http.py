@@ -35,8 +35,8 @@ from narrative.interfaces import http_conversations, http_memories, http_read
 from narrative.interfaces.http_common import HANDLERS, error_body
 from narrative.interfaces.http_schemas import ERRORS, Health
 
-MAX_BODY = 1024 * 1024  # bytes; larger request bodies are answered with 413
-DRAIN_LIMIT = 64 * MAX_BODY  # an oversize body is read (and dropped) up to this, so the client sees the 413
+MAX_BODY = 8 * 1024 * 1024  # bytes (a message holds up to 5,000,000 characters); larger bodies are answered 413
+DRAIN_LIMIT = 8 * MAX_BODY  # an oversize body is read (and dropped) up to this, so the client sees the 413
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 WEB_PACKAGE = "narrative.interfaces.web"
 STATIC_TYPES = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8"}

@@ -7,6 +7,8 @@
   (:func:`narrative.write.embedding.memory_vectors`), or given by the caller (bulk importers).
 * An edit of the text keeps the first original and marks the memory ``user_edited``; entities are removed
   (only the memory's own) and added in the same transaction, and the new text is embedded again.
+* Every memory stored gets its ``created`` event from the store; an edit that changes something appends
+  ``edited`` (:mod:`narrative.write.history`).
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ import numpy as np
 
 from narrative.checks import require_choice, require_importance, require_text
 from narrative.errors import NotFound, ValidationError
-from narrative.model import EntityType, MemoryItem
+from narrative.model import EntityType, MemoryItem, Stream
 from narrative.store.protocol import Store
+from narrative.write import history, supersede
 from narrative.write.embedding import Embed, memory_vectors
 
 __all__ = [
@@ -34,6 +37,9 @@ __all__ = [
     "put_vectors",
     "store_memories",
 ]
+
+#: Streams whose hand-written memories are read for corrections of earlier ones of the same stream.
+HAND_STREAMS = frozenset({Stream.FACT, Stream.DECISION, Stream.RESEARCH})
 
 #: The current embedder as the write path needs it: how to embed, and the identity its vectors carry.
 Embedder = tuple[Embed, str] | None
@@ -95,10 +101,14 @@ def add_memories(
         for memory in memories:
             check_refs(store, user_id, memory)
         if vectors is None or embedder is None:
-            return store_memories(store, user_id, memories, embedder)
-        stored = [store.insert_memory(m) for m in memories]
-        store.put_memory_vectors(user_id, embedder[1], {m.id: vectors[i] for i, m in enumerate(stored)})
-        return stored
+            stored = store_memories(store, user_id, memories, embedder)
+        else:
+            stored = [store.insert_memory(m) for m in memories]
+            store.put_memory_vectors(user_id, embedder[1], {m.id: vectors[i] for i, m in enumerate(stored)})
+        for memory in stored:  # a fact noted by hand can correct an earlier one too
+            if not memory.message_ids and memory.stream in HAND_STREAMS:
+                supersede.settle_memory(store, memory, memory.created_at)
+        return [store.get_memory(user_id, m.id) if m.valid_to is None else m for m in stored]
 
 
 def edit_memory(
@@ -113,7 +123,7 @@ def edit_memory(
 ) -> MemoryItem:
     """Apply ``changes`` (see :func:`memory_changes`), remove the memory's entities ``remove``, add ``add``."""
     with store.transaction():
-        memory = store.get_memory(user_id, memory_id)
+        before = memory = store.get_memory(user_id, memory_id)
         if changes:
             memory = store.update_memory(user_id, memory_id, **changes)
             if "content" in changes:
@@ -123,8 +133,10 @@ def edit_memory(
             if store.get_entity(user_id, eid).memory_id != memory_id:
                 raise NotFound(f"entity {eid} does not belong to memory {memory_id}")
         store.delete_entities(user_id, removing)
-        for item in add:
+        adding = list(add)
+        for item in adding:
             _add_entity(store, user_id, memory, item, now)
+        history.edited(store, before, memory, now, entities=bool(removing or adding))
     return memory
 
 

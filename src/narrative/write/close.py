@@ -40,7 +40,7 @@ from narrative.model import (
 )
 from narrative.store.filters import MemoryFilter
 from narrative.store.protocol import Store
-from narrative.write import lifecycle, resolve
+from narrative.write import history, lifecycle, resolve
 from narrative.write.compress import (
     CATEGORIES,
     LABELS,
@@ -434,6 +434,7 @@ def commit(
                     for i, p in enumerate(parts)
                 ]
             )
+            history.confirmed(store, memories, cid, now)
         entities, key_ids = attach_entities(store, user_id, preview, parts, memories, now)
         deltas, resolved = apply_deltas(store, user_id, preview, memories, key_ids, now)
         end = finish()

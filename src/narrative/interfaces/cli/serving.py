@@ -89,7 +89,11 @@ def mcp_command(ctx: Context, transport: str, host: str, port: int, workers: int
     help="Mint an API key for USER and print a page URL that carries it (in the #fragment).",
 )
 @click.option(
-    "--max-body", default=1024 * 1024, show_default=True, type=int, help="Largest request body in bytes (413 beyond)."
+    "--max-body",
+    default=8 * 1024 * 1024,
+    show_default=True,
+    type=int,
+    help="Largest request body in bytes (413 beyond).",
 )
 @click.option(
     "--workers",

@@ -17,6 +17,7 @@ from typing import Any
 
 from narrative.store.filters import MemoryFilter
 from narrative.store.keyword_index import KeywordIndex, query_terms
+from narrative.store.passage_index import PassageKeywords
 from narrative.store.postgres.base import PostgresBase
 
 #: The log's bounds and the snapshot's xmin (first row), then the entries to (re)read, in one statement.
@@ -39,6 +40,7 @@ class PostgresSearch(PostgresBase):
         self._keywords_pruned = (0, 0)  # the log's pruned marks (seq, xid) at the last catch-up
         self._keywords_dirty = False  # the index holds rows read inside a transaction not yet committed
         self._keyword_users: set[str] = set()  # users whose memories the index holds (loaded on their first search)
+        self._passage_keywords = PassageKeywords()  # their passages, kept with the memories
 
     # --- keyword index -------------------------------------------------------------
 
@@ -53,6 +55,21 @@ class PostgresSearch(PostgresBase):
         if allowed is not None and not allowed:
             return []
         return self._keyword_index(user_id).search(user_id, terms, limit, allowed=allowed)
+
+    def keyword_search_passages(
+        self, user_id: str, query: str, where: MemoryFilter | None = None, limit: int = 50
+    ) -> list[tuple[int, float]]:
+        """(passage id, BM25 score) best first, only this user's, only passages whose memory is within ``where``."""
+        terms = query_terms(query)
+        if not terms or limit <= 0:
+            return []
+        allowed = None if where is None or where.is_open else self._ids_matching(user_id, where)
+        if allowed is not None and not allowed:
+            return []
+        outermost = not self.in_transaction
+        with self.pinned(), self._lock:
+            self._with_user(self._caught_up(outermost), user_id, outermost)
+            return self._passage_keywords.search(user_id, terms, limit, allowed)
 
     def _ids_matching(self, user_id: str, where: MemoryFilter) -> set[int]:
         found: set[int] = self.memory_ids_matching(user_id, where)  # type: ignore[attr-defined]
@@ -98,6 +115,7 @@ class PostgresSearch(PostgresBase):
             index = KeywordIndex()  # first use, or the log was pruned past what this index has read
             self._keywords, self._keywords_seq, self._keywords_xmin = index, highest, xmin
             self._keyword_users = set()
+            self._passage_keywords = PassageKeywords()
             self._keywords_dirty = not outermost
             return index
         if changes:
@@ -118,6 +136,7 @@ class PostgresSearch(PostgresBase):
     def _with_user(self, index: KeywordIndex, user_id: str, outermost: bool) -> KeywordIndex:
         if user_id not in self._keyword_users:
             index.upsert(self._memory_rows("user_id = ?", [user_id]))
+            self._passage_keywords.add(self._passage_rows("p.user_id = ?", [user_id]))
             self._keyword_users.add(user_id)
             self._keywords_dirty = self._keywords_dirty or not outermost
         return index
@@ -126,23 +145,37 @@ class PostgresSearch(PostgresBase):
         rows = self._all(f"SELECT id, user_id, content, key_points FROM memories WHERE {where}", params)
         return [(int(r[0]), str(r[1]), f"{r[2]} {r[3]}" if r[3] else str(r[2])) for r in rows]
 
+    def _passage_rows(self, where: str, params: list[Any]) -> list[tuple[int, int, str, str]]:
+        rows = self._all(
+            "SELECT p.id, p.memory_id, p.user_id, m.speaker, substr(m.content, p.char_start + 1,"
+            " p.char_end - p.char_start) FROM passages p JOIN messages m ON m.id = p.message_id"
+            f" WHERE p.parts > 1 AND {where}",
+            params,
+        )
+        return [(int(r[0]), int(r[1]), str(r[2]), f"{r[3]} {r[4]}".strip()) for r in rows]
+
     def _refresh_keywords(self, index: KeywordIndex, memory_ids: set[int]) -> None:
         """Re-read changed memories: those of loaded users go in, the rest (deleted, other users) go out."""
         ids = sorted(memory_ids)
         rows: list[tuple[int, str, str]] = []
+        passages: list[tuple[int, int, str, str]] = []
         for start in range(0, len(ids), 500):
             rows += self._memory_rows("id = ANY(?)", [ids[start : start + 500]])
+            passages += self._passage_rows("p.memory_id = ANY(?)", [ids[start : start + 500]])
         kept = [row for row in rows if row[1] in self._keyword_users]
         index.remove(memory_ids - {row[0] for row in kept})
         index.upsert(kept)
+        self._passage_keywords.replace(memory_ids, [row for row in passages if row[2] in self._keyword_users])
 
     def _rolled_back(self) -> None:
         """Work was undone: if the index took rows from inside the transaction, rebuild it on the next search."""
         with self._lock:
             if self._keywords_dirty:
                 self._keywords, self._keywords_dirty, self._keyword_users = None, False, set()
+                self._passage_keywords = PassageKeywords()
 
     def drop_index(self) -> None:
         """Forget the in-process keyword index; the next search rebuilds it (vectors live in the database)."""
         with self._lock:
             self._keywords, self._keyword_users = None, set()
+            self._passage_keywords = PassageKeywords()

@@ -47,17 +47,20 @@ EXACT_LIMIT = 5000
 #: maintenance_work_mem while a user's index is built: the graph of 100,000 vectors fits, so it is built in memory.
 BUILD_MEMORY = "512MB"
 INDEX_PREFIX = "memory_vectors_user_"
+#: The tables of vectors searched this way, and the key column of each.
+VECTOR_TABLES = {"memory_vectors": "memory_id", "passage_vectors": "passage_id"}
 _BUILD_LOCK = 7_246_163  # advisory lock class: one builder per user's index at a time
 
 
-def user_index_name(user_id: str) -> str:
-    """The name of ``user_id``'s HNSW index (a hash: user ids are any text)."""
-    return INDEX_PREFIX + hashlib.sha256(user_id.encode("utf-8")).hexdigest()[:24]
+def user_index_name(user_id: str, table: str = "memory_vectors") -> str:
+    """The name of ``user_id``'s HNSW index on ``table`` (a hash: user ids are any text)."""
+    prefix = INDEX_PREFIX if table == "memory_vectors" else f"{table}_user_"
+    return prefix + hashlib.sha256(user_id.encode("utf-8")).hexdigest()[:24]
 
 
 class PostgresVectors(PostgresBase):
     def _init_vectors(self) -> None:
-        self._indexed_users: set[str] = set()  # users whose index this process has seen valid
+        self._indexed_users: set[tuple[str, str]] = set()  # (table, user) whose index this process has seen valid
 
     # --- storing -----------------------------------------------------------------------
 
@@ -70,6 +73,28 @@ class PostgresVectors(PostgresBase):
                 " ON CONFLICT (user_id, memory_id) DO UPDATE SET model = EXCLUDED.model, vector = EXCLUDED.vector",
                 rows,
             )
+
+    def put_passage_vectors(self, user_id: str, model: str, vectors: dict[int, np.ndarray]) -> None:
+        rows = [(model, vector_value(v), passage_id, user_id) for passage_id, v in vectors.items()]
+        with self.transaction():
+            self._run_many(
+                "INSERT INTO passage_vectors(passage_id, user_id, model, vector)"
+                " SELECT id, user_id, ?, ? FROM passages WHERE id = ? AND user_id = ?"
+                " ON CONFLICT (user_id, passage_id) DO UPDATE SET model = EXCLUDED.model, vector = EXCLUDED.vector",
+                rows,
+            )
+
+    def passage_vectors_by_id(self, user_id: str, model: str, passage_ids: Iterable[int]) -> dict[int, np.ndarray]:
+        ids = list(dict.fromkeys(passage_ids))
+        found: dict[int, np.ndarray] = {}
+        for start in range(0, len(ids), 500):
+            rows = self._all(
+                "SELECT passage_id, vector FROM passage_vectors WHERE user_id = ? AND model = ?"
+                " AND passage_id = ANY(?)",
+                [user_id, model, ids[start : start + 500]],
+            )
+            found.update((int(r[0]), np.asarray(vector_value(r[1]), dtype=np.float32)) for r in rows)
+        return found
 
     def vectors_by_id(self, user_id: str, model: str, memory_ids: Iterable[int]) -> dict[int, np.ndarray]:
         """The stored vectors of these memories of ``user_id`` made by ``model``, by memory id."""
@@ -108,15 +133,18 @@ class PostgresVectors(PostgresBase):
             if user_id is None:
                 self._exec("DELETE FROM memory_vectors")
                 self._exec("DELETE FROM storyline_vectors")
+                self._exec("DELETE FROM passage_vectors")
             else:
                 self._exec("DELETE FROM memory_vectors WHERE user_id = ?", (user_id,))
                 self._exec("DELETE FROM storyline_vectors WHERE user_id = ?", (user_id,))
+                self._exec("DELETE FROM passage_vectors WHERE user_id = ?", (user_id,))
 
     def delete_user(self, user_id: str) -> None:
         super().delete_user(user_id)  # type: ignore[misc]  # the row classes' delete
-        self._indexed_users.discard(user_id)
-        if not self.in_transaction:  # inside one, the empty index stays until the next delete of this user
-            self._exec(f"DROP INDEX CONCURRENTLY IF EXISTS {user_index_name(user_id)}")
+        for table in VECTOR_TABLES:
+            self._indexed_users.discard((table, user_id))
+            if not self.in_transaction:  # inside one, the empty index stays until the next delete of this user
+                self._exec(f"DROP INDEX CONCURRENTLY IF EXISTS {user_index_name(user_id, table)}")
 
     # --- searching -----------------------------------------------------------------------
 
@@ -129,7 +157,29 @@ class PostgresVectors(PostgresBase):
         where: MemoryFilter | None = None,
     ) -> list[tuple[int, float]]:
         """(memory id, cosine similarity) best first, only this user's, only within ``where``."""
-        prepared = self._prepared_search(user_id, query, model, k, where)
+        self._refuse_foreign(model)
+        allowed: set[int] | None = None
+        if where is not None and not where.is_open:
+            allowed = self.memory_ids_matching(user_id, where)  # type: ignore[attr-defined]  # the row classes'
+        return self._search(self._prepared_search(user_id, query, model, k, allowed))
+
+    def passage_vector_search(
+        self, user_id: str, query: np.ndarray, model: str, k: int = 50, where: MemoryFilter | None = None
+    ) -> list[tuple[int, float]]:
+        """(passage id, cosine similarity) best first, only this user's, only passages whose memory is within
+        ``where`` (searched like memories: exact for few, the user's own HNSW index for many)."""
+        among: set[int] | None = None
+        if where is not None and not where.is_open:
+            allowed = self.memory_ids_matching(user_id, where)  # type: ignore[attr-defined]  # the row classes'
+            if not allowed:
+                return []
+            rows = self._all(
+                "SELECT id FROM passages WHERE user_id = ? AND memory_id = ANY(?)", [user_id, sorted(allowed)]
+            )
+            among = {int(r[0]) for r in rows}
+        return self._search(self._prepared_search(user_id, query, model, k, among, table="passage_vectors"))
+
+    def _search(self, prepared: tuple[str, list[Any], tuple[str, list[Any]] | None] | None) -> list[tuple[int, float]]:
         if prepared is None:
             return []
         sql, params, settings = prepared
@@ -149,7 +199,10 @@ class PostgresVectors(PostgresBase):
         ``rows_read`` counts every row a scan of ``memory_vectors`` produced or filtered away,
         ``indexes`` the indexes those scans used; ``plan`` is PostgreSQL's own (JSON).
         """
-        prepared = self._prepared_search(user_id, query, model, k, where)
+        allowed: set[int] | None = None
+        if where is not None and not where.is_open:
+            allowed = self.memory_ids_matching(user_id, where)  # type: ignore[attr-defined]  # the row classes'
+        prepared = self._prepared_search(user_id, query, model, k, allowed)
         if prepared is None:
             return {"plan": None, "rows_read": 0, "indexes": [], "nodes": [], "execution_ms": 0.0}
         sql, params, settings = prepared
@@ -169,10 +222,7 @@ class PostgresVectors(PostgresBase):
             "execution_ms": float(top.get("Execution Time", 0.0)),
         }
 
-    def _prepared_search(
-        self, user_id: str, query: np.ndarray, model: str, k: int, where: MemoryFilter | None
-    ) -> tuple[str, list[Any], tuple[str, list[Any]] | None] | None:
-        """(SQL, parameters, settings to apply first or None) of a search, or None when nothing can match."""
+    def _refuse_foreign(self, model: str) -> None:
         foreign = self._one(  # two index ranges: cheap at any size
             "SELECT model FROM memory_vectors WHERE model < ? OR model > ? LIMIT 1", (model, model)
         )
@@ -180,24 +230,37 @@ class PostgresVectors(PostgresBase):
             raise EmbeddingMismatch(
                 f"stored vectors were made by {foreign[0]} but the embedder is {model}: run `narrative reindex`"
             )
-        allowed: set[int] | None = None
-        if where is not None and not where.is_open:
-            allowed = self.memory_ids_matching(user_id, where)  # type: ignore[attr-defined]  # the row classes'
+
+    def _prepared_search(
+        self,
+        user_id: str,
+        query: np.ndarray,
+        model: str,
+        k: int,
+        allowed: set[int] | None,
+        table: str = "memory_vectors",
+    ) -> tuple[str, list[Any], tuple[str, list[Any]] | None] | None:
+        """(SQL, parameters, settings to apply first or None) of a search, or None when nothing can match."""
         if (allowed is not None and not allowed) or k <= 0:
             return None
         vector = vector_value(query)
         if float(np.linalg.norm(vector)) == 0.0:
             return None
+        key = VECTOR_TABLES[table]
         ids = sorted(allowed) if allowed is not None else None
-        indexed = len(vector) == HNSW_DIMS and (ids is None or len(ids) > EXACT_LIMIT) and self._user_has_index(user_id)
+        indexed = (
+            len(vector) == HNSW_DIMS
+            and (ids is None or len(ids) > EXACT_LIMIT)
+            and self._user_has_index(user_id, table)
+        )
         # the HNSW index is on the cast expression: ordering by the plain column is an exact scan
         column = f"vector::vector({HNSW_DIMS})" if indexed else "vector"
         dims = f" AND vector_dims(vector) = {HNSW_DIMS}" if indexed else ""
-        among = " AND memory_id = ANY(?)" if ids is not None else ""  # one array parameter, however many ids
+        among = f" AND {key} = ANY(?)" if ids is not None else ""  # one array parameter, however many ids
         # ``model || ''``: the model is checked on the user's rows, never looked up in the model index (whose
         # entries are everyone's): the primary key or the user's own index is the only way in
         sql = (
-            f"SELECT memory_id, 1 - ({column} <=> ?) AS score FROM memory_vectors"
+            f"SELECT {key}, 1 - ({column} <=> ?) AS score FROM {table}"
             f" WHERE user_id = ? AND model || '' = ?{dims}{among} ORDER BY {column} <=> ? LIMIT ?"
         )
         params = [vector, user_id, model, *([ids] if ids is not None else []), vector, k]
@@ -213,27 +276,25 @@ class PostgresVectors(PostgresBase):
 
     # --- a user's index -----------------------------------------------------------------
 
-    def _user_has_index(self, user_id: str) -> bool:
-        """True when ``user_id`` has a valid HNSW index, made here when they have outgrown exact search."""
-        if user_id in self._indexed_users:
+    def _user_has_index(self, user_id: str, table: str = "memory_vectors") -> bool:
+        """True when ``user_id`` has a valid HNSW index on ``table``, made here when they outgrew exact search."""
+        if (table, user_id) in self._indexed_users:
             return True
-        if self._vector_count(user_id) <= EXACT_LIMIT:
+        if self._vector_count(user_id, table) <= EXACT_LIMIT:
             return False
-        name = user_index_name(user_id)
-        valid = self._index_state(name) is True
-        if not valid and (self.in_transaction or not self.build_user_vector_index(user_id)):
+        valid = self._index_state(user_index_name(user_id, table)) is True
+        if not valid and (self.in_transaction or not self.build_user_vector_index(user_id, table)):
             return False
-        self._indexed_users.add(user_id)
+        self._indexed_users.add((table, user_id))
         return True
 
-    def build_user_vector_index(self, user_id: str) -> bool:
-        """Make ``user_id``'s HNSW index now (concurrently: other users' writes go on); True once it is valid.
-
-        False when another process is building it at this moment (the search stays exact meanwhile).
+    def build_user_vector_index(self, user_id: str, table: str = "memory_vectors") -> bool:
+        """Make ``user_id``'s HNSW index on ``table`` now (concurrently: other users' writes go on); True once it
+        is valid.  False when another process is building it at this moment (the search stays exact meanwhile).
         """
-        name = user_index_name(user_id)
+        name = user_index_name(user_id, table)
         with self.pinned():
-            got = self._one("SELECT pg_try_advisory_lock(?, hashtext(?))", (_BUILD_LOCK, user_id))
+            got = self._one("SELECT pg_try_advisory_lock(?, hashtext(?))", (_BUILD_LOCK, name))
             if got is None or not got[0]:
                 return False
             try:
@@ -245,11 +306,12 @@ class PostgresVectors(PostgresBase):
                     try:
                         self._run_ddl(
                             pgsql.SQL(
-                                "CREATE INDEX CONCURRENTLY IF NOT EXISTS {} ON memory_vectors USING hnsw"
+                                "CREATE INDEX CONCURRENTLY IF NOT EXISTS {} ON {} USING hnsw"
                                 " ((vector::vector({})) vector_cosine_ops)"
                                 " WHERE user_id = {} AND vector_dims(vector) = {}"
                             ).format(
                                 pgsql.Identifier(name),
+                                pgsql.Identifier(table),
                                 pgsql.Literal(HNSW_DIMS),
                                 pgsql.Literal(user_id),
                                 pgsql.Literal(HNSW_DIMS),
@@ -258,7 +320,7 @@ class PostgresVectors(PostgresBase):
                     finally:
                         self._exec("RESET maintenance_work_mem")
             finally:
-                self._exec("SELECT pg_advisory_unlock(?, hashtext(?))", (_BUILD_LOCK, user_id))
+                self._exec("SELECT pg_advisory_unlock(?, hashtext(?))", (_BUILD_LOCK, name))
             return self._index_state(name) is True
 
     def _run_ddl(self, statement: pgsql.Composed) -> None:
@@ -276,10 +338,10 @@ class PostgresVectors(PostgresBase):
         )
         return None if row is None else bool(row[0])
 
-    def _vector_count(self, user_id: str) -> int:
+    def _vector_count(self, user_id: str, table: str = "memory_vectors") -> int:
         """The user's vectors, counted up to just past EXACT_LIMIT (a bounded index-only scan)."""
         row = self._one(
-            "SELECT COUNT(*) FROM (SELECT 1 FROM memory_vectors WHERE user_id = ? LIMIT ?) AS mine",
+            f"SELECT COUNT(*) FROM (SELECT 1 FROM {table} WHERE user_id = ? LIMIT ?) AS mine",
             (user_id, EXACT_LIMIT + 1),
         )
         return int(row[0]) if row else 0

@@ -32,7 +32,7 @@ from narrative.store.dump_rows import (
     renumber,
 )
 from narrative.store.sqlite.base import SqliteBase, dumps, loads, placeholders
-from narrative.store.sqlite.memories import details_from_json
+from narrative.store.sqlite.memories import NEXT_MEMORY_ID, details_from_json
 
 USER_TABLES = TABLES  # API keys are credentials, not memory: never exported, kept across an import
 #: Tables whose rows carry ``user_id`` (set to the importing user); users' own key is ``id``.
@@ -43,6 +43,7 @@ _SELECT: dict[str, tuple[str, str]] = {  # table → (WHERE clause on alias t, O
     "use_references": ("t.use_id IN (SELECT id FROM uses WHERE user_id = ?)", "t.use_id, t.memory_id"),
     "memory_vectors": ("t.user_id = ?", "t.memory_id"),
     "storyline_vectors": ("t.user_id = ?", "t.storyline_id"),
+    "passage_vectors": ("t.user_id = ?", "t.passage_id"),
 }
 JSON_COLUMNS: dict[str, frozenset[str]] = {
     "storylines": frozenset({"keywords", "participants"}),
@@ -50,6 +51,7 @@ JSON_COLUMNS: dict[str, frozenset[str]] = {
     "messages": frozenset({"meta"}),
     "narratives": frozenset({"memory_ids"}),
     "memories": frozenset({"emotions", "details"}),
+    "memory_events": frozenset({"detail"}),
     "entities": frozenset({"data"}),
     "state_deltas": frozenset({"data"}),
     "uses": frozenset({"meta"}),
@@ -65,6 +67,7 @@ BOOL_COLUMNS: dict[str, frozenset[str]] = {
 BLOB_COLUMNS: dict[str, frozenset[str]] = {
     "memory_vectors": frozenset({"vector"}),
     "storyline_vectors": frozenset({"vector"}),
+    "passage_vectors": frozenset({"vector"}),
 }
 FTS_TABLES = ("memories_fts", "messages_fts", "narratives_fts", "storylines_fts")
 KEEP_CHANGES = 1_000  # change-log entries kept by a prune: enough for indexes a few writes behind
@@ -206,6 +209,9 @@ class PortabilityRows(SqliteBase):
     def _first_free_id(self, table: str) -> int:
         if table not in ID_TABLES:
             raise StoreError(f"not a table with ids: {table!r}")
+        if table == "memories":  # above the ids of deleted memories too (their events keep them)
+            row = self._one(f"SELECT {NEXT_MEMORY_ID}")
+            return int(row[0]) if row else 1
         row = self._one(f"SELECT MAX(id) FROM {table}")
         return int(row[0] or 0) + 1 if row else 1
 
