@@ -223,12 +223,14 @@ class PostgresVectors(PostgresBase):
         }
 
     def _refuse_foreign(self, model: str) -> None:
-        foreign = self._one(  # two index ranges: cheap at any size
-            "SELECT model FROM memory_vectors WHERE model < ? OR model > ? LIMIT 1", (model, model)
-        )
+        # the two ends of the model index (PostgreSQL answers MIN and MAX from an index's ends); the earlier
+        # ``WHERE model < ? OR model > ? LIMIT 1`` could be planned, before statistics existed, as a scan of the
+        # whole table: 15-200 ms a search at 100,000 vectors
+        row = self._one("SELECT MIN(model), MAX(model) FROM memory_vectors")
+        foreign = None if row is None else next((m for m in row if m is not None and m != model), None)
         if foreign is not None:
             raise EmbeddingMismatch(
-                f"stored vectors were made by {foreign[0]} but the embedder is {model}: run `narrative reindex`"
+                f"stored vectors were made by {foreign} but the embedder is {model}: run `narrative reindex`"
             )
 
     def _prepared_search(
