@@ -198,3 +198,18 @@ def test_with_an_llm_its_judgement_decides_and_a_bad_answer_falls_back(tmp_path:
             said = mem.remember("Actually, I live in Lisbon now, not Berlin.", speaker="Maya")
             assert said.settled.superseded and "not berlin" in said.settled.superseded[0].reason
             assert mem.pending_messages() == []
+
+
+def test_the_cli_restores_a_superseded_memory_and_history_shows_both_with_times(run: Run) -> None:
+    ok(run, "--db", "notes.db", "add", "message", "I live in Berlin.")
+    ok(run, "--db", "notes.db", "add", "message", "Actually, I moved: I live in Lisbon now, not Berlin.")
+    history = ok(run, "--db", "notes.db", "memory", "history", "1")
+    assert "created" in history and "superseded" in history and "I live in Berlin." in history
+    assert "superseded_by: 2" in history
+    restored = ok(run, "--db", "notes.db", "memory", "restore", "1")
+    assert restored.startswith("restored #1")
+    again = ok(run, "--db", "notes.db", "memory", "history", "1")
+    assert "restored" in again
+    events = json.loads(ok(run, "--db", "notes.db", "memory", "history", "1", "--json"))["events"]
+    assert [e["kind"] for e in events] == ["created", "superseded", "restored"]
+    assert all(e["created_at"] for e in events)

@@ -28,6 +28,8 @@ def demo_template(build_demo: DemoBuilder, tmp_path_factory: pytest.TempPathFact
     later = FakeClock(CLOCK_START + timedelta(hours=1))
     with narrative.Memory(path, user="maya", embedder="hashing", clock=later, env={}) as mem:
         mem.search("garden app", k=3)  # a recorded use, so uses and use_references have rows
+        decision = mem.list_memories(stream="decision", limit=1)[0]
+        mem.review_decision(decision.id, "kept", note="still right")  # an answer to the decision audit
         mem.create_api_key(label="laptop")
         mem.start_conversation("open")  # an active conversation with a pending message too
         mem.remember("I need to buy compost.", speaker="maya")
@@ -70,6 +72,9 @@ def test_export_import_export_is_byte_identical(maya: narrative.Memory, tmp_path
             "use_references",
             "routing_decisions",
             "storyline_vectors",
+            "storyline_bindings",
+            "memory_links",
+            "decision_reviews",
         )
     )
     assert result["rows"] == document["counts"]

@@ -31,7 +31,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from narrative import __version__
 from narrative.engine import Memory
 from narrative.engine.keys import KEY_PREFIX
-from narrative.interfaces import http_conversations, http_memories, http_read
+from narrative.interfaces import http_agenda, http_conversations, http_memories, http_read
 from narrative.interfaces.http_common import HANDLERS, error_body
 from narrative.interfaces.http_schemas import ERRORS, Health
 
@@ -246,7 +246,7 @@ def create_app(memory: Memory, *, max_body: int = MAX_BODY, web: bool = True) ->
     _add_health(app, memory)
     for kind, handler in HANDLERS.items():
         app.add_exception_handler(kind, handler)
-    for module in (http_conversations, http_memories, http_read):
+    for module in (http_conversations, http_memories, http_read, http_agenda):
         app.include_router(module.router)
     if web:
         _add_page(app)

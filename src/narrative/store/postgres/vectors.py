@@ -49,7 +49,7 @@ BUILD_MEMORY = "512MB"
 INDEX_PREFIX = "memory_vectors_user_"
 #: The tables of vectors searched this way, and the key column of each.
 VECTOR_TABLES = {"memory_vectors": "memory_id", "passage_vectors": "passage_id"}
-_BUILD_LOCK = 7_246_163  # advisory lock class: one builder per user's index at a time
+_BUILD_LOCK = 7_246_164  # advisory lock class: one builder per user's index at a time
 
 
 def user_index_name(user_id: str, table: str = "memory_vectors") -> str:
