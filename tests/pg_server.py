@@ -90,6 +90,16 @@ class PgServer:
             statements = ["SET session_replication_role = replica"]  # no triggers, no foreign key checks
             statements += [f"DELETE FROM {name}.{t}" for t in tables]
             statements += [f"ALTER SEQUENCE {name}.{q} RESTART" for q in sequences]
+            user_indexes = [  # a large user's own vector index (store/postgres/vectors.py) is not in a fresh schema
+                r[0]
+                for r in conn.execute(
+                    "SELECT indexname FROM pg_indexes WHERE schemaname = %s"
+                    " AND (indexname LIKE 'memory\\_vectors\\_user\\_%%'"
+                    " OR indexname LIKE 'passage\\_vectors\\_user\\_%%')",
+                    (name,),
+                )
+            ]
+            statements += [f"DROP INDEX {name}.{i}" for i in user_indexes]
             statements += ["SET session_replication_role = DEFAULT"]
             conn.execute("; ".join(statements).encode())
         self._free.append(url)

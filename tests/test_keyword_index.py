@@ -7,6 +7,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from narrative.model import MemoryItem, Source, Stream
 from narrative.store.filters import MemoryFilter
@@ -187,3 +189,26 @@ def test_filters_and_user_deletion(store: SqliteStore, alice: str) -> None:
     assert ids(store.keyword_search_memories("bob", "blue tent")) == [bobs.id]
     store.delete_user("bob")
     assert store.keyword_search_memories("bob", "blue tent") == []
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(
+        st.lists(st.sampled_from(["garden", "plans", "trip", "lisbon", "notes", "maya"]), max_size=6), max_size=80
+    ),
+    st.lists(st.sampled_from(["garden", "plan", "trip", "lisbon", "note", "maya"]), min_size=1, max_size=3),
+    st.integers(1, 30),
+    st.sets(st.integers(0, 79), max_size=20),
+)
+def test_the_top_k_is_the_brute_force_top_k(
+    texts: list[list[str]], query: list[str], k: int, removed: set[int]
+) -> None:
+    """Many zero scores and many ties: the k best by (score, smaller id) whatever shortcut finds them."""
+    index = KeywordIndex()
+    index.upsert([(i, "u", " ".join(words)) for i, words in enumerate(texts)])
+    index.remove(removed)
+    everything = index.search("u", query, 10_000)
+    assert index.search("u", query, k) == everything[:k]
+    assert all(score > 0 for _, score in everything)
+    assert [h for h in everything if h[0] in removed] == []
+    assert everything == sorted(everything, key=lambda h: (-h[1], h[0]))

@@ -277,12 +277,12 @@ def test_the_change_log_prunes_itself_and_scrub_prunes_it(pg: PostgresStore) -> 
 
 @pytest.mark.parametrize("path", ["exact", "hnsw"])
 def test_recall_under_the_user_filter(pg: PostgresStore, monkeypatch: pytest.MonkeyPatch, path: str) -> None:
-    """Many users share the HNSW index; one user's top 10 matches an exact search (random vectors: HNSW's worst
-    case).  Small users are searched exactly; the limit is lowered here so the HNSW path runs too."""
-    from narrative.store.postgres import search
+    """Many users share the table; one user's top 10 matches an exact search (random vectors: HNSW's worst
+    case).  Small users are searched exactly; the limit is lowered here so the user's own HNSW index runs too."""
+    from narrative.store.postgres import vectors as pg_vectors
 
     if path == "hnsw":
-        monkeypatch.setattr(search, "EXACT_LIMIT", 10)
+        monkeypatch.setattr(pg_vectors, "EXACT_LIMIT", 10)
     rng = np.random.default_rng(7)
     mine: dict[int, np.ndarray] = {}
     for user in [f"u{i}" for i in range(20)]:
@@ -503,3 +503,44 @@ def test_mcp_http_workers_answer_over_one_database(url: str) -> None:
         server.wait(30)
         if server.stderr is not None:
             server.stderr.close()
+
+
+# --- round trips: a transaction's statements are pipelined ----------------------------------------------
+
+
+def test_statements_nobody_reads_are_sent_without_waiting(pg: PostgresStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Inside a transaction a write whose answer is not read costs no wait; the block's end waits once."""
+    waits: list[str] = []
+    sync = psycopg.Pipeline.sync
+
+    def counted(self: psycopg.Pipeline) -> None:
+        waits.append("sync")
+        sync(self)
+
+    monkeypatch.setattr(psycopg.Pipeline, "sync", counted)
+    with pg.transaction():
+        assert pg._local.conn.pgconn.pipeline_status != psycopg.pq.PipelineStatus.OFF
+        for i in range(20):
+            pg._exec("UPDATE users SET created_at = created_at WHERE id = ?", (f"nobody-{i}",))
+        assert waits == []
+        row = pg._one("SELECT COUNT(*) FROM users")  # a read waits for everything before it
+        assert row is not None and row[0] == 1
+    assert len(waits) <= 1
+
+
+def test_an_error_of_an_unread_statement_belongs_to_its_block(pg: PostgresStore) -> None:
+    """A failed write in a savepoint block raises at that block's end; the outer transaction goes on."""
+    with pg.transaction():
+        with pytest.raises(StoreError), pg.transaction():
+            pg._exec("INSERT INTO users(id, created_at) VALUES (?, ?)", ("alice", NOW.isoformat()))  # exists
+        pg._exec("INSERT INTO users(id, created_at) VALUES (?, ?)", ("bob", NOW.isoformat()))
+    assert pg.count_rows("users") == 2
+    with pytest.raises(StoreError), pg.transaction():
+        pg._exec("INSERT INTO users(id, created_at) VALUES (?, ?)", ("carol", NOW.isoformat()))
+        pg._exec("INSERT INTO users(id, created_at) VALUES (?, ?)", ("alice", NOW.isoformat()))
+    assert pg.count_rows("users") == 2  # all or nothing
+    with pytest.raises(RuntimeError), pg.transaction():
+        pg._exec("INSERT INTO users(id, created_at) VALUES (?, ?)", ("dave", NOW.isoformat()))
+        raise RuntimeError("undo")
+    assert pg.count_rows("users") == 2
+    assert pg._exec("UPDATE users SET created_at = created_at WHERE id = ?", ("bob",)).rowcount == 1

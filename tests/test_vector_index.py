@@ -277,3 +277,36 @@ def test_concurrent_adds_and_searches(make_index: MakeIndex) -> None:
         thread.join()
     assert errors == []
     assert index.count("alice") == 400
+
+
+def test_a_bulk_load_builds_each_graph_once_at_the_end() -> None:
+    index = VectorIndex(DIMS, backend="auto", hnsw_threshold=100)
+    rows = unit_rows(300, seed=20)
+    index.reserve("alice", 300)
+    with index.bulk():
+        for start in range(0, 300, 50):
+            index.add(list(range(start + 1, start + 51)), ["alice"] * 50, rows[start : start + 50])
+            assert index._shards["alice"].graph is None  # deferred while loading
+    assert index._shards["alice"].graph is not None
+    assert len(index._shards["alice"].matrix) == 300  # sized up front: never grown by doubling
+    query = unit_rows(1, seed=21)[0]
+    assert [i for i, _ in index.search("alice", query, 5)][:1] == [
+        i for i, _ in brute_force(dict(zip(range(1, 301), rows, strict=True)), query, 1)
+    ]
+
+
+def test_float16_halves_the_matrix_and_keeps_the_order_close() -> None:
+    rows = dict(zip(range(1, 401), unit_rows(400, seed=22), strict=True))
+    index = VectorIndex(DIMS, backend="exact", precision="float16")
+    index.add(list(rows), ["alice"] * 400, np.stack(list(rows.values())))
+    assert index._shards["alice"].matrix.dtype == np.float16
+    for seed in range(5):
+        query = unit_rows(1, seed=30 + seed)[0]
+        got, expected = index.search("alice", query, 10), brute_force(rows, query, 10)
+        np.testing.assert_allclose([s for _, s in got], [s for _, s in expected], atol=2e-3)
+        assert len({i for i, _ in got} & {i for i, _ in expected}) >= 9
+    allowed = set(range(1, 401, 3))
+    got = index.search("alice", unit_rows(1, seed=40)[0], 5, allowed)
+    assert {i for i, _ in got} <= allowed and len(got) == 5
+    with pytest.raises(ValidationError):
+        VectorIndex(DIMS, precision="int4")  # type: ignore[arg-type]

@@ -47,6 +47,9 @@ class Settings:
     # a file whose vectors were made in int8 (identity all-MiniLM-L6-v2-int8:384), which keeps onnx-int8
     embed_runtime: str = "auto"
     cache_dir: str = ""  # built model files; "" = $XDG_CACHE_HOME/narrative or ~/.cache/narrative
+    # how the SQLite store's in-process vector index holds vectors: float32 | float16 (half the memory; exact
+    # scores of filtered searches good to ~1e-3).  See docs/scaling.md.
+    vector_precision: str = "float32"
     llm_provider: str = "none"  # none | ollama | openai
     llm_url: str = ""
     llm_model: str = ""
@@ -107,6 +110,10 @@ class Settings:
         if self.embed_runtime not in {"auto", "onnx-int8", "onnx", "torch"}:
             raise ValidationError(
                 f"unknown embed_runtime {self.embed_runtime!r}: auto, onnx-int8, onnx or torch", field="embed_runtime"
+            )
+        if self.vector_precision not in {"float32", "float16"}:
+            raise ValidationError(
+                f"unknown vector_precision {self.vector_precision!r}: float32 or float16", field="vector_precision"
             )
         if self.exchange_vector not in {"embed", "compose"}:
             raise ValidationError(f"unknown exchange_vector {self.exchange_vector!r}", field="exchange_vector")

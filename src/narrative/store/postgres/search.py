@@ -1,4 +1,4 @@
-"""Memory search on PostgreSQL: vectors in pgvector (HNSW), keywords in an in-process BM25 index.
+"""Memory keyword search on PostgreSQL: an in-process BM25 index (vectors: :mod:`.vectors`).
 
 The keyword index is the SQLite store's :class:`KeywordIndex`, fed from the
 database and kept current from the ``memory_changes`` log before every search,
@@ -13,30 +13,12 @@ records how far prunes went) makes the index start afresh.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
-import numpy as np
-
-from narrative.errors import EmbeddingMismatch
 from narrative.store.filters import MemoryFilter
 from narrative.store.keyword_index import KeywordIndex, query_terms
 from narrative.store.passage_index import PassageKeywords
 from narrative.store.postgres.base import PostgresBase
-from narrative.store.postgres.rows import vector_value
-from narrative.store.sqlite.base import placeholders
-
-#: Dimensions covered by the HNSW index (the default embedder's); other sizes are searched exactly.
-HNSW_DIMS = 384
-#: Candidates the HNSW scan keeps (pgvector's ef_search); iterative scans go on until ``k`` rows pass the filter.
-EF_SEARCH = 400
-#: pgvector's largest ef_search: a larger ``k`` still gets ``k`` rows (the iterative scan goes on past ef_search).
-EF_SEARCH_MAX = 1000
-#: Up to this many candidate vectors (a user's, or those a filter allows) the search is exact, as in the SQLite
-#: store's index: a scan of the user's rows by key is fast there, and an HNSW graph shared by many users
-#: loses recall on a small user's share of it.
-EXACT_LIMIT = 5000
-
 
 #: The log's bounds and the snapshot's xmin (first row), then the entries to (re)read, in one statement.
 #: The head row also says how far pruning went (highest seq and xid ever pruned: see migration 0002).
@@ -191,172 +173,6 @@ class PostgresSearch(PostgresBase):
             if self._keywords_dirty:
                 self._keywords, self._keywords_dirty, self._keyword_users = None, False, set()
                 self._passage_keywords = PassageKeywords()
-
-    # --- vectors in pgvector ---------------------------------------------------------
-
-    def put_memory_vectors(self, user_id: str, model: str, vectors: dict[int, np.ndarray]) -> None:
-        with self.transaction():
-            for memory_id, vector in vectors.items():
-                self._exec(
-                    "INSERT INTO memory_vectors(memory_id, user_id, model, vector)"
-                    " SELECT id, user_id, ?, ? FROM memories WHERE id = ? AND user_id = ?"
-                    " ON CONFLICT (user_id, memory_id) DO UPDATE SET model = EXCLUDED.model, vector = EXCLUDED.vector",
-                    (model, vector_value(vector), memory_id, user_id),
-                )
-
-    def put_passage_vectors(self, user_id: str, model: str, vectors: dict[int, np.ndarray]) -> None:
-        with self.transaction():
-            for passage_id, vector in vectors.items():
-                self._exec(
-                    "INSERT INTO passage_vectors(passage_id, user_id, model, vector)"
-                    " SELECT id, user_id, ?, ? FROM passages WHERE id = ? AND user_id = ?"
-                    " ON CONFLICT (user_id, passage_id) DO UPDATE SET model = EXCLUDED.model, vector = EXCLUDED.vector",
-                    (model, vector_value(vector), passage_id, user_id),
-                )
-
-    def passage_vectors_by_id(self, user_id: str, model: str, passage_ids: Iterable[int]) -> dict[int, np.ndarray]:
-        ids = list(dict.fromkeys(passage_ids))
-        found: dict[int, np.ndarray] = {}
-        for start in range(0, len(ids), 500):
-            rows = self._all(
-                "SELECT passage_id, vector FROM passage_vectors WHERE user_id = ? AND model = ?"
-                " AND passage_id = ANY(?)",
-                [user_id, model, ids[start : start + 500]],
-            )
-            found.update((int(r[0]), np.asarray(vector_value(r[1]), dtype=np.float32)) for r in rows)
-        return found
-
-    def passage_vector_search(
-        self, user_id: str, query: np.ndarray, model: str, k: int = 50, where: MemoryFilter | None = None
-    ) -> list[tuple[int, float]]:
-        """(passage id, cosine similarity) best first, only this user's, only passages whose memory is within
-        ``where`` (exact over few candidates, else HNSW with an iterative scan, as for memories)."""
-        allowed = None if where is None or where.is_open else self._ids_matching(user_id, where)
-        if (allowed is not None and not allowed) or k <= 0:
-            return []
-        vector = vector_value(query)
-        if float(np.linalg.norm(vector)) == 0.0:
-            return []
-        among = None
-        if allowed is not None:
-            among = [
-                int(r[0])
-                for r in self._all(
-                    "SELECT id FROM passages WHERE user_id = ? AND memory_id = ANY(?)", [user_id, sorted(allowed)]
-                )
-            ]
-            if not among:
-                return []
-        return self._nearest(user_id, vector, model, k, among, table="passage_vectors", key="passage_id")
-
-    def vectors_by_id(self, user_id: str, model: str, memory_ids: Iterable[int]) -> dict[int, np.ndarray]:
-        """The stored vectors of these memories of ``user_id`` made by ``model``, by memory id."""
-        ids = list(memory_ids)
-        found: dict[int, np.ndarray] = {}
-        for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
-            rows = self._all(
-                "SELECT memory_id, vector FROM memory_vectors WHERE user_id = ? AND model = ?"
-                f" AND memory_id IN ({placeholders(chunk)})",
-                [user_id, model, *chunk],
-            )
-            found.update((int(r[0]), np.asarray(vector_value(r[1]), dtype=np.float32)) for r in rows)
-        return found
-
-    def memory_vectors(self, user_id: str | None = None) -> tuple[list[int], list[str], list[str], np.ndarray]:
-        """(memory ids, user ids, models, matrix) of stored vectors."""
-        sql = "SELECT memory_id, user_id, model, vector FROM memory_vectors"
-        params: list[Any] = []
-        if user_id is not None:
-            sql += " WHERE user_id = ?"
-            params.append(user_id)
-        rows = self._all(sql + " ORDER BY memory_id", params)
-        if not rows:
-            return [], [], [], np.zeros((0, 0), dtype=np.float32)
-        vectors = [vector_value(r[3]) for r in rows]
-        if len({len(v) for v in vectors}) > 1:
-            models = ", ".join(sorted({r[2] for r in rows}))
-            raise EmbeddingMismatch(
-                f"stored vectors were made by several embedders ({models}): run `narrative reindex`"
-            )
-        return [int(r[0]) for r in rows], [str(r[1]) for r in rows], [str(r[2]) for r in rows], np.vstack(vectors)
-
-    def vector_search(
-        self,
-        user_id: str,
-        query: np.ndarray,
-        model: str,
-        k: int = 50,
-        where: MemoryFilter | None = None,
-    ) -> list[tuple[int, float]]:
-        """(memory id, cosine similarity) best first, only this user's, only within ``where``.
-
-        Exact over at most EXACT_LIMIT candidates; beyond, HNSW with pgvector's iterative
-        scan (strict order): the scan goes on past ``ef_search`` until ``k`` rows of this
-        user (and filter) are found.
-        """
-        foreign = self._one(  # two index ranges: cheap at any size
-            "SELECT model FROM memory_vectors WHERE model < ? OR model > ? LIMIT 1", (model, model)
-        )
-        if foreign is not None:
-            raise EmbeddingMismatch(
-                f"stored vectors were made by {foreign[0]} but the embedder is {model}: run `narrative reindex`"
-            )
-        allowed = None if where is None or where.is_open else self._ids_matching(user_id, where)
-        if (allowed is not None and not allowed) or k <= 0:
-            return []
-        vector = vector_value(query)
-        norm = float(np.linalg.norm(vector))
-        if norm == 0.0:
-            return []
-        return self._nearest(user_id, vector, model, k, allowed)
-
-    def _nearest(
-        self,
-        user_id: str,
-        vector: np.ndarray,
-        model: str,
-        k: int,
-        allowed: Iterable[int] | None,
-        table: str = "memory_vectors",
-        key: str = "memory_id",
-    ) -> list[tuple[int, float]]:
-        ids = sorted(allowed) if allowed is not None else None
-        count = len(ids) if ids is not None else self._vector_count(user_id, table)
-        hnsw = len(vector) == HNSW_DIMS and count > EXACT_LIMIT
-        # the HNSW index is on the cast expression: ordering by the plain column is an exact scan
-        column = f"vector::vector({HNSW_DIMS})" if hnsw else "vector"
-        dims = f" AND vector_dims(vector) = {HNSW_DIMS}" if hnsw else ""
-        among = f" AND {key} = ANY(?)" if ids is not None else ""  # one array parameter, however many ids
-        sql = (
-            f"SELECT {key}, 1 - ({column} <=> ?) AS score FROM {table}"
-            f" WHERE user_id = ? AND model = ?{dims}{among} ORDER BY {column} <=> ? LIMIT ?"
-        )
-        params = [vector, user_id, model, *([ids] if ids is not None else []), vector, k]
-        with self.transaction():
-            self._exec(f"SET LOCAL hnsw.ef_search = {min(max(EF_SEARCH, k), EF_SEARCH_MAX)}")
-            self._exec("SET LOCAL hnsw.iterative_scan = strict_order")
-            rows = self._all(sql, params)
-        return [(int(r[0]), float(r[1])) for r in rows]
-
-    def _vector_count(self, user_id: str, table: str = "memory_vectors") -> int:
-        """The user's vectors, counted up to just past EXACT_LIMIT (a bounded index-only scan)."""
-        row = self._one(
-            f"SELECT COUNT(*) FROM (SELECT 1 FROM {table} WHERE user_id = ? LIMIT ?) AS mine",
-            (user_id, EXACT_LIMIT + 1),
-        )
-        return int(row[0]) if row else 0
-
-    def clear_vectors(self, user_id: str | None = None) -> None:
-        with self.transaction():
-            if user_id is None:
-                self._exec("DELETE FROM memory_vectors")
-                self._exec("DELETE FROM storyline_vectors")
-                self._exec("DELETE FROM passage_vectors")
-            else:
-                self._exec("DELETE FROM memory_vectors WHERE user_id = ?", (user_id,))
-                self._exec("DELETE FROM storyline_vectors WHERE user_id = ?", (user_id,))
-                self._exec("DELETE FROM passage_vectors WHERE user_id = ?", (user_id,))
 
     def drop_index(self) -> None:
         """Forget the in-process keyword index; the next search rebuilds it (vectors live in the database)."""

@@ -15,13 +15,14 @@ rollback the memories the index took from the rolled-back work are read again.
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
 
-from narrative.errors import EmbeddingMismatch, StoreError
+from narrative.errors import EmbeddingMismatch, StoreError, ValidationError
 from narrative.store.filters import MemoryFilter
 from narrative.store.keyword_index import KeywordIndex, query_terms
 from narrative.store.passage_index import PassageKeywords, PassageVectors
@@ -36,7 +37,7 @@ from narrative.store.sqlite.narratives import NarrativeRows
 from narrative.store.sqlite.passages import PassageRows
 from narrative.store.sqlite.portability import PortabilityRows
 from narrative.store.sqlite.storylines import StorylineRows
-from narrative.store.vector_index import VectorIndex
+from narrative.store.vector_index import Precision, VectorIndex
 
 __all__ = ["SqliteStore"]
 
@@ -58,8 +59,11 @@ class SqliteStore(
 
     backend = "sqlite"
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, vector_precision: str = "float32") -> None:
         super().__init__(path)
+        if vector_precision not in ("float32", "float16"):
+            raise ValidationError("vector_precision must be float32 or float16", field="vector_precision")
+        self.vector_precision: Precision = "float16" if vector_precision == "float16" else "float32"
         self._index: VectorIndex | None = None
         self._passage_vectors: PassageVectors | None = None
         self._index_model: str | None = None
@@ -112,7 +116,8 @@ class SqliteStore(
             index = self._keywords
             if index is None or highest < self._keywords_seq or lowest > self._keywords_seq + 1:
                 index = KeywordIndex()
-                index.upsert(self._memory_texts())
+                for rows in self._memory_text_chunks():
+                    index.upsert(rows)
                 self._passage_keywords = PassageKeywords()
                 self._passage_keywords.add(self.passage_texts_of())
                 self._keywords, self._keywords_seq = index, highest
@@ -180,12 +185,18 @@ class SqliteStore(
             return self._index
 
     def _build_index(self, model: str) -> VectorIndex | None:
-        ids, users, models, matrix = self.memory_vectors()
-        _refuse_foreign(models, model)
-        if not ids:
+        """The index of every stored vector, read in chunks into shards sized up front (graphs built once, last)."""
+        chunks = self.memory_vector_chunks()
+        first = next(chunks, None)
+        if first is None:
             return None
-        index = VectorIndex(matrix.shape[1])
-        index.add(ids, users, matrix)
+        index = VectorIndex(first[3].shape[1], precision=self.vector_precision)
+        for user, count in self.memory_vector_counts().items():
+            index.reserve(user, count)
+        with index.bulk():
+            for ids, users, models, matrix in itertools.chain([first], chunks):
+                _refuse_foreign(models, model)
+                index.add(ids, users, matrix)
         return index
 
     def _build_passage_index(self, model: str) -> PassageVectors | None:

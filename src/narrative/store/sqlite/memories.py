@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import sqlite3
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -391,6 +391,12 @@ class MemoryRows(SqliteBase):
             return seq, set()
         return int(rows[-1][0]), {int(r[1]) for r in rows}
 
+    def _memory_text_chunks(self, size: int = 20_000) -> Iterator[list[tuple[int, str, str]]]:
+        """Every memory's (id, user id, searchable text), ``size`` rows at a time (a million never sit in a list)."""
+        cursor = self._exec("SELECT id, user_id, content, key_points FROM memories ORDER BY id")
+        while rows := cursor.fetchmany(size):
+            yield [(int(r[0]), str(r[1]), f"{r[2]} {r[3]}" if r[3] else str(r[2])) for r in rows]
+
     def _memory_texts(self, memory_ids: Iterable[int] | None = None) -> list[tuple[int, str, str]]:
         """(id, user id, searchable text) of the given memories (all of them when ``None``)."""
         sql = "SELECT id, user_id, content, key_points FROM memories"
@@ -431,6 +437,24 @@ class MemoryRows(SqliteBase):
                 chunk,
             )
         return [(int(r[0]), str(r[1]), str(r[2]), np.frombuffer(r[3], dtype=np.float32)) for r in rows]
+
+    def memory_vector_counts(self) -> dict[str, int]:
+        """How many memory vectors each user has (an index load sizes its shards with it)."""
+        return {
+            str(r[0]): int(r[1]) for r in self._all("SELECT user_id, COUNT(*) FROM memory_vectors GROUP BY user_id")
+        }
+
+    def memory_vector_chunks(self, size: int = 20_000) -> Iterator[tuple[list[int], list[str], list[str], np.ndarray]]:
+        """Every stored vector as (memory ids, user ids, models, matrix), ``size`` rows at a time, by memory id."""
+        cursor = self._exec("SELECT memory_id, user_id, model, vector FROM memory_vectors ORDER BY memory_id")
+        while rows := cursor.fetchmany(size):
+            if len({len(r[3]) for r in rows}) > 1:  # a half-finished reindex: vectors of several lengths
+                models = ", ".join(sorted({r[2] for r in rows}))
+                raise EmbeddingMismatch(
+                    f"stored vectors were made by several embedders ({models}): run `narrative reindex`"
+                )
+            matrix = np.frombuffer(b"".join(r[3] for r in rows), dtype=np.float32).reshape(len(rows), -1)
+            yield [int(r[0]) for r in rows], [str(r[1]) for r in rows], [str(r[2]) for r in rows], matrix
 
     def memory_vectors(self, user_id: str | None = None) -> tuple[list[int], list[str], list[str], np.ndarray]:
         """(memory ids, user ids, models, matrix) of stored vectors, for building the index."""

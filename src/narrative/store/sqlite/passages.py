@@ -279,7 +279,8 @@ class PassageRows(SqliteBase):
         if not ids:
             return {}
         rows = self._all(
-            f"SELECT * FROM memories WHERE user_id = ? AND superseded_by IN ({placeholders(ids)})"
+            # ``+user_id``: through the superseded_by index (a few rows), not the user's (all their memories)
+            f"SELECT * FROM memories WHERE +user_id = ? AND superseded_by IN ({placeholders(ids)})"
             " ORDER BY COALESCE(event_at, created_at) DESC, id DESC",
             [user_id, *ids],
         )

@@ -1,0 +1,47 @@
+"""The latency bench at tiny sizes: every figure it reports is there, PostgreSQL's plans read only the user's rows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import pg_server
+from narrative.bench import latency
+
+
+@pytest.fixture
+def pg_url() -> Any:
+    server = pg_server()
+    url = server.fresh_schema()
+    yield url
+    server.release(url)
+
+
+@pytest.mark.postgres
+def test_sizes_and_tenants_on_both_stores(pg_url: str) -> None:
+    report = latency.run(
+        [120], queries=4, chroma=False, pool=12, ingest_turns=0, postgres=pg_url, tenants=[(3, 5)], tenant_searches=4
+    )
+    sqlite, postgres = report["sizes"]
+    assert (sqlite["store"], postgres["store"]) == ("sqlite", "postgres")
+    for row in (sqlite, postgres):
+        assert row["recall@10"] == 1.0  # exact search at this size
+        assert row["hybrid"]["p95_ms"] >= row["hybrid"]["p50_ms"] > 0
+        assert row["kb_per_memory_above_model"] is not None and row["index_s"] >= 0
+    assert postgres["plan"] == {"indexes": ["memory_vectors_pkey"], "rows_read": 120}
+    [tenants] = report["tenants"]
+    assert tenants["memories"] == 15 and tenants["plans"]["foreign"] == 0
+    assert tenants["plans"]["max_rows_read"] <= 5 and tenants["plans"]["scans"] == {"primary key": 4}
+    text = latency.format_report(report)
+    assert "PostgreSQL ÷ SQLite p95" in text and "Many tenants on PostgreSQL" in text
+    assert "scans that read another user's rows: 0" in text
+
+
+def test_tenants_are_written_users_x_each() -> None:
+    from narrative.interfaces.cli import _register, cli
+
+    _register()
+    result = CliRunner().invoke(cli, ["bench", "latency", "--memories", "", "--ingest-turns", "0", "--tenants", "10"])
+    assert result.exit_code != 0 and "USERSxEACH" in result.output

@@ -1,0 +1,108 @@
+"""PostgreSQL vector search reads only the asking user's rows: exact for small users, their own HNSW index for
+large ones, whatever share of the table they hold (the plans are checked with EXPLAIN ANALYZE)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+import pytest
+
+from conftest import pg_server
+from narrative.model import MemoryItem, Source, Stream
+from narrative.store.postgres import PostgresStore, vectors
+from narrative.store.postgres.vectors import user_index_name
+
+pytestmark = pytest.mark.postgres
+
+NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+MODEL = "m:384"
+LIMIT = 40  # EXACT_LIMIT for these tests: a user above it gets an index
+
+
+@pytest.fixture
+def pg(monkeypatch: pytest.MonkeyPatch) -> Any:
+    monkeypatch.setattr(vectors, "EXACT_LIMIT", LIMIT)
+    server = pg_server()
+    url = server.fresh_schema()
+    store = PostgresStore(url)
+    yield store
+    store.close()
+    server.release(url)
+
+
+def fill(store: PostgresStore, user: str, count: int, seed: int) -> dict[int, np.ndarray]:
+    """``count`` memories with random unit vectors (HNSW's hardest case) for ``user``."""
+    store.ensure_user(user, NOW)
+    with store.transaction():
+        made = [
+            store.insert_memory(
+                MemoryItem(0, user, Stream.FACT, Source.AGENT, f"note {i}", importance=2, created_at=NOW)
+            ).id
+            for i in range(count)
+        ]
+    rows = np.random.default_rng(seed).standard_normal((count, 384)).astype(np.float32)
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    found = dict(zip(made, rows, strict=True))
+    store.put_memory_vectors(user, MODEL, found)
+    return found
+
+
+def exact(rows: dict[int, np.ndarray], query: np.ndarray, k: int) -> list[int]:
+    ids = list(rows)
+    scores = np.vstack([rows[i] for i in ids]) @ (query / np.linalg.norm(query))
+    return [ids[j] for j in np.argsort(-scores)[:k]]
+
+
+def test_each_user_is_searched_through_their_own_rows_only(pg: PostgresStore) -> None:
+    rng = np.random.default_rng(1)
+    whale = fill(pg, "whale", 4059, seed=2)
+    query = rng.standard_normal(384).astype(np.float32)
+
+    alone = pg.explain_vector_search("whale", query, MODEL, k=10)  # 100 % of the rows
+    assert alone["indexes"] == [user_index_name("whale")], alone["nodes"]
+    assert 10 <= alone["rows_read"] <= len(whale)
+
+    minnow = fill(pg, "minnow", 41, seed=3)  # 1 % of the rows, above the limit: an index of its own
+    shrimp = fill(pg, "shrimp", 5, seed=4)  # a few rows: exact, through the primary key
+    for user, rows in (("whale", whale), ("minnow", minnow)):
+        plan = pg.explain_vector_search(user, query, MODEL, k=10)
+        assert plan["indexes"] == [user_index_name(user)], plan["nodes"]
+        assert all(node["type"] == "Index Scan" for node in plan["nodes"])
+        assert plan["rows_read"] <= len(rows)
+        found = [i for i, _ in pg.vector_search(user, query, MODEL, k=10)]
+        assert len(set(found) & set(exact(rows, query, 10))) >= 9, user
+    plan = pg.explain_vector_search("shrimp", query, MODEL, k=10)
+    assert plan["indexes"] == ["memory_vectors_pkey"] and plan["rows_read"] == len(shrimp), plan["nodes"]
+    assert [i for i, _ in pg.vector_search("shrimp", query, MODEL, k=3)] == exact(shrimp, query, 3)
+
+
+def test_k_beyond_pgvector_s_ef_search_limit_still_answers(pg: PostgresStore) -> None:
+    """ef_search stops at 1000; the iterative scan goes on until k rows are found (a search for 501 asks 1002)."""
+    rows = fill(pg, "whale", 1200, seed=5)
+    query = np.random.default_rng(6).standard_normal(384).astype(np.float32)
+    hits = pg.vector_search("whale", query, MODEL, k=1100)
+    assert len(hits) == 1100 and len({i for i, _ in hits}) == 1100
+    assert pg.explain_vector_search("whale", query, MODEL, k=1100)["indexes"] == [user_index_name("whale")]
+    assert hits[0][0] == exact(rows, query, 1)[0]
+
+
+def test_inside_a_transaction_a_large_user_is_searched_exactly_until_the_index_exists(pg: PostgresStore) -> None:
+    rows = fill(pg, "whale", 60, seed=7)
+    query = np.random.default_rng(8).standard_normal(384).astype(np.float32)
+    with pg.transaction():  # an index is built concurrently, which cannot happen inside a transaction
+        assert [i for i, _ in pg.vector_search("whale", query, MODEL, k=5)] == exact(rows, query, 5)
+    assert pg._index_state(user_index_name("whale")) is None
+    pg.vector_search("whale", query, MODEL, k=5)
+    assert pg._index_state(user_index_name("whale")) is True
+    pg.delete_user("whale")  # the user's index goes with them
+    assert pg._index_state(user_index_name("whale")) is None
+
+
+def test_index_names_are_safe_for_any_user_id(pg: PostgresStore) -> None:
+    odd = 'o\'brien %s ? "x"'
+    rows = fill(pg, odd, 45, seed=9)
+    query = np.random.default_rng(10).standard_normal(384).astype(np.float32)
+    assert pg.explain_vector_search(odd, query, MODEL, k=5)["indexes"] == [user_index_name(odd)]
+    assert len(set(i for i, _ in pg.vector_search(odd, query, MODEL, k=5)) & set(exact(rows, query, 5))) >= 4
