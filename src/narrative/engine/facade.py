@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     from narrative.read import chain
     from narrative.read.context import ContextBlock
     from narrative.read.greeting import Greeting
+    from narrative.read.listing import Listed
     from narrative.read.reasoning import ReasoningContext
     from narrative.read.search import SearchHit
     from narrative.write.close import ConfirmResult, Preview
@@ -311,6 +312,10 @@ class Memory:
             offset=offset,
             user=user,
         )
+
+    def one_fact_once(self, memory_ids: Sequence[int], *, user: str | None = None) -> list[Listed]:
+        """These memories, in this order, as a list shows them: each fact once (``read.listing``)."""
+        return self._memories.one_fact_once(memory_ids, user=user)
 
     def edit_memory(
         self,

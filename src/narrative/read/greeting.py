@@ -203,9 +203,15 @@ def _clip(text: str, limit: int = 160) -> str:
 
 
 def _latest_memory(store: Store, user_id: str) -> MemoryItem | None:
-    """The newest user-reviewed memory of a closed conversation."""
+    """The newest user-reviewed memory of a closed conversation: a closing memory, or the memory of what was said
+    that a confirmation kept instead of a copy (docs/decisions.md, "What a close stores")."""
     where = MemoryFilter(streams=[Stream.NARRATIVE], sources=[Source.NARRATIVE], limit=50)
-    return next((m for m in store.list_memories(user_id, where) if m.user_reviewed), None)
+    found = [next((m for m in store.list_memories(user_id, where) if m.user_reviewed), None)]
+    for conversation in store.list_conversations(user_id, status=ConversationStatus.ARCHIVED, limit=1):
+        kept = store.list_memories(user_id, MemoryFilter(conversation_ids=[conversation.id], limit=500))
+        found.append(next((m for m in kept if m.user_reviewed), None))
+    reviewed = [m for m in found if m is not None]
+    return max(reviewed, key=lambda m: (m.created_at, m.id)) if reviewed else None
 
 
 def _fresh(store: Store, user_id: str, now: datetime, stale_after_days: int, decision_days: int) -> Greeting:

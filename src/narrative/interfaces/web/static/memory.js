@@ -52,7 +52,8 @@ const M = (() => {
     if (m.conversation_id) links.push(el("a", { href: `#/archive/${m.conversation_id}` }, "transcript"));
     if (m.narrative_id) links.push(el("a", { href: `#/chain/${m.narrative_id}` }, "narrative link"));
     links.push(el("a", { href: `#/influence/memory/${id}` }, "influence"));
-    const content = el("p", { class: "content" }, m.content);
+    const content = el("p", { class: "content" }, m.text ?? m.content); // a list shows each turn once (`text`)
+    content.dataset.full = m.content ?? ""; // what an edit starts from: the whole memory
     const edited = el("span", { class: "edited" }, m.user_edited ? " · edited by you" : "");
     const item = el("li", { class: "memory" }, content,
       el("p", { class: "meta" },
@@ -80,7 +81,7 @@ const M = (() => {
       el("label", { for: textId }, `Text of memory #${id}`), el("textarea", { id: textId, rows: 4 }),
       el("div", { class: "row" }, el("button", { type: "submit" }, "Save"),
         el("button", { type: "button", class: "cancel" }, "Cancel")));
-    form.querySelector("textarea").value = content.textContent;
+    form.querySelector("textarea").value = content.dataset.full || content.textContent;
     bar.hidden = true;
     item.append(form);
     form.querySelector("textarea").focus();
@@ -92,7 +93,7 @@ const M = (() => {
       if (!text) { say("The memory needs some text; use Delete to remove it.", "error"); return; }
       try {
         const saved = await patch(`/memories/${id}`, { content: text });
-        content.textContent = saved.content;
+        content.textContent = content.dataset.full = saved.content;
         edited.textContent = saved.user_edited ? " · edited by you" : "";
         close();
         say(`Memory #${id} saved.`, "ok");

@@ -43,6 +43,8 @@
     fill("preview-title", p.title ? `Memory from “${p.title}”` : `Memory from conversation #${p.conversation_id}`);
     fill("preview-narrative", f.narrative);
     if (p.user_edited) $("preview-narrative").append(el("span", { class: "muted" }, " (edited by you)"));
+    if (p.restates != null) $("preview-narrative").append(el("span", { class: "muted" },
+      ` (it says no more than memory #${p.restates}, what was said: confirming keeps that memory, no copy)`));
     const items = kept(p);
     fill("preview-entities", items.length ? items.map((e) => el("li", {}, entityText(e)))
       : [el("li", { class: "muted" }, "nothing extracted")]);
