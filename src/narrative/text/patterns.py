@@ -124,6 +124,16 @@ THING_LEFT = lex(
     upgrade upgraded uses learn learning learned
     """
 )
+#: Verbs after a name that only a person does ("Priya thinks", "Sam said"): the name is someone.
+PERSON_VERBS = lex(
+    """
+    said says told tells asked asks thinks thought wants wanted promised replied replies wrote writes texted emailed
+    mentioned mentions suggested suggests agreed agrees feels felt loves loved hates hated knows knew believes
+    believed wonders wondered laughed laughs smiled cried called calls offered offers invited invites
+    """
+)
+#: Verbs before a name that one does to a person ("met Tom", "told Sam"): the name is someone.
+SOCIAL_VERBS = lex("met meet meeting told tell asked ask texted emailed invited thanked hugged married dating phoned")
 #: Verbs before "to" that make what follows a thing one moves to ("we switched to Linear").
 SWITCH_TO = lex("switch switched switching migrate migrated migrating upgrade upgraded moving moved port ported")
 #: Verbs before "with" that make what follows a thing one settles on ("we went with Postgres"), not company.

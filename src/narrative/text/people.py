@@ -99,22 +99,52 @@ def find_people(sentences: Sequence[str]) -> list[tuple[str, str, str]]:
 
 
 def find_things(sentences: Sequence[str]) -> set[str]:
-    """Lowercase names the sentences use as things, not people: a capitalised word after a thing word ("picked
-    Postgres", "using Figma", "over MySQL", "went with Redis"), or joined to one by "and"/"or"."""
-    return {
-        name.lower()
-        for sentence in sentences
-        for name, person, relation in _capitalised_runs(sentence)
-        if not person and relation == "thing"
-    }
+    """Lowercase names the sentences use as things, not people (read together: one conversation's sentences).
+
+    A thing is a capitalised word after a thing word ("picked Postgres", "using Figma", "over MySQL",
+    "switched to Linear") or joined to one by "and"/"or"; or a name the sentences only ever put where a person
+    does not go ("about Postgres and Redis", "in Lisbon") and never where only a person goes (doing what people
+    do: "Priya thinks", "Sam said"; met, told or talked to: "talked to Priya"; a relation: "my colleague Priya").
+    """
+    things: set[str] = set()
+    elsewhere: set[str] = set()
+    personal: set[str] = set()
+    for sentence in sentences:
+        for m in P.RELATION_CUE.finditer(sentence) if P.POSSESSIVE_HINT.search(sentence) else ():
+            personal.add(m.group(2).lower())
+        for name, _, relation, start, end in _runs(sentence):
+            key = name.lower()
+            if relation == "thing":
+                things.add(key)
+            elif relation == "elsewhere":
+                elsewhere.add(key)
+            if _acts_as_person(sentence, start, end):
+                personal.add(key)
+    return things | (elsewhere - personal)
+
+
+def _acts_as_person(sentence: str, start: int, end: int) -> bool:
+    """A name doing what people do ("Priya thinks", "Sam said"), or met, told or talked to ("talked to Priya")."""
+    after = sentence[end : end + 30].lower().split()
+    following = after[0].strip(",.;:!?") if after else ""
+    left, left2 = _left_word(sentence, start)
+    spoken_to = left == "to" and left2 in P.COMMUNICATION_VERBS
+    return following in P.PERSON_VERBS or left in P.SOCIAL_VERBS or spoken_to
 
 
 _JOINED = re.compile(r"^\s+(?:and|or|&)\s+$|^\s*,\s*$")
 
 
 def _capitalised_runs(sentence: str) -> Iterator[tuple[str, bool, str]]:
-    """``(name, is a person, relation)`` for each cleaned Title-case run of ``sentence`` (see :func:`find_people`);
-    the relation of a run that is not a person is "thing" when a thing word or a joined thing made it so."""
+    """``(name, is a person, relation)`` for each cleaned Title-case run of ``sentence`` (see :func:`find_people`)."""
+    for name, person, relation, _, _ in _runs(sentence):
+        yield name, person, relation
+
+
+def _runs(sentence: str) -> Iterator[tuple[str, bool, str, int, int]]:
+    """``(name, is a person, relation, start, end)`` for each cleaned Title-case run of ``sentence``; the relation
+    of a run that is not a person is "thing" when a thing word or a joined thing made it so, "elsewhere" when
+    another word before it did ("about", "in", "the", …)."""
     bare = P.QUOTED_ANY.sub(lambda q: " " * len(q.group(0)), sentence)
     first = P.FIRST_LETTER.search(bare)
     first_at = first.start() if first else 0
@@ -131,8 +161,10 @@ def _capitalised_runs(sentence: str) -> Iterator[tuple[str, bool, str]]:
         joined = previous is not None and previous[1] and bool(_JOINED.match(bare[previous[0] : start]))
         thing = thing or (joined and previous is not None and previous[2])
         person = not (joined or thing) and _is_person_run(bare, start, toks, initial, vocative)
-        previous = (end, not person and not initial and not vocative, thing)
-        yield " ".join(toks), person, "addressee" if person and (vocative or initial) else "thing" if thing else ""
+        placed = not person and not initial and not vocative
+        previous = (end, placed, thing)
+        relation = "addressee" if person and (vocative or initial) else "thing" if thing else ""
+        yield " ".join(toks), person, relation or ("elsewhere" if placed and len(toks) == 1 else ""), start, end
 
 
 def _thing_left(sentence: str, start: int) -> bool:

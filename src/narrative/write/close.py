@@ -116,17 +116,17 @@ def _by_rule(
     entities: Sequence[PreviewEntity],
     resolutions: Sequence[resolve.Resolution],
     exchanges: Sequence[MemoryItem],
+    removed: Sequence[PreviewEntity] = (),
 ) -> tuple[str, list[dict[str, Any]]]:
-    """The narrative by rule, and one part per topic when the conversation held two (their texts joined)."""
-    own = {
-        s.id: s.name
-        for s in store.list_storylines(user_id)
-        if s.kind not in (StorylineKind.YOUR_STORY, StorylineKind.DEFAULT)
-    }
-    parts = topic_parts(messages, entities, resolutions, exchanges, own)
+    """The narrative by rule, and one part per topic when the conversation held two (their texts joined);
+    nothing is retold from the sentence a ``removed`` item came from."""
+    kinds = (StorylineKind.YOUR_STORY, StorylineKind.DEFAULT)
+    own = {s.id: s.name for s in store.list_storylines(user_id) if s.kind not in kinds}
+    avoid = [str(e.data.get("sentence") or "") for e in removed]
+    parts = topic_parts(messages, entities, resolutions, exchanges, own, avoid)
     if parts:
         return " ".join(p["narrative"] for p in parts), parts
-    return compose_narrative(messages, entities, resolutions, exchanges), []
+    return compose_narrative(messages, entities, resolutions, exchanges, avoid), []
 
 
 def _note_restated(store: Store, user_id: str, preview: Preview, messages: Sequence[Message]) -> Preview:
@@ -213,8 +213,9 @@ def recompose(store: Store, user_id: str, conversation: Conversation, preview: P
     if tools.assist is not None and messages:
         when = f"{conversation.started_at:%Y-%m-%d}"
         text = tools.assist.narrative(extracted_summary(kept), preview.destination.name, when, duration_text(messages))
+    removed = [e for e in preview.entities if e.key in preview.removed]
     preview.narrative, preview.parts = (
-        (text, []) if text else _by_rule(store, user_id, messages, kept, resolutions, exchanges)
+        (text, []) if text else _by_rule(store, user_id, messages, kept, resolutions, exchanges, removed)
     )
     return _note_restated(store, user_id, preview, messages)
 
@@ -299,7 +300,7 @@ class ConfirmResult:
         lines = [f"conversation #{self.conversation.id} archived"]
         lines += [
             f"  memory #{m.id} (storyline {m.storyline_id}"
-            + (", already stored: the memory only restated it" if m.id in self.existing else "")
+            + (", kept as it was said: the preview said no more" if m.id in self.existing else "")
             + f"): {m.content}"
             for m in self.memories
         ]
@@ -419,9 +420,13 @@ def _owner(e: PreviewEntity, parts: Sequence[Part]) -> int:
 def attach_entities(
     store: Store, user_id: str, preview: Preview, parts: Sequence[Part], memories: Sequence[MemoryItem], now: datetime
 ) -> tuple[list[Entity], dict[str, int]]:
-    """Point the kept entities at their memory (and its storyline); store new ones; drop removed ones."""
-    existing = {e.id for e in store.list_entities(user_id, conversation_id=preview.conversation_id, limit=100_000)}
+    """Point the kept entities at their memory (and its storyline); store new ones; drop removed ones, and the
+    people the preview left out as things ("we picked Postgres": a product, not a person)."""
+    rows = store.list_entities(user_id, conversation_id=preview.conversation_id, limit=100_000)
+    existing = {e.id for e in rows}
+    held = {i for e in preview.entities for i in e.entity_ids}
     removed = [i for e in preview.entities if e.key in preview.removed for i in e.entity_ids if i in existing]
+    removed += [e.id for e in rows if e.entity_type is EntityType.PERSON and e.id not in held]
     store.delete_entities(user_id, removed)
     attached: list[Entity] = []
     key_ids: dict[str, int] = {}

@@ -63,9 +63,11 @@ def compose_narrative(
     entities: Sequence[PreviewEntity],
     resolutions: Sequence[resolve.Resolution],
     exchanges: Sequence[MemoryItem],
+    avoid: Sequence[str] = (),
 ) -> str:
     """2–4 sentences of meaning, most significant first: decisions (and why), insights, what was
-    settled, what stays open, the feeling, who was involved; a key moment stands in for decisions."""
+    settled, what stays open, the feeling, who was involved; a key moment stands in for decisions.  Nothing is
+    retold from a sentence in ``avoid`` (what an item the person removed was extracted from)."""
     if not messages:
         return "Nothing was said in this conversation, so there is nothing to remember."
     speakers = Counter(m.speaker for m in messages if m.role is Role.USER and m.speaker)
@@ -121,7 +123,7 @@ def compose_narrative(
     if people:
         sentences.append(as_sentence(f"People involved: {_listing(people, 4)}"))
     if len(sentences) < 2:
-        sentences += _filler(name, exchanges, sentences, decided=bool(decisions), open_left=bool(still))
+        sentences += _filler(name, exchanges, sentences, decided=bool(decisions), open_left=bool(still), avoid=avoid)
     return " ".join(_distinct(sentences, [name, *others])[:4])
 
 
@@ -137,31 +139,41 @@ def _distinct(sentences: Sequence[str], names: Sequence[str] = ()) -> list[str]:
 
 
 def _filler(
-    name: str, exchanges: Sequence[MemoryItem], said: Sequence[str], *, decided: bool, open_left: bool
+    name: str,
+    exchanges: Sequence[MemoryItem],
+    said: Sequence[str],
+    *,
+    decided: bool,
+    open_left: bool,
+    avoid: Sequence[str] = (),
 ) -> list[str]:
-    """Sentences that round a thin memory up to two: the most salient thing the user said (retold), and
-    what the conversation did not do."""
+    """Sentences that round a thin memory up to two: the most salient things the user said that it does not
+    tell yet (retold, in the order they were said), else what the conversation did not do."""
     from narrative.write.extract import key_points
     from narrative.write.routing import strip_topic_cue
 
-    out = []
+    out: list[tuple[int, str]] = []
     for memory in sorted(exchanges, key=lambda m: (-m.importance, m.id)):
+        if len(said) + len(out) >= 2:
+            break
+        if any(sentence and sentence in user_said(memory) for sentence in avoid):
+            continue  # a removed item was said here: retelling the turn would bring it back
         point = key_points(strip_topic_cue(user_said(memory))) if user_said(memory) else ""
         sentence = as_sentence(retold(point, name)) if point else ""
-        if sentence and new_words(sentence, said, names=[name]):  # a point the memory does not tell yet
-            out.append(sentence)
-            break
-    if not out and not said:
-        out.append(as_sentence(f"{name} only exchanged a few words"))
-    if len(said) + len(out) < 2:
-        out.append(
+        if sentence and new_words(sentence, [*said, *(s for _, s in out)], names=[name]):  # not told yet
+            out.append((memory.id, sentence))
+    told = [s for _, s in sorted(out)]
+    if not told and not said:
+        told.append(as_sentence(f"{name} only exchanged a few words"))
+    if len(said) + len(told) < 2:
+        told.append(
             "Nothing was decided."
             if open_left and not decided
             else "Nothing was left open."
             if decided
             else "Nothing was decided and nothing was left open."
         )
-    return out
+    return told
 
 
 def user_said(memory: MemoryItem) -> str:
@@ -190,6 +202,7 @@ def topic_parts(
     resolutions: Sequence[resolve.Resolution],
     exchanges: Sequence[MemoryItem],
     storylines: Mapping[int, str],
+    avoid: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
     """One proposed memory per topic, when the conversation held two or more; else [].
 
@@ -221,7 +234,7 @@ def topic_parts(
         mine = items_of(sid)
         settled = [r for r in resolutions if r.evidence.message.id in ids]
         told = [m for m in exchanges if m.storyline_id == sid]
-        text = compose_narrative(groups[sid], mine, settled, told)
+        text = compose_narrative(groups[sid], mine, settled, told, avoid)
         parts.append(
             {"storyline_id": sid, "name": storylines[sid], "narrative": text, "entity_keys": [e.key for e in mine]}
         )

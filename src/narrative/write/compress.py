@@ -193,7 +193,35 @@ def gather_entities(
         previous = m.content
     things = named_things(messages, list(items.values()))
     kept = [e for e in items.values() if not (e.entity_type is EntityType.PERSON and e.name.casefold() in things)]
-    return [replace(e, key=f"e{i + 1}") for i, e in enumerate(kept)]
+    return [replace(e, key=f"e{i + 1}") for i, e in enumerate(_one_each(kept))]
+
+
+_RESTATED_TYPES = (EntityType.TASK, EntityType.WAITING_ON, EntityType.QUESTION_OPENED)
+
+
+def _one_each(entities: list[PreviewEntity]) -> list[PreviewEntity]:
+    """Open items said twice ("I'm waiting on Dana to send the samples", then "Dana will send the samples on
+    Monday") are one item: the one that says more keeps the other's rows."""
+    kept = list(entities)
+    for e in entities:
+        if e.entity_type not in _RESTATED_TYPES:
+            continue
+        keys = word_keys(e.label)
+        fuller = next(
+            (
+                o
+                for o in kept
+                if o is not e
+                and o.entity_type is e.entity_type
+                and keys <= word_keys(o.label)
+                and (keys != word_keys(o.label) or len(e.label) < len(o.label))
+            ),
+            None,
+        )
+        if fuller is not None and keys:
+            fuller.entity_ids.extend(e.entity_ids)
+            kept.remove(e)
+    return kept
 
 
 def named_things(messages: Sequence[Message], entities: Sequence[PreviewEntity]) -> set[str]:

@@ -24,6 +24,14 @@ _DECIDED_LABEL = caseless(r"^\W*(?:(?:our|my|the|final)\s+)?(?:decided|decision|
 _AFTER_DECIDED = (("to ", "to"), ("on ", "on"), ("upon ", "on"), ("that ", "that"), ("against ", "not"))
 _PAST_CHOICE = frozenset("picked chose opted settled agreed went preferred prioritized prioritised switched".split())
 _DETERMINER = r"(?:the|a|an|our|my|your|their|his|her|its|this|that|these|those|every|each|all|both)"
+_FUNCTION = frozenset(
+    "the a an our my your their his her its this that these those and or but of in on at to with by for from into "
+    "over under after before is are was were".split()
+)
+_AFTER_VERB = frozenset(
+    "in on at to with by for from into over under after before the a an our my first last next early late together "
+    "home away out up down off back".split()
+)
 #: a subject (a determiner and up to three words, or one to three bare words) and then a finite verb
 _CLAUSE = caseless(
     r"^(?:(?:we|i|they|he|she|you|it)\s+(?!to\b)[a-z']+\b|"
@@ -134,7 +142,7 @@ def _alternatives(sentence: str, start: int) -> tuple[str, ...]:
         alts.extend(_ALT_SPLIT.split(_ALT_STOP.sub("", over.group("alt"))))
     out: list[str] = []
     for alt in alts:
-        a = clip(re.sub(r"^(?:the|a|an|to)\s+", "", alt.strip(), flags=IGNORE_CASE), 8)
+        a = clip(re.sub(r"^[Tt]o\s+|^(?:[Tt]he|[Aa]n?)\s+(?=[A-Z])", "", alt.strip()), 8)  # keep "the green one"
         if a and a.lower() not in (o.lower() for o in out):
             out.append(a)
     return tuple(out)
@@ -194,8 +202,22 @@ def find_decision_form(sentence: str, following: str | None = None) -> tuple[Dec
 
 def clause_like(text: str) -> bool:
     """Whether ``text`` reads as a clause with its own verb ("the speech opens with …", "recurring events come
-    first") rather than a thing ("the blue logo") or an action ("host the party")."""
-    return bool(_CLAUSE.match(text.strip()))
+    first", "the kids sleep in the loft") rather than a thing ("the blue logo", "the party at the office") or
+    an action ("host the party").  Without a lexicon of verbs, agreement tells: a plural subject and a bare verb
+    ("kids sleep"), or a singular subject and a verb in -s ("the speech opens"), followed by what follows a verb
+    (a preposition, an article, an adverb)."""
+    text = text.strip()
+    if _CLAUSE.match(text):
+        return True
+    words = [w.lower().strip(",;:") for w in text.split()]
+    start = 1 if words and re.fullmatch(_DETERMINER, words[0]) else 0
+    for at in range(start + 1, min(len(words) - 1, start + 4)):
+        subject, verb, after = words[at - 1], words[at], words[at + 1]
+        if verb in _FUNCTION or after not in _AFTER_VERB or not verb.isalpha():
+            continue
+        if subject.endswith("s") != verb.endswith("s"):
+            return True
+    return False
 
 
 def rationale_of(sentence: str) -> str:
