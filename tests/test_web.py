@@ -235,6 +235,32 @@ def test_split_and_resume(page: Any, site: dict[str, Any]) -> None:
     page.get_by_role("button", name="Close and review").wait_for()
 
 
+def test_two_topics_are_reviewed_and_stored_as_two_memories(page: Any, site: dict[str, Any]) -> None:
+    engine = site["engine"]
+    engine.confirm_memory(site["pending"])
+    cid = close_another(
+        engine,
+        "Garden and taxes",
+        [
+            "Let's plan the new bed: tomatoes along the south fence.",
+            "The beans go by the shed, and the herbs near the kitchen door.",
+            "Also, completely different topic: my tax return is due on April 30.",
+            "I need to ask my accountant for the P60 by next week.",
+        ],
+    )
+    preview = engine.get_memory_preview(cid)
+    assert preview.proposes_parts
+    page.goto(f"{site['server'].url}/#key={site['key']}")
+    page.get_by_role("heading", name="Memory from “Garden and taxes”").wait_for()
+    parts = page.locator("#preview-narrative li")
+    assert parts.count() == 2 and "April 30" in parts.nth(1).inner_text() and "tomatoes" in parts.nth(0).inner_text()
+    assert "each memory to its topic's storyline" in page.locator("#preview-destination").inner_text()
+    page.get_by_role("button", name="✓ Confirm").click()
+    page.locator("li.memory.highlight").wait_for()
+    made = engine.get_conversation_archive(cid)["memories"]
+    assert sorted(m.storyline_id for m in made) == sorted(p["storyline_id"] for p in preview.parts)
+
+
 def test_search_chain_and_influence(page: Any, site: dict[str, Any]) -> None:
     base = site["server"].url
     page.goto(f"{base}/")
