@@ -18,7 +18,7 @@ from llm_server import Reply, ScriptedLLMServer, scripted_llm_server
 from narrative.errors import ConversationAlreadyActive, InvalidTransition, NotFound, ValidationError
 from narrative.model import ConversationStatus, DeltaType, EntityType, Source, Stream
 from narrative.write import lifecycle
-from narrative.write.close import Preview
+from narrative.write.preview import Preview
 
 Snap = Callable[[Any], dict[str, list[tuple[Any, ...]]]]
 llm_server = pytest.fixture(scripted_llm_server)

@@ -2,9 +2,10 @@
 
 A child process remembers turns as fast as it can with the real model and prints each message id
 once its turn has committed; once it has reported a few committed turns, the parent kills it with
-SIGKILL (during a later turn), three times on one database (a SQLite file, and PostgreSQL).  After each kill: SQLite's and FTS5's integrity
-checks pass (on SQLite), every printed message is there, ``process_pending`` finishes the
-interrupted turn's work without duplicates, and the vector index holds every memory.
+SIGKILL (during a later turn), three times on one database (a SQLite file, and PostgreSQL).  After
+each kill: SQLite's and FTS5's integrity checks pass (on SQLite), every printed message is there,
+``process_pending`` finishes the interrupted turn's work without duplicates, and the vector index
+holds every memory.
 """
 
 from __future__ import annotations

@@ -238,19 +238,30 @@ def test_a_batch_of_messages_in_one_call(world: World) -> None:
     assert bob.post(API + "/messages/batch", {"messages": []}).status == 422
 
 
-def test_a_memory_history_keeps_the_original(world: World) -> None:
+def test_a_memory_history_lists_every_change_and_outlives_a_delete(world: World, contract: Contract) -> None:
     alice = world.client("alice")
     made = alice.post(API + "/memories", {"content": "the frame is steel"}).json
     first = alice.get(f"{API}/memories/{made['id']}/history").json
-    assert [v["content"] for v in first["versions"]] == ["the frame is steel"] and not first["user_edited"]
+    assert [(e["kind"], e["new_text"]) for e in first["events"]] == [("created", "the frame is steel")]
+    assert first["deleted"] is False and first["memory"]["content"] == "the frame is steel"
     alice.patch(f"{API}/memories/{made['id']}", {"content": "the frame is aluminium"})
-    alice.patch(f"{API}/memories/{made['id']}", {"content": "the frame is titanium"})
+    alice.patch(f"{API}/memories/{made['id']}", {"content": "the frame is titanium", "importance": 4})
     history = alice.get(f"{API}/memories/{made['id']}/history").json
-    assert [(v["kind"], v["content"]) for v in history["versions"]] == [
-        ("original", "the frame is steel"),
-        ("current", "the frame is titanium"),
+    assert [(e["kind"], e["old_text"], e["new_text"]) for e in history["events"]] == [
+        ("created", "", "the frame is steel"),
+        ("edited", "the frame is steel", "the frame is aluminium"),
+        ("edited", "the frame is aluminium", "the frame is titanium"),
     ]
-    assert history["user_edited"] is True
+    assert history["events"][2]["detail"] == {"fields": ["content", "importance"]}
+    stamps = [e["created_at"] for e in history["events"]]
+    assert stamps == sorted(stamps) and all(e["memory_id"] == made["id"] for e in history["events"])
+    assert world.client("bob").get(f"{API}/memories/{made['id']}/history").status == 404
+    assert alice.delete(f"{API}/memories/{made['id']}").status == 200
+    assert alice.get(f"{API}/memories/{made['id']}").status == 404
+    tombstone = Checked(alice, contract).get(f"/memories/{made['id']}/history")  # the contract holds after a delete
+    assert tombstone.status == 200 and tombstone.json["deleted"] is True and tombstone.json["memory"] is None
+    assert [e["kind"] for e in tombstone.json["events"]] == ["created", "edited", "edited", "deleted"]
+    assert "steel" not in json.dumps(tombstone.json) and "titanium" not in json.dumps(tombstone.json)
     assert world.client("bob").get(f"{API}/memories/{made['id']}/history").status == 404
 
 

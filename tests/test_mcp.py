@@ -56,9 +56,10 @@ TALKING_ROCK = {
     "explain_classification",
     "get_memory_influence_chain",
 }
+HISTORY = {"get_memory_history"}
 EVERYDAY = {"remember", "recall", "get_context", "greet", "list_storylines", "walk_narrative"}
 REVIEW = {"edit_memory_preview", "redirect_memory", "split_memory", "resolve_thread", "record_outcome", "forget_memory"}
-ALL_TOOLS = KOSHI | TALKING_ROCK | EVERYDAY | REVIEW
+ALL_TOOLS = KOSHI | TALKING_ROCK | EVERYDAY | REVIEW | HISTORY
 READ_ONLY = {
     "recall",
     "search_memories",
@@ -73,6 +74,7 @@ READ_ONLY = {
     "get_open_threads",
     "explain_classification",
     "get_memory_influence_chain",
+    "get_memory_history",
 }
 
 
@@ -333,6 +335,12 @@ def test_edit_memory_text_and_entities(server: Driver) -> None:
     assert edited["content"].startswith("We chose SQLite") and edited["user_edited"] is True
     assert edited["original_content"] == target["content"]
     assert "nothing to change" in server.error("edit_memory", memory_id=target["memory_id"])
+    history = server.ok("get_memory_history", memory_id=target["memory_id"])
+    assert history["deleted"] is False and history["events"][0]["kind"] == "created"
+    edit = history["events"][-1]
+    assert edit["kind"] == "edited" and edit["old_text"] == target["content"]
+    assert edit["new_text"] == "We chose SQLite over Firebase: offline, free, simple."
+    assert edit["detail"] == {"fields": ["content"]} and edit["created_at"] >= history["events"][0]["created_at"]
 
     needs("open_threads")
     if "entities_to_add" not in inspect.signature(narrative.Memory.edit_memory).parameters:
@@ -508,6 +516,10 @@ def test_resolve_a_thread_record_an_outcome_and_forget_a_memory(server: Driver) 
     gone = server.ok("forget_memory", memory_id=target["memory_id"])
     assert gone["deleted"] == target["memory_id"] and gone["counts"]["memories"] == 1
     assert "NotFound" in server.error("forget_memory", memory_id=target["memory_id"])
+    tombstone = server.ok("get_memory_history", memory_id=target["memory_id"])  # still answers, without text
+    assert tombstone["deleted"] is True and tombstone["events"][-1]["kind"] == "deleted"
+    assert all(e["old_text"] == e["new_text"] == "" for e in tombstone["events"])
+    assert "NotFound" in server.error("get_memory_history", memory_id=999_999)
     tools = {t.name: t for t in server.tools()}
     assert tools["forget_memory"].annotations is not None and tools["forget_memory"].annotations.destructive_hint
 

@@ -17,7 +17,7 @@ import pytest
 import narrative
 from conftest import FakeClock
 from narrative.engine import Turn
-from narrative.model import MemoryItem, ReflectionDetails, Retention, Source, StorylineKind, Stream
+from narrative.model import MemoryItem, ReflectionDetails, Retention, Source, Stream
 from narrative.text import patterns as P
 from narrative.text.words import restated_in
 from narrative.write import reflect
@@ -97,7 +97,7 @@ def test_a_reflection_comes_every_n_exchanges_and_covers_them(mem3: narrative.Me
 
 
 def test_a_reflection_that_would_restate_one_sentence_is_not_stored(mem3: narrative.Memory) -> None:
-    """"Maya asked “Which map library …?”" alone, or "Maya decided to use MapLibre …" alone, says the one
+    """ "Maya asked “Which map library …?”" alone, or "Maya decided to use MapLibre …" alone, says the one
     sentence the exchange already holds: one fact is stored once."""
     turns = say(mem3, [QUESTION, DECISION, RESEARCH])
     assert turns[-1].reflections == [] and reflections(mem3) == []

@@ -8,6 +8,8 @@ that holds it instead of copying it; a list shows each fact once.  Real SQLite f
 
 from __future__ import annotations
 
+from typing import Any
+
 import narrative
 from narrative.model import Entity, EntityType, Stream
 
@@ -64,7 +66,7 @@ def test_a_split_stores_the_parts_and_nothing_else(mem: narrative.Memory) -> Non
     work = mem.create_storyline("Work")
     before = ids(mem, cid)
     mem.close_conversation(cid)
-    parts = [
+    parts: list[dict[str, Any]] = [
         {"narrative": "The service moves to Postgres.", "storyline_id": work.id},
         {"narrative": "Priya owes the schema dump.", "storyline_id": None},
     ]

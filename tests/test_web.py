@@ -438,6 +438,45 @@ def test_edit_and_delete_a_memory(page: Any, site: dict[str, Any]) -> None:
         engine.get_memory(second.id)
 
 
+def test_a_memorys_history_on_the_page_also_after_a_delete(page: Any, site: dict[str, Any]) -> None:
+    engine = site["engine"]
+    archived = next(c for c in engine.list_conversations() if c.status.value == "archived")
+    reviewed = engine.get_conversation_archive(archived.id)["memories"][0]
+    open_page(page, site, f"/archive/{archived.id}")
+    item = page.locator("#archive-memories li.memory").first
+    item.get_by_role("button", name=f"Edit memory #{reviewed.id}").click()
+    page.get_by_label(f"Text of memory #{reviewed.id}").fill("Maya chose SQLite for the garden app: it works offline.")
+    item.get_by_role("button", name="Save").click()
+    page.get_by_text(f"Memory #{reviewed.id} saved.").wait_for()
+    item.get_by_role("link", name=f"history of memory #{reviewed.id}").click()
+    page.get_by_role("heading", name=f"History of memory #{reviewed.id}").wait_for()
+    wait_title(page, f"History of memory #{reviewed.id} — narrative")
+    events = page.locator("#history-events li.event")
+    assert events.count() == 3
+    assert [events.nth(i).locator(".meta strong").inner_text() for i in range(3)] == [
+        "Stored",
+        "Confirmed in the review",
+        "Edited",
+    ]
+    edited = events.nth(2)
+    assert edited.locator(".old del").inner_text() == reviewed.content
+    assert edited.locator(".new").inner_text() == "Maya chose SQLite for the garden app: it works offline."
+    assert "fields: content" in edited.inner_text()
+    assert "Maya chose SQLite for the garden app" in page.locator("#history-about").inner_text()
+    events.nth(1).get_by_role("link", name=f"conversation #{archived.id}").wait_for()
+    shot(page, "memory-history.png")
+
+    engine.delete_memory(reviewed.id)
+    open_page(page, site, "/history")  # the form finds a memory no list shows any more
+    page.get_by_label("History of memory #", exact=True).fill(str(reviewed.id))
+    page.get_by_role("button", name="Show").click()
+    page.get_by_text("This memory was deleted.").wait_for()
+    page.wait_for_function("() => document.querySelectorAll('#history-events li.event').length === 4")
+    assert events.nth(3).locator(".meta strong").inner_text() == "Deleted"
+    assert "SQLite" not in page.locator("#view-history").inner_text()
+    shot(page, "memory-history-deleted.png")
+
+
 def test_rename_a_storyline_and_its_summary_keeps_its_bullets(page: Any, site: dict[str, Any]) -> None:
     engine = site["engine"]
     bulleted = max(engine.list_storylines(), key=lambda s: s.summary.count("\n- "))

@@ -127,6 +127,17 @@ class InfluenceType(StrEnum):
     RETRIEVAL = "retrieval"
 
 
+class EventKind(StrEnum):
+    """What happened to a memory (one row of its history, :class:`MemoryEvent`)."""
+
+    CREATED = "created"
+    EDITED = "edited"
+    CONFIRMED = "confirmed"  # the review step: the person confirmed what the close proposed
+    SUPERSEDED = "superseded"  # a later memory corrected it (it stays, no longer current)
+    RESTORED = "restored"  # a supersession undone: current again
+    DELETED = "deleted"  # the tombstone: the memory is gone, its events keep kind and time only
+
+
 class Retention(StrEnum):
     """ITSERR conversation-stream retention tiers (originals are never deleted)."""
 
@@ -272,6 +283,68 @@ class MemoryItem:
     extraction_model: str | None = None
     extraction_confidence: float | None = None
     event_at: datetime | None = None  # when it happened (defaults to created_at)
+    valid_to: datetime | None = None  # when it stopped being current (a later memory superseded it)
+    superseded_by: int | None = None  # the memory that superseded it
+
+    @property
+    def is_current(self) -> bool:
+        """Not superseded: what search, context and the greeting use by default."""
+        return self.valid_to is None
+
+
+@dataclass(frozen=True)
+class Passage:
+    """One searchable unit of a message: characters ``[start, end)`` of it, with its own vector and keyword
+    entry.  A message the embedding model reads whole is one passage; a long reply or a document is several.
+    ``memory_id`` is the conversation memory made when the message was processed (filters follow it)."""
+
+    id: int
+    user_id: str
+    message_id: int
+    memory_id: int
+    seq: int
+    start: int
+    end: int
+    valid_to: datetime | None = None
+    superseded_by: int | None = None  # the passage that superseded it
+
+    @property
+    def is_current(self) -> bool:
+        return self.valid_to is None
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """Two current memories (or passages of their messages) that disagree with no update order between them."""
+
+    id: int
+    user_id: str
+    memory_id: int
+    other_memory_id: int
+    created_at: datetime
+    passage_id: int | None = None
+    other_passage_id: int | None = None
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class MemoryEvent:
+    """One change to a memory: append-only, kept after the memory is deleted (without any text).
+
+    ``old_text``/``new_text``: the memory's text before and after (empty where there is none: before a
+    ``created``, and in every event of a deleted memory).  ``detail`` holds ids and words, never text:
+    ``conversation_id`` of a confirm, ``fields`` of an edit, ``superseded_by`` (a memory id), ``with``
+    (what a delete came with: memory, conversation, storyline).
+    """
+
+    id: int
+    user_id: str
+    memory_id: int
+    kind: EventKind
+    created_at: datetime
+    old_text: str = ""
+    new_text: str = ""
+    detail: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -41,6 +41,10 @@ MAX_YEAR = 9000
 NAME_FIELDS = frozenset({"user", "speaker", "label", "role", "format", "mode", "name", "stream", "source", "kind"})
 #: Parameters holding a whole document (an export).
 DOCUMENT_FIELDS = frozenset({"text"})
+#: Parameters holding a message's text, which may be a pasted document (checks.MAX_MESSAGE; a memory's own
+#: text is held to MAX_TEXT by the method).
+MAX_MESSAGE = 5_000_000
+MESSAGE_FIELDS = frozenset({"content"})
 #: Parameters counting days: a span of time must stay within the calendar (time ± days).
 MAX_DAYS = 365_000
 
@@ -134,7 +138,15 @@ def check_argument(name: str, value: Any, depth: int = 0) -> None:
         for item in items:
             require_id(item, name)
     else:
-        limit = MAX_NAME if name in NAME_FIELDS else MAX_DOCUMENT if name in DOCUMENT_FIELDS else MAX_TEXT
+        limit = (
+            MAX_NAME
+            if name in NAME_FIELDS
+            else MAX_DOCUMENT
+            if name in DOCUMENT_FIELDS
+            else MAX_MESSAGE
+            if name in MESSAGE_FIELDS
+            else MAX_TEXT
+        )
         check_value(value, name, max_text=limit, depth=depth)
 
 

@@ -20,9 +20,10 @@ from narrative.read.greeting import Greeting
 from narrative.read.open_items import open_entities, stale_entities
 from narrative.store.filters import MemoryFilter
 from narrative.write import close, lifecycle, resolve
-from narrative.write.close import ConfirmResult, Part, Preview
+from narrative.write.close import ConfirmResult, Part
 from narrative.write.compress import CloseTools, LLMCloseAssist, destination_for
 from narrative.write.embedding import TextVectors
+from narrative.write.preview import Preview
 from narrative.write.turn import ConversationEnd
 
 

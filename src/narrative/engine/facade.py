@@ -57,7 +57,8 @@ if TYPE_CHECKING:
     from narrative.read.listing import Listed
     from narrative.read.reasoning import ReasoningContext
     from narrative.read.search import SearchHit
-    from narrative.write.close import ConfirmResult, Preview
+    from narrative.write.close import ConfirmResult
+    from narrative.write.preview import Preview
     from narrative.write.turn import TurnResult
 
 
@@ -317,6 +318,10 @@ class Memory:
         """These memories, in this order, as a list shows them: each fact once (``read.listing``)."""
         return self._memories.one_fact_once(memory_ids, user=user)
 
+    def restore_memory(self, memory_id: int, *, user: str | None = None) -> model.MemoryItem:
+        """Make a memory a later statement superseded current again (undo a correction); returns it."""
+        return self._memories.restore_memory(memory_id, user=user)
+
     def edit_memory(
         self,
         memory_id: int,
@@ -338,6 +343,11 @@ class Memory:
             entities_to_add=entities_to_add,
             user=user,
         )
+
+    def history(self, memory_id: int, *, user: str | None = None) -> list[model.MemoryEvent]:
+        """Every change to a memory, oldest first: created, edited, confirmed, superseded, restored, deleted (each
+        with its time, the text before and after, a detail); after a delete, its tombstone without text."""
+        return self._memories.history(memory_id, user=user)
 
     def narrative_update(
         self,
@@ -396,9 +406,12 @@ class Memory:
         until: datetime | None = None,
         record: bool | None = None,
         min_score: float = 0.0,
+        include_superseded: bool = False,
+        as_of: datetime | None = None,
         user: str | None = None,
     ) -> list[SearchHit]:
-        """Hybrid search over this user's memories; every hit carries ``why()``."""
+        """Hybrid search over this user's memories (what is current, unless ``include_superseded`` or ``as_of``
+        a past time); every hit carries ``why()``."""
         return self._search.search(
             query,
             k,
@@ -413,6 +426,8 @@ class Memory:
             until=until,
             record=record,
             min_score=min_score,
+            include_superseded=include_superseded,
+            as_of=as_of,
             user=user,
         )
 

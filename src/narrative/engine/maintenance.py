@@ -72,6 +72,9 @@ class Maintenance:
             self.rt.store, embedder.embed_batch, model, user_id, force=force, batch_size=size, progress=progress
         )
         storylines, users = reindex.reembed_routing(self.rt.store, embedder.embed_batch, model, user_id, force=force)
+        backfilled, passages = reindex.reembed_passages(
+            self.rt.store, embedder.embed_batch, model, user_id, force=force, batch_size=size
+        )
         self.rt.store.drop_index()  # the next search builds the index from the new vectors
         status = self.embedding_status(user=user_id)
         return {
@@ -79,6 +82,8 @@ class Maintenance:
             "scope": status["scope"],
             "memories": memories,
             "storylines": storylines,
+            "passages": passages,
+            "messages_given_passages": backfilled,
             "users": users,
             "batch_size": size,
             "forced": force,

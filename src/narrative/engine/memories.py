@@ -17,7 +17,8 @@ from narrative.model import Narrative, Source, Stream
 from narrative.read import chain, listing
 from narrative.read.listing import Listed
 from narrative.store.filters import MemoryFilter
-from narrative.write import by_hand, narrate
+from narrative.write import by_hand, narrate, supersede
+from narrative.write.history import history as events_of
 
 
 class Memories:
@@ -165,6 +166,13 @@ class Memories:
         found = {m.id: m for m in self.rt.store.get_memories(user_id, wanted)}
         return listing.one_fact_once(self.rt.store, user_id, [found[i] for i in wanted if i in found])
 
+    def restore_memory(self, memory_id: int, *, user: str | None = None) -> model.MemoryItem:
+        """Make a superseded memory current again (undo a correction the detector made); nothing else changes."""
+        user_id = self.rt.user_id(user)
+        with self.rt.store.transaction():
+            supersede.restore(self.rt.store, user_id, memory_id)
+        return self.rt.store.get_memory(user_id, memory_id)
+
     def edit_memory(
         self,
         memory_id: int,
@@ -193,6 +201,10 @@ class Memories:
             self._embedder(),
             self.rt.clock(),
         )
+
+    def history(self, memory_id: int, *, user: str | None = None) -> list[model.MemoryEvent]:
+        """Every change to a memory, oldest first; after a delete, its tombstone (kinds and times, no text)."""
+        return events_of(self.rt.store, self.rt.user_id(user), memory_id)
 
     # --- the narrative chain (Koshi) ------------------------------------------------
 

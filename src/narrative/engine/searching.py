@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 
 import numpy as np
 
-from narrative.checks import require_choice, require_positive, require_score, require_text
+from narrative.checks import require_choice, require_flag, require_positive, require_score, require_text, require_time
 from narrative.engine.core import Runtime
 from narrative.model import EntityType, InfluenceType, Source, Stream, Use, UseKind, UseReference
 from narrative.read import chain
@@ -63,6 +64,8 @@ class Search:
         until: datetime | None = None,
         record: bool | None = None,
         min_score: float = 0.0,
+        include_superseded: bool = False,
+        as_of: datetime | None = None,
         user: str | None = None,
     ) -> list[SearchHit]:
         """Hybrid search over this user's memories; every hit carries ``why()``.
@@ -72,6 +75,10 @@ class Search:
         be returned (a query word, or a cosine similarity at the embedder's floor), so a query with nothing
         relevant returns nothing; ``min_score`` (0–1) drops weaker hits too.  No message is shown by two hits:
         ``hit.text`` is what to show a reader, ``hit.also`` the memories folded into the hit.
+
+        Only what is current is returned: a statement a later one superseded ("I live in Lisbon now, not
+        Berlin") is left out, and named in the newer hit's ``why()``.  ``include_superseded=True`` returns it
+        too; ``as_of`` a time returns what was current then.
         """
         user_id = self.rt.user_id(user)
         require_text(query, "query", max_length=10_000)
@@ -87,7 +94,11 @@ class Search:
             since=since,
             until=until,
         )
-        params = self.search_params(k, mode, min_score)
+        params = replace(
+            self.search_params(k, mode, min_score),
+            include_superseded=require_flag(include_superseded, "include_superseded"),
+            as_of=None if as_of is None else require_time(as_of, "as_of"),
+        )
         embed = self.embed_query if self.rt.embedder is not None else None
         hits = hybrid_search(self.rt.store, user_id, query, self.rt.clock(), params, where, embed)
         if self.rt.settings.record_uses if record is None else record:

@@ -68,13 +68,15 @@ class Sovereignty:
 
     def delete_memory(self, memory_id: int, *, user: str | None = None) -> dict[str, int]:
         """Delete one memory with its entities, deltas, sources, vector and full-text entry."""
-        return forget.delete_memory(self.rt.store, self.rt.user_id(user), memory_id)
+        return forget.delete_memory(self.rt.store, self.rt.user_id(user), memory_id, self.rt.clock())
 
     def delete_conversation(self, conversation_id: int, *, user: str | None = None) -> dict[str, int]:
         """Delete a conversation and what came only from it: messages, memories, links, entities, uses."""
         embedder = self.rt.embedder
         embed, model = (None, None) if embedder is None else (embedder.embed_batch, embedder.identity)
-        return forget.delete_conversation(self.rt.store, self.rt.user_id(user), conversation_id, embed, model)
+        return forget.delete_conversation(
+            self.rt.store, self.rt.user_id(user), conversation_id, embed, model, self.rt.clock()
+        )
 
     def delete_storyline(
         self, storyline_id: int, *, move_to_your_story: bool = True, user: str | None = None

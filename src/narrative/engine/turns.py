@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from narrative.checks import require_choice, require_text
+from narrative.checks import require_choice, require_message
 from narrative.engine.core import Runtime
 from narrative.model import Message, Role
 from narrative.write import embedding, lifecycle
@@ -107,7 +107,7 @@ class Turns:
         user_id = self.rt.user_id(user)
         items = list(turns)
         for turn in items:
-            require_text(turn.content, "content")
+            require_message(turn.content, "content")
             require_choice(Role, turn.role, "role")
         results: list[TurnResult] = []
         batch = max(1, getattr(self.rt.embedder, "batch_size", 64))
@@ -155,6 +155,8 @@ class Turns:
                         defaults,
                         your_story,
                         routing_vector=made.routing,
+                        spans=made.spans,
+                        passage_vectors=made.passages,
                     )
                 )
             return results
@@ -182,6 +184,8 @@ class Turns:
                             routing_vector=made.routing,
                             previous=before,
                             context=context,
+                            spans=made.spans,
+                            passage_vectors=made.passages,
                         )
                     )
                 except Exception as error:  # rolled back to the turn's savepoint: commit the turns before it

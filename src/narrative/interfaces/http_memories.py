@@ -17,6 +17,7 @@ from narrative.interfaces.http_models import (
     StorylineIn,
     StorylineRename,
 )
+from narrative.model import EventKind
 
 router = APIRouter(prefix="/api/v1", responses=S.ERRORS)
 
@@ -154,14 +155,13 @@ def influence(who: Who, memory_id: int, limit: Annotated[int, Query(ge=1, le=200
     "/memories/{memory_id}/history",
     tags=["memories"],
     response_model=S.MemoryHistory,
-    summary="A memory's history: the text as first stored and as it reads now",
+    summary="A memory's history: every change as an event (also after a delete: a tombstone without text)",
 )
 def memory_history(who: Who, memory_id: int) -> JSONResponse:
-    memory = who.memory.get_memory(memory_id, user=who.user)
-    versions = [{"version": 1, "kind": "original", "content": memory.original_content or memory.content}]
-    if memory.original_content is not None and memory.original_content != memory.content:
-        versions.append({"version": 2, "kind": "current", "content": memory.content})
-    return ok({"memory_id": memory.id, "user_edited": memory.user_edited, "versions": versions, "memory": memory})
+    events = who.memory.history(memory_id, user=who.user)
+    deleted = bool(events) and events[-1].kind is EventKind.DELETED
+    memory = None if deleted else who.memory.get_memory(memory_id, user=who.user)
+    return ok({"memory_id": memory_id, "deleted": deleted, "events": events, "memory": memory})
 
 
 # --- storylines -------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal, Self
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 Text = Annotated[str, Field(min_length=1, max_length=100_000)]
+MessageText = Annotated[str, Field(min_length=1, max_length=5_000_000)]  # checks.MAX_MESSAGE: a document fits
 Name = Annotated[str, Field(min_length=1, max_length=200)]
 Id = Annotated[int, Field(ge=1)]
 
@@ -63,7 +64,7 @@ class Split(Body):
 class TurnIn(Body):
     """One turn to remember (runs the write path: route, extract, narrate)."""
 
-    content: Text
+    content: MessageText
     role: Role = "user"
     speaker: Annotated[str, Field(max_length=200)] = ""
     at: datetime | None = None

@@ -26,6 +26,7 @@ Narrative = model.Narrative
 Entity = model.Entity
 Use = model.Use
 Message = model.Message
+MemoryEvent = model.MemoryEvent
 
 
 class Closed(BaseModel):
@@ -133,19 +134,16 @@ class RecallChain(Closed):
     earlier: list[Narrative]
 
 
-class Version(Closed):
-    version: int = Field(description="1 is the text as first stored.")
-    kind: str = Field(description="`original` or `current`.")
-    content: str
-
-
 class MemoryHistory(Closed):
-    """The memory's text as first stored and as it reads now (the store keeps these two)."""
+    """Every change to the memory, oldest first; after a delete, its tombstone (kinds and times, no text)."""
 
     memory_id: int
-    user_edited: bool
-    versions: list[Version]
-    memory: MemoryItem
+    deleted: bool = Field(description="The memory is gone; its events stay, without their texts.")
+    events: list[MemoryEvent] = Field(
+        description="created, edited, confirmed, superseded, restored, deleted: each with its time, the text"
+        " before and after (`old_text`, `new_text`) and a `detail` of ids and words."
+    )
+    memory: MemoryItem | None = Field(description="The memory as it reads now (null after a delete).")
 
 
 # --- search ---------------------------------------------------------------------------------------

@@ -461,6 +461,21 @@ class NarrativeTools:
         """
         return {"memory_id": memory_id, "uses": plain(self.memory.influence_chain(memory_id, limit))}
 
+    @tool(read_only=True)
+    def get_memory_history(
+        self, memory_id: Annotated[int, Field(description="The memory whose changes to list.")]
+    ) -> dict[str, Any]:
+        """Every change to one memory, oldest first: created, edited, confirmed (the user's review), superseded
+        (a later memory corrected it), restored, deleted; each with its time, the text before and after, and a
+        detail. A deleted memory still answers, with its events but none of its text.
+
+        Call it when the user asks how a memory came to read as it does, or what it said before.
+        Returns {memory_id, deleted, events: [{id, kind, created_at, old_text, new_text, detail}]}.
+        """
+        events = self.memory.history(memory_id)
+        deleted = bool(events) and events[-1].kind.value == "deleted"
+        return {"memory_id": memory_id, "deleted": deleted, "events": plain(events)}
+
 
 def tool_specs(owner: type = NarrativeTools) -> list[ToolSpec]:
     """Every tool of the class ``owner``, in definition order."""

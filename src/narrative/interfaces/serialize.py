@@ -52,5 +52,6 @@ def hit_dict(hit: Any) -> dict[str, Any]:
         "message_ids": list(memory.message_ids),
         "created_at": (memory.event_at or memory.created_at).isoformat(),
         "score": round(hit.score, 6),
+        "conflicts": list(getattr(hit, "conflicts", ())),
         "why": hit.why(),
     }

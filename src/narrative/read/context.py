@@ -74,6 +74,7 @@ from narrative.model import (
     Stream,
 )
 from narrative.providers.tokens import ApproxTokenCounter, TokenCounter
+from narrative.read.current import current_messages
 from narrative.read.scene import Scene, SceneItem, SceneSettings, auxiliary, build_scene
 from narrative.read.search import SearchHit
 from narrative.store.filters import MemoryFilter
@@ -314,6 +315,7 @@ def _gather(store: Store, user_id: str) -> _Gathered:
     recent: list[Message] = []
     if conversation is not None:
         recent = store.list_messages(user_id, conversation_id=conversation.id, limit=MAX_RECENT, latest=True)
+        recent = current_messages(store, user_id, recent)  # a corrected statement is not shown as what is true
     storylines = {s.id: s for s in store.list_storylines(user_id, include_archived=True)}
     candidates = recent or store.list_messages(user_id, limit=10, latest=True)
     current = _current_storyline(candidates, storylines)
@@ -341,11 +343,19 @@ def _select(
     for hit in hits:
         seen.add(hit.memory.id)
         chosen.append(
-            _recalled(hit.memory, len(chosen) + 1, "search", hit.score, str(hit.why()["summary"]), chat_length)
+            _recalled(
+                hit.memory,
+                len(chosen) + 1,
+                "search",
+                hit.score,
+                str(hit.why()["summary"]),
+                chat_length,
+                shown=hit.text if hit.text and hit.text != hit.memory.content else None,
+            )
         )
     if current is None or extra <= 0:
         return chosen
-    newest = store.list_memories(user_id, MemoryFilter(storyline_ids=[current.id], limit=3 * extra))
+    newest = store.list_memories(user_id, MemoryFilter(storyline_ids=[current.id], current_only=True, limit=3 * extra))
     ranked = sorted(enumerate(newest), key=lambda p: (-p[1].importance, p[0]))
     picked = [m for _, m in ranked if m.id not in seen][:extra]
     for memory in picked:
@@ -354,8 +364,16 @@ def _select(
     return chosen
 
 
-def _recalled(memory: MemoryItem, rank: int, origin: str, score: float, why: str, chat_length: int) -> Recalled:
-    return Recalled(memory, rank, origin, score, why, scene_position(memory, chat_length), memory_text(memory))
+def _recalled(
+    memory: MemoryItem, rank: int, origin: str, score: float, why: str, chat_length: int, shown: str | None = None
+) -> Recalled:
+    """A recalled memory as the scene shows it: what its search hit shows (the turns and passages that answer,
+    not what a later turn superseded), else the memory's own text."""
+    if shown is not None and memory.retention is Retention.FULL:
+        text = memory_text(dataclasses.replace(memory, content=shown))
+    else:
+        text = memory_text(memory)
+    return Recalled(memory, rank, origin, score, why, scene_position(memory, chat_length), text)
 
 
 # --- sections ------------------------------------------------------------------------------------------------

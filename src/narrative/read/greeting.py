@@ -31,6 +31,7 @@ from narrative.model import (
     Source,
     Stream,
 )
+from narrative.read.current import current_messages
 from narrative.read.open_items import open_entities, recent_entities
 from narrative.store.filters import MemoryFilter
 from narrative.store.protocol import Store
@@ -168,7 +169,9 @@ def _section(title: str, items: list[Entity], now: datetime, stale: bool = False
 
 
 def _resume(store: Store, user_id: str, active: Conversation, now: datetime, recent: int) -> Greeting:
-    messages = store.list_messages(user_id, conversation_id=active.id, limit=recent, latest=True)
+    messages = current_messages(
+        store, user_id, store.list_messages(user_id, conversation_id=active.id, limit=recent, latest=True)
+    )
     running = None
     for message in reversed(messages):
         if message.storyline_id is not None:
@@ -205,11 +208,11 @@ def _clip(text: str, limit: int = 160) -> str:
 def _latest_memory(store: Store, user_id: str) -> MemoryItem | None:
     """The newest user-reviewed memory of a closed conversation: a closing memory, or the memory of what was said
     that a confirmation kept instead of a copy (docs/decisions.md, "What a close stores")."""
-    where = MemoryFilter(streams=[Stream.NARRATIVE], sources=[Source.NARRATIVE], limit=50)
+    where = MemoryFilter(streams=[Stream.NARRATIVE], sources=[Source.NARRATIVE], current_only=True, limit=50)
     found = [next((m for m in store.list_memories(user_id, where) if m.user_reviewed), None)]
     for conversation in store.list_conversations(user_id, status=ConversationStatus.ARCHIVED, limit=1):
-        kept = store.list_memories(user_id, MemoryFilter(conversation_ids=[conversation.id], limit=500))
-        found.append(next((m for m in kept if m.user_reviewed), None))
+        where = MemoryFilter(conversation_ids=[conversation.id], current_only=True, limit=500)
+        found.append(next((m for m in store.list_memories(user_id, where) if m.user_reviewed), None))
     reviewed = [m for m in found if m is not None]
     return max(reviewed, key=lambda m: (m.created_at, m.id)) if reviewed else None
 

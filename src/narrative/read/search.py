@@ -25,7 +25,8 @@ from enum import StrEnum
 
 import numpy as np
 
-from narrative.model import SUMMARY_STREAMS, MemoryItem, Message, Stream
+from narrative.model import SUMMARY_STREAMS, MemoryItem, Message, Passage, Stream
+from narrative.read.current import stale_messages
 from narrative.store.filters import MemoryFilter
 from narrative.store.keyword_index import query_terms, terms
 from narrative.store.protocol import Store
@@ -59,6 +60,8 @@ class SearchParams:
     similarity_floor: float = 0.0  # a vector-only candidate needs at least this cosine similarity
     min_score: float = 0.0  # drop hits scoring below this
     summary_weight: float = 0.5  # a summary of many messages needs twice the match to outrank the words themselves
+    include_superseded: bool = False  # also what a later statement superseded
+    as_of: datetime | None = None  # what was current at this time (instead of now)
 
 
 DEFAULT_WEIGHTS = Weights(0.7, 0.3)
@@ -82,6 +85,11 @@ class SearchHit:
     text: str = ""  # what to show a reader: the memory's text, or only the turns in ``shown`` of an exchange
     floor: float = 0.0  # the similarity floor this hit passed
     period: str = ""  # the time the query named, which ``recency`` was measured to ("" = now)
+    passage: Passage | None = None  # the passage that matched, when the hit is a passage of a message
+    passages: tuple[Passage, ...] = ()  # the passage shown of each long message in ``shown``
+    supersedes: tuple[MemoryItem, ...] = ()  # the memories this one superseded (not shown: no longer current)
+    conflicts: tuple[int, ...] = ()  # current memories that disagree with this one (both are shown)
+    conflict_reasons: tuple[str, ...] = ()
 
     def why(self) -> dict[str, object]:
         """The explanation fields: ranks in each list, fused score, recency factor, weights."""
@@ -90,8 +98,14 @@ class SearchHit:
             parts.append(f"keyword rank {self.bm25_rank}")
         if self.vector_rank is not None:
             parts.append(f"vector rank {self.vector_rank} (cosine {self.similarity:.3f}, {self.closeness()})")
+        if self.passage is not None:
+            parts.append(f"passage {self.passage.seq + 1} of message #{self.passage.message_id} matched")
         if self.also:
             parts.append("folds in " + ", ".join(f"#{i}" for i in self.also) + " (same messages)")
+        for old in self.supersedes:
+            parts.append(f"supersedes #{old.id}, {_quote(old.content)}, from {_day(old)}")
+        for other, reason in zip(self.conflicts, self.conflict_reasons, strict=False):
+            parts.append(f"conflicts with #{other} ({reason})")
         return {
             "bm25_rank": self.bm25_rank,
             "bm25_score": None if self.bm25_score is None else round(self.bm25_score, 4),
@@ -105,6 +119,18 @@ class SearchHit:
             "score": round(self.score, 6),
             "closeness": self.closeness(),
             "also": list(self.also),
+            "passage": None if self.passage is None else _passage_dict(self.passage),
+            "shown_passages": [_passage_dict(p) for p in self.passages],
+            "supersedes": [
+                {
+                    "id": m.id,
+                    "content": m.content,
+                    "from": _day(m),
+                    "valid_to": None if m.valid_to is None else m.valid_to.isoformat(),
+                }
+                for m in self.supersedes
+            ],
+            "conflicts": [{"id": i, "reason": r} for i, r in zip(self.conflicts, self.conflict_reasons, strict=False)],
             "summary": "; ".join(parts) + self._time(),
         }
 
@@ -124,6 +150,25 @@ class SearchHit:
         return "loosely related" if self.similarity >= self.floor else "below the similarity floor"
 
 
+def _quote(text: str, limit: int = 60) -> str:
+    line = " ".join(text.split())
+    return repr(line if len(line) <= limit else line[: limit - 1] + "…")
+
+
+def _day(memory: MemoryItem) -> str:
+    return (memory.event_at or memory.created_at).date().isoformat()
+
+
+def _passage_dict(passage: Passage) -> dict[str, int]:
+    return {
+        "id": passage.id,
+        "message_id": passage.message_id,
+        "part": passage.seq + 1,
+        "start": passage.start,
+        "end": passage.end,
+    }
+
+
 def recency_factor(when: datetime, now: datetime, half_life_days: float, period: Period | None = None) -> float:
     """``0.5 ** (days / half_life)``: days since ``when``, or, when the query named a period, days from it."""
     days = period.distance_days(when) if period is not None else max(0.0, (now - when).total_seconds() / 86400.0)
@@ -140,6 +185,31 @@ def fuse(ranked_lists: Sequence[Sequence[int]], rrf_k: int, weights: Sequence[fl
     return fused
 
 
+@dataclass(frozen=True)
+class _Unit:
+    """One ranked candidate: a memory, or a passage of a message (shown through its message's own memory)."""
+
+    memory_id: int
+    stream: Stream
+    when: datetime
+    sources: tuple[int, ...]
+    passage: Passage | None = None
+
+
+Key = tuple[str, int]  # ("m", memory id) or ("p", passage id)
+
+
+@dataclass
+class _Candidates:
+    """What the lists found: ranks and scores by key, fused scores by key, and every unit by key."""
+
+    keyword: dict[Key, tuple[int, float]] = field(default_factory=dict)
+    vector: dict[Key, tuple[int, float]] = field(default_factory=dict)
+    fused: dict[Key, float] = field(default_factory=dict)  # raw reciprocal-rank sums
+    units: dict[Key, _Unit] = field(default_factory=dict)
+    fused_max: float = 1.0  # a first place in every list searched
+
+
 def hybrid_search(
     store: Store,
     user_id: str,
@@ -149,71 +219,291 @@ def hybrid_search(
     where: MemoryFilter | None = None,
     embed_query: Callable[[str], tuple[np.ndarray, str]] | None = None,
 ) -> list[SearchHit]:
-    """Best ``params.k`` memories for ``query`` with their explanation."""
+    """Best ``params.k`` results for ``query`` (memories, and passages of messages) with their explanation."""
     period = named_period(query, now)
     if period is not None and period.relative:  # "last week" said on another day meant another week
         query = period.cut_from(query)
-    keyword: list[tuple[int, float]] = []
-    vector: list[tuple[int, float]] = []
-    if params.mode is not SearchMode.VECTOR:
-        keyword = store.keyword_search_memories(user_id, query, where, limit=params.pool)
+    query_vector, model = None, ""
     if params.mode is not SearchMode.KEYWORD and embed_query is not None:
         query_vector, model = embed_query(query)
-        vector = store.vector_search(user_id, query_vector, model, k=params.pool, where=where)
-    matched = {i for i, _ in keyword}
-    vector = [(i, sim) for i, sim in vector if sim >= params.similarity_floor or i in matched]
-    lists = [[i for i, _ in keyword], [i for i, _ in vector]]
-    list_weights = [params.keyword_weight, params.vector_weight]
-    fused = fuse(lists, params.rrf_k, list_weights)
-    if not fused:
+    found = _candidates(store, user_id, query, params, where, query_vector, model)
+    if not found.fused:
         return []
-    searched = [params.mode is not SearchMode.VECTOR, params.mode is not SearchMode.KEYWORD and embed_query is not None]
-    fused_max = sum(w for w, used in zip(list_weights, searched, strict=True) if used) / (params.rrf_k + 1)
-    briefs = store.memory_briefs(user_id, list(fused))
-    scored: dict[int, tuple[float, float, Weights]] = {}
-    for memory_id, fused_score in fused.items():
-        brief = briefs.get(memory_id)
-        if brief is None:
+    _load_units(store, user_id, found)
+    _drop_not_current(store, user_id, found, params)
+    scored = _scores(found, params, now, period)
+    order = sorted(scored, key=lambda key: (-scored[key][0], -found.fused[key], key))
+    order = [key for key in order if scored[key][0] >= params.min_score]
+    shows, messages = _shown(store, user_id, query, order, found, params)
+    order = [key for key in order if shows.get(key) or found.units[key].stream in SUMMARY_STREAMS]
+    chosen, folded = _collapsed(order, shows, params.k, found) if params.collapse else (order[: params.k], {})
+    shown_passages = _passages_to_show(store, user_id, chosen, shows, found, query_vector, model)
+    return _hits(store, user_id, chosen, folded, shows, messages, shown_passages, found, scored, params, period)
+
+
+def _candidates(
+    store: Store,
+    user_id: str,
+    query: str,
+    params: SearchParams,
+    where: MemoryFilter | None,
+    query_vector: np.ndarray | None,
+    model: str,
+) -> _Candidates:
+    """Each list's best ``pool`` (BM25 and cosine over memories, and over passages), past the similarity floor,
+    fused by reciprocal rank within each kind: a passage ranks against passages, a memory against memories."""
+    found = _Candidates()
+    weights = (params.keyword_weight, params.vector_weight)
+    searched = [params.mode is not SearchMode.VECTOR, query_vector is not None]
+    found.fused_max = sum(w for w, used in zip(weights, searched, strict=True) if used) / (params.rrf_k + 1)
+    for kind, keyword_search, vector_search in (
+        ("m", store.keyword_search_memories, store.vector_search),
+        ("p", store.keyword_search_passages, store.passage_vector_search),
+    ):
+        keyword = keyword_search(user_id, query, where, limit=params.pool) if searched[0] else []
+        vector = vector_search(user_id, query_vector, model, k=params.pool, where=where) if searched[1] else []
+        matched = {i for i, _ in keyword}
+        vector = [(i, sim) for i, sim in vector if sim >= params.similarity_floor or i in matched]
+        fused = fuse([[i for i, _ in keyword], [i for i, _ in vector]], params.rrf_k, list(weights))
+        found.keyword.update({(kind, i): (rank, value) for rank, (i, value) in enumerate(keyword, start=1)})
+        found.vector.update({(kind, i): (rank, sim) for rank, (i, sim) in enumerate(vector, start=1)})
+        found.fused.update({(kind, i): value for i, value in fused.items()})
+    return found
+
+
+def _load_units(store: Store, user_id: str, found: _Candidates) -> None:
+    """Stream, time and sources of every candidate (a passage: its message, and its memory's stream and time)."""
+    passages = {p.id: p for p in store.get_passages(user_id, [i for kind, i in found.fused if kind == "p"])}
+    memory_ids = [i for kind, i in found.fused if kind == "m"] + [p.memory_id for p in passages.values()]
+    briefs = store.memory_briefs(user_id, memory_ids)
+    for key in list(found.fused):
+        kind, ident = key
+        passage = passages.get(ident) if kind == "p" else None
+        brief = briefs.get(passage.memory_id if passage is not None else ident)
+        if brief is None or (kind == "p" and passage is None):
+            del found.fused[key]
             continue
-        weights = params.stream_weights.get(brief[0].value, DEFAULT_WEIGHTS)
-        recency = recency_factor(brief[1], now, params.half_life_days, period)
+        stream, when, sources = brief
+        if passage is not None:
+            found.units[key] = _Unit(passage.memory_id, stream, when, (passage.message_id,), passage)
+        else:
+            found.units[key] = _Unit(ident, stream, when, sources)
+
+
+def _drop_not_current(store: Store, user_id: str, found: _Candidates, params: SearchParams) -> None:
+    """Leave out what a later statement superseded (unless asked for: ``include_superseded``, or ``as_of``
+    a time, which keeps what was current then and drops what came after)."""
+    if params.include_superseded and params.as_of is None:
+        return
+    validity = store.memory_validity(user_id, {u.memory_id for u in found.units.values()})
+    for key, unit in list(found.units.items()):
+        ends = [validity.get(unit.memory_id, (None, None))[0]]
+        if unit.passage is not None:
+            ends.append(None if unit.passage.valid_to is None else unit.passage.valid_to.isoformat())
+        if params.as_of is not None:
+            gone = unit.when > params.as_of or any(e is not None and _time(e) <= params.as_of for e in ends)
+        else:
+            gone = any(e is not None for e in ends)
+        if gone:
+            del found.units[key], found.fused[key]
+
+
+def _time(text: str) -> datetime:
+    return datetime.fromisoformat(text)
+
+
+def _scores(
+    found: _Candidates, params: SearchParams, now: datetime, period: Period | None
+) -> dict[Key, tuple[float, float, Weights]]:
+    """``fused · (w_semantic + w_recency · recency)`` per stream (summaries weighed down): score, recency, weights."""
+    scored: dict[Key, tuple[float, float, Weights]] = {}
+    for key, fused_score in found.fused.items():
+        unit = found.units[key]
+        weights = params.stream_weights.get(unit.stream.value, DEFAULT_WEIGHTS)
+        recency = recency_factor(unit.when, now, params.half_life_days, period)
         total = weights.semantic + weights.recency
         scale = (weights.semantic + weights.recency * recency) / total if total > 0 else 1.0
-        if brief[0] in SUMMARY_STREAMS:
+        if unit.stream in SUMMARY_STREAMS and unit.passage is None:
             scale *= params.summary_weight
-        scored[memory_id] = (fused_score / fused_max * scale, recency, weights)
-    order = sorted(scored, key=lambda i: (-scored[i][0], -fused[i], i))
-    order = [i for i in order if scored[i][0] >= params.min_score]
-    shows, messages = shown_messages(store, user_id, query, order, briefs, params.k)
-    sources = {i: briefs[i][2] for i in order}
-    chosen, folded = collapsed(order, shows, params.k, sources) if params.collapse else (order[: params.k], {})
-    bm25 = {i: (rank, value) for rank, (i, value) in enumerate(keyword, start=1)}
-    cosine = {i: (rank, sim) for rank, (i, sim) in enumerate(vector, start=1)}
+        scored[key] = (fused_score / found.fused_max * scale if found.fused_max else 0.0, recency, weights)
+    return scored
+
+
+def _shown(
+    store: Store, user_id: str, query: str, order: Sequence[Key], found: _Candidates, params: SearchParams
+) -> tuple[dict[Key, frozenset[int]], dict[int, Message]]:
+    """Which messages each ranked candidate puts in front of a reader (a passage: its message; a memory: see
+    :func:`shown_messages`), and the messages read to decide.  A message a later statement superseded is not
+    shown (unless asked for): an exchange that holds it shows its other turn only."""
+    k = params.k
+    memory_order = [ident for kind, ident in order if kind == "m"]
+    briefs = {
+        ident: (found.units[("m", ident)].stream, found.units[("m", ident)].when, found.units[("m", ident)].sources)
+        for ident in memory_order
+    }
+    by_memory, messages = shown_messages(store, user_id, query, memory_order, briefs, k)
+    shows: dict[Key, frozenset[int]] = {}
+    for key in order:
+        unit = found.units[key]
+        shows[key] = frozenset(unit.sources) if unit.passage is not None else by_memory[key[1]]
+    stale = _stale_messages(store, user_id, {m for key in order[: 4 * k + 20] for m in shows[key]}, params)
+    if stale:
+        shows = {key: (value - stale if found.units[key].passage is None else value) for key, value in shows.items()}
+    return shows, messages
+
+
+def _stale_messages(store: Store, user_id: str, message_ids: set[int], params: SearchParams) -> set[int]:
+    """The messages no longer current (at ``as_of``, or now); none when asked for the past as well."""
+    if params.include_superseded and params.as_of is None:
+        return set()
+    return stale_messages(store, user_id, message_ids, params.as_of)
+
+
+def _collapsed(
+    order: Sequence[Key], shows: dict[Key, frozenset[int]], k: int, found: _Candidates
+) -> tuple[list[Key], dict[Key, list[Key]]]:
+    """The best ``k`` candidates showing no message twice and no memory twice (see :func:`collapsed`); a
+    candidate whose memory a better hit already stands for joins that hit instead of being listed again."""
+    chosen, folded = collapsed(order, shows, len(order), {key: found.units[key].sources for key in order})
+    kept: list[Key] = []
+    by_memory: dict[int, Key] = {}
+    for key in chosen:
+        holder = by_memory.get(found.units[key].memory_id)
+        if holder is not None:
+            shows[holder] = shows[holder] | shows[key]
+            folded.setdefault(holder, []).extend([key, *folded.pop(key, [])])
+            continue
+        if len(kept) == k:
+            folded.pop(key, None)
+            continue
+        kept.append(key)
+        by_memory[found.units[key].memory_id] = key
+    return kept, folded
+
+
+def _hits(
+    store: Store,
+    user_id: str,
+    chosen: Sequence[Key],
+    folded: dict[Key, list[Key]],
+    shows: dict[Key, frozenset[int]],
+    messages: dict[int, Message],
+    passages: dict[int, Passage],
+    found: _Candidates,
+    scored: dict[Key, tuple[float, float, Weights]],
+    params: SearchParams,
+    period: Period | None,
+) -> list[SearchHit]:
+    """The winners, loaded whole, each with the text it shows (passages of long messages, not the whole)."""
+    memories = {m.id: m for m in store.get_memories(user_id, {found.units[key].memory_id for key in chosen})}
+    superseded = store.superseded_by_memories(user_id, memories)
+    conflicts: dict[int, list[tuple[int, str]]] = {}
+    for conflict in store.conflicts_of(user_id, memories):
+        conflicts.setdefault(conflict.memory_id, []).append((conflict.other_memory_id, conflict.reason))
+        conflicts.setdefault(conflict.other_memory_id, []).append((conflict.memory_id, conflict.reason))
+    wanted = sorted({m for key in chosen for m in shows.get(key, ())} - messages.keys())
+    messages.update({m.id: m for m in store.get_messages(user_id, wanted)} if wanted else {})
     hits = []
-    for memory in store.get_memories(user_id, chosen):  # only the winners are loaded whole
-        score, recency, weights = scored[memory.id]
-        b_rank, b_score = bm25.get(memory.id, (None, None))
-        v_rank, v_sim = cosine.get(memory.id, (None, None))
-        shown = tuple(sorted(shows.get(memory.id, ())))
+    listed = {found.units[key].memory_id for key in chosen}
+    for key in chosen:
+        unit = found.units[key]
+        memory = memories.get(unit.memory_id)
+        if memory is None:
+            continue
+        score, recency, weights = scored[key]
+        b_rank, b_score = found.keyword.get(key, (None, None))
+        v_rank, v_sim = found.vector.get(key, (None, None))
+        shown = tuple(sorted(shows.get(key, ())))
+        also = tuple(dict.fromkeys(found.units[f].memory_id for f in folded.get(key, ()) if f in found.units))
         hits.append(
             SearchHit(
                 memory,
                 score,
-                fused[memory.id],
+                found.fused[key],
                 b_rank,
                 b_score,
                 v_rank,
                 v_sim,
                 recency,
                 weights,
-                also=tuple(folded.get(memory.id, ())),
+                also=tuple(i for i in also if i not in listed),
                 floor=params.similarity_floor,
                 shown=shown,
-                text=shown_text(memory, shown, messages),
+                text=_text(memory, shown, messages, passages, unit),
                 period="" if period is None else period.label,
+                passage=unit.passage,
+                passages=tuple(passages[m] for m in shown if m in passages),
+                supersedes=tuple(superseded.get(memory.id, ())),
+                conflicts=tuple(i for i, _ in conflicts.get(memory.id, ())),
+                conflict_reasons=tuple(r for _, r in conflicts.get(memory.id, ())),
             )
         )
     return hits
+
+
+def _passages_to_show(
+    store: Store,
+    user_id: str,
+    chosen: Sequence[Key],
+    shows: dict[Key, frozenset[int]],
+    found: _Candidates,
+    query_vector: np.ndarray | None,
+    model: str,
+) -> dict[int, Passage]:
+    """For each shown message cut into several passages: the one to show.  A passage hit shows itself; otherwise
+    the message's best-ranked passage among the candidates, else its current passage closest to the query."""
+    shown = {m for key in chosen for m in shows.get(key, ())}
+    if not shown:
+        return {}
+    every = store.passages_of_messages(user_id, shown)
+    cut = {m: [p for p in ps if p.is_current] for m, ps in every.items() if len(ps) > 1}
+    best: dict[int, Passage] = {}
+    ranked = sorted(
+        (key for key in found.units if key[0] == "p" and found.units[key].passage is not None),
+        key=lambda key: -found.fused[key],
+    )
+    for key in ranked:
+        passage = found.units[key].passage
+        if passage is not None and passage.message_id in cut and passage.message_id not in best:
+            best[passage.message_id] = passage
+    for key in chosen:
+        passage = found.units[key].passage
+        if passage is not None and passage.message_id in cut:
+            best[passage.message_id] = passage  # a passage hit shows itself
+    rest = [p for m, ps in cut.items() if m not in best for p in ps]
+    if rest and query_vector is not None:
+        vectors = store.passage_vectors_by_id(user_id, model, [p.id for p in rest])
+        query = query_vector / max(float(np.linalg.norm(query_vector)), 1e-12)
+        closeness = {p.id: float(np.dot(vectors[p.id], query)) for p in rest if p.id in vectors}
+        for p in sorted(rest, key=lambda p: -closeness.get(p.id, -2.0)):
+            best.setdefault(p.message_id, p)
+    for p in rest:
+        best.setdefault(p.message_id, p)
+    return best
+
+
+def _text(
+    memory: MemoryItem,
+    shown: Sequence[int],
+    messages: Mapping[int, Message],
+    passages: Mapping[int, Passage],
+    unit: _Unit,
+) -> str:
+    """What a hit shows: its memory's text, or the turns it shows, each long message by one passage of it."""
+    if unit.passage is None and not any(m in passages for m in shown):
+        return shown_text(memory, shown, messages)
+    if not all(m in messages for m in shown):
+        return memory.content
+    return "\n".join(_line(messages[m], passages.get(m)) for m in shown)
+
+
+def _line(message: Message, passage: Passage | None) -> str:
+    """A turn as shown: the whole turn, or one passage of it with a pointer to the whole message."""
+    if passage is None:
+        return turn_line(message)
+    piece = message.content[passage.start : passage.end]
+    who = f"{message.speaker} " if message.speaker else ""
+    return f"{who}(message #{message.id}, part {passage.seq + 1}): {piece}"
 
 
 def shown_messages(

@@ -30,6 +30,14 @@ def vector_status(store: Store, identity: str | None, user_id: str | None) -> di
             reasons.append(f"{foreign_storylines} storyline routing embeddings were made by another embedder")
         if missing:
             reasons.append(f"{missing} memories have no vector")
+    unsplit = [m for owner, m in store.messages_without_passages(user_id)]
+    if unsplit:
+        reasons.append(f"{len(unsplit)} messages have no passages (stored before passages existed)")
+    if identity is not None:
+        owners = [user_id] if user_id is not None else sorted(u.id for u in store.list_users())
+        bare = sum(len(store.passages_without_vectors(owner, identity)) for owner in owners)
+        if bare:
+            reasons.append(f"{bare} passages have no vector of this embedder")
     blocked = identity is not None and any(m != identity for m in store.memory_vector_models())
     return {
         "embedder": identity,

@@ -32,6 +32,7 @@ TABLES: tuple[str, ...] = (
     "memories",
     "memory_sources",
     "memory_vectors",
+    "memory_events",
     "entities",
     "state_deltas",
     "uses",
@@ -45,6 +46,7 @@ ID_TABLES: tuple[str, ...] = (
     "messages",
     "narratives",
     "memories",
+    "memory_events",
     "entities",
     "state_deltas",
     "uses",
@@ -74,6 +76,10 @@ REFERENCES: dict[str, dict[str, str]] = {
     "use_references": {"use_id": "uses", "memory_id": "memories"},
     "routing_decisions": {"message_id": "messages", "storyline_id": "storylines"},
 }
+#: table → {column → the table whose ids it names without being a foreign key}: a deleted memory's events
+#: keep its id (a tombstone).  Such an id is renumbered with the table's own (in order among them) and may
+#: name no row of the export; it never names a row outside it.
+SOFT_REFERENCES: dict[str, dict[str, str]] = {"memory_events": {"memory_id": "memories"}}
 #: Keys inside JSON values that hold ids, and the table each points at.
 JSON_ID_KEYS: dict[str, str] = {
     "message_id": "messages",
@@ -87,6 +93,8 @@ JSON_ID_KEYS: dict[str, str] = {
     "from_conversation": "conversations",
     "memory_id": "memories",
     "memory_ids": "memories",
+    "superseded_by": "memories",
+    "supersedes": "memories",
     "narrative_id": "narratives",
     "use_id": "uses",
 }
@@ -97,6 +105,7 @@ JSON_SHAPES: dict[str, dict[str, type]] = {
     "messages": {"meta": dict},
     "narratives": {"memory_ids": list},
     "memories": {"emotions": list, "details": dict},
+    "memory_events": {"detail": dict},
     "entities": {"data": dict},
     "state_deltas": {"data": dict},
     "uses": {"meta": dict},
@@ -110,7 +119,7 @@ BOOL_COLUMNS: dict[str, frozenset[str]] = {
     "state_deltas": frozenset({"applied"}),
 }
 VECTOR_TABLES = ("memory_vectors", "storyline_vectors")
-MAX_CELL_TEXT = 1_000_000
+MAX_CELL_TEXT = 5_000_000  # a message holds up to checks.MAX_MESSAGE characters
 MAX_INT = 2**63 - 1
 
 IdMap = dict[str, dict[int, int]]
@@ -237,9 +246,25 @@ def renumber(tables: Mapping[str, list[dict[str, Any]]], first_free: Callable[[s
             raise ValidationError(f"every {table} row needs an integer id", field=table)
         if len(set(old)) != len(old):
             raise ValidationError(f"{table} has the same id on two rows", field=table)
+        named = set(old) | _soft_ids(tables, table)
         start = first_free(table)
-        ids[table] = {int(i): start + n for n, i in enumerate(sorted(int(i) for i in old))}  # type: ignore[arg-type]
+        ids[table] = {int(i): start + n for n, i in enumerate(sorted(int(i) for i in named))}  # type: ignore[arg-type]
     return ids
+
+
+def _soft_ids(tables: Mapping[str, list[dict[str, Any]]], target: str) -> set[int]:
+    """The ids of ``target`` that soft references name (each an integer)."""
+    named: set[int] = set()
+    for table, columns in SOFT_REFERENCES.items():
+        for column, points_at in columns.items():
+            if points_at != target:
+                continue
+            for number, row in enumerate(tables.get(table, []), 1):
+                value = row.get(column)
+                if isinstance(value, bool) or not isinstance(value, int):
+                    raise ValidationError(f"{table} row {number}: {column} must be an integer id", field=table)
+                named.add(value)
+    return named
 
 
 def remap_row(table: str, row: Mapping[str, Any], ids: IdMap, number: int) -> dict[str, Any]:
@@ -247,6 +272,8 @@ def remap_row(table: str, row: Mapping[str, Any], ids: IdMap, number: int) -> di
     out = dict(row)
     if table in ID_TABLES:
         out["id"] = ids[table][int(row["id"])]
+    for column, target in SOFT_REFERENCES.get(table, {}).items():
+        out[column] = ids[target][int(row[column])]  # renumbered with the target's own (see renumber)
     for column, target in REFERENCES.get(table, {}).items():
         value = row.get(column)
         if value is None:

@@ -25,22 +25,28 @@ class MemoryFilter:
     since: datetime | None = None
     until: datetime | None = None
     min_importance: int | None = None
+    current_only: bool = False  # only memories nothing superseded (valid_to unset)
+    as_of: datetime | None = None  # only memories that existed and were current at this time
     limit: int | None = None
     offset: int = 0
 
     @property
     def is_open(self) -> bool:
         """True when nothing but the user restricts the query."""
-        return all(
-            value is None
-            for value in (
-                self.conversation_ids,
-                self.storyline_ids,
-                self.streams,
-                self.sources,
-                self.entity_types,
-                self.since,
-                self.until,
-                self.min_importance,
+        return (
+            all(
+                value is None
+                for value in (
+                    self.conversation_ids,
+                    self.storyline_ids,
+                    self.streams,
+                    self.sources,
+                    self.entity_types,
+                    self.since,
+                    self.until,
+                    self.min_importance,
+                    self.as_of,
+                )
             )
+            and not self.current_only
         )

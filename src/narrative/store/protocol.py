@@ -8,7 +8,7 @@ Every method takes the user id and never returns another user's rows.  Nothing a
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
@@ -16,14 +16,18 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from narrative.model import (
+    Conflict,
     Conversation,
     ConversationStatus,
     DeltaType,
     Entity,
     EntityType,
+    EventKind,
+    MemoryEvent,
     MemoryItem,
     Message,
     Narrative,
+    Passage,
     Retention,
     Role,
     RoutingDecision,
@@ -45,8 +49,10 @@ __all__ = [
     "KeysStore",
     "LifecycleStore",
     "MemoriesStore",
+    "MemoryEventsStore",
     "MessagesStore",
     "NarrativesStore",
+    "PassagesStore",
     "PortabilityStore",
     "Store",
     "StorylinesStore",
@@ -149,6 +155,28 @@ class MemoriesStore(Protocol):
 
 
 @runtime_checkable
+class MemoryEventsStore(Protocol):
+    """History: every change to a memory as an appended event; ``insert_memory`` appends ``created`` itself.
+
+    The events outlive their memory (a tombstone): a delete blanks their texts and details and appends
+    ``deleted``.  They go with their user.
+    """
+
+    def insert_memory_event(
+        self,
+        user_id: str,
+        memory_id: int,
+        kind: EventKind,
+        now: datetime,
+        old_text: str = "",
+        new_text: str = "",
+        detail: Mapping[str, Any] | None = None,
+    ) -> MemoryEvent: ...
+    def memory_events(self, user_id: str, memory_id: int) -> list[MemoryEvent]: ...
+    def tombstone_memory_events(self, user_id: str, memory_ids: Iterable[int]) -> int: ...
+
+
+@runtime_checkable
 class VectorsStore(Protocol):
     """Memory vectors (model:dims travels with each) and the search over them."""
 
@@ -164,6 +192,48 @@ class VectorsStore(Protocol):
     ) -> list[tuple[int, float]]: ...
     def clear_vectors(self, user_id: str | None = None) -> None: ...
     def drop_index(self) -> None: ...
+
+
+@runtime_checkable
+class PassagesStore(Protocol):
+    """Passages (a message's searchable units: spans with their own vectors and keyword entries), the validity
+    of passages and memories (superseded, restored), and conflicts between current statements."""
+
+    def insert_passages(
+        self, user_id: str, message_id: int, memory_id: int, spans: Sequence[tuple[int, int]]
+    ) -> list[Passage]: ...
+    def get_passages(self, user_id: str, passage_ids: Iterable[int]) -> list[Passage]: ...
+    def passages_of_messages(self, user_id: str, message_ids: Iterable[int]) -> dict[int, list[Passage]]: ...
+    def passages_of_memories(self, user_id: str, memory_ids: Iterable[int]) -> list[Passage]: ...
+    def messages_without_passages(self, user_id: str | None = None) -> list[tuple[str, int]]: ...
+    def own_memories(self, user_id: str, message_ids: Iterable[int]) -> dict[int, int]: ...
+    def put_passage_vectors(self, user_id: str, model: str, vectors: dict[int, np.ndarray]) -> None: ...
+    def passage_vectors_by_id(self, user_id: str, model: str, passage_ids: Iterable[int]) -> dict[int, np.ndarray]: ...
+    def passages_without_vectors(self, user_id: str, model: str) -> list[Passage]: ...
+    def keyword_search_passages(
+        self, user_id: str, query: str, where: MemoryFilter | None = None, limit: int = 50
+    ) -> list[tuple[int, float]]: ...
+    def passage_vector_search(
+        self, user_id: str, query: np.ndarray, model: str, k: int = 50, where: MemoryFilter | None = None
+    ) -> list[tuple[int, float]]: ...
+    def supersede_passages(self, user_id: str, passage_ids: Iterable[int], by: int, now: datetime) -> int: ...
+    def restore_passages(self, user_id: str, passage_ids: Iterable[int]) -> int: ...
+    def passages_superseded_by(self, user_id: str, passage_ids: Iterable[int]) -> list[Passage]: ...
+    def supersede_memories(self, user_id: str, memory_ids: Iterable[int], by: int, now: datetime) -> list[int]: ...
+    def restore_memories(self, user_id: str, memory_ids: Iterable[int]) -> list[int]: ...
+    def superseded_by_memories(self, user_id: str, memory_ids: Iterable[int]) -> dict[int, list[MemoryItem]]: ...
+    def memory_validity(self, user_id: str, memory_ids: Iterable[int]) -> dict[int, tuple[str | None, int | None]]: ...
+    def insert_conflict(
+        self,
+        user_id: str,
+        memory_id: int,
+        other_memory_id: int,
+        now: datetime,
+        passage_id: int | None = None,
+        other_passage_id: int | None = None,
+        reason: str = "",
+    ) -> Conflict | None: ...
+    def conflicts_of(self, user_id: str, memory_ids: Iterable[int]) -> list[Conflict]: ...
 
 
 @runtime_checkable
@@ -350,7 +420,9 @@ class Store(
     ConversationsStore,
     MessagesStore,
     MemoriesStore,
+    MemoryEventsStore,
     VectorsStore,
+    PassagesStore,
     NarrativesStore,
     StorylinesStore,
     EntitiesStore,

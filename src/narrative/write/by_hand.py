@@ -7,6 +7,8 @@
   (:func:`narrative.write.embedding.memory_vectors`), or given by the caller (bulk importers).
 * An edit of the text keeps the first original and marks the memory ``user_edited``; entities are removed
   (only the memory's own) and added in the same transaction, and the new text is embedded again.
+* Every memory stored gets its ``created`` event from the store; an edit that changes something appends
+  ``edited`` (:mod:`narrative.write.history`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from narrative.checks import require_choice, require_importance, require_text
 from narrative.errors import NotFound, ValidationError
 from narrative.model import EntityType, MemoryItem
 from narrative.store.protocol import Store
+from narrative.write import history
 from narrative.write.embedding import Embed, memory_vectors
 
 __all__ = [
@@ -113,7 +116,7 @@ def edit_memory(
 ) -> MemoryItem:
     """Apply ``changes`` (see :func:`memory_changes`), remove the memory's entities ``remove``, add ``add``."""
     with store.transaction():
-        memory = store.get_memory(user_id, memory_id)
+        before = memory = store.get_memory(user_id, memory_id)
         if changes:
             memory = store.update_memory(user_id, memory_id, **changes)
             if "content" in changes:
@@ -123,8 +126,10 @@ def edit_memory(
             if store.get_entity(user_id, eid).memory_id != memory_id:
                 raise NotFound(f"entity {eid} does not belong to memory {memory_id}")
         store.delete_entities(user_id, removing)
-        for item in add:
+        adding = list(add)
+        for item in adding:
             _add_entity(store, user_id, memory, item, now)
+        history.edited(store, before, memory, now, entities=bool(removing or adding))
     return memory
 
 

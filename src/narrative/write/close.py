@@ -41,7 +41,7 @@ from narrative.model import (
 )
 from narrative.store.filters import MemoryFilter
 from narrative.store.protocol import Store
-from narrative.write import forget, lifecycle, resolve, review
+from narrative.write import forget, history, lifecycle, resolve, review
 from narrative.write.compose import compose_narrative, topic_parts, user_said
 from narrative.write.compress import (
     LABELS,
@@ -357,7 +357,9 @@ def commit(
                 next(new) if h is None else review.adopt(store, user_id, h, m) for m, h in zip(made, held, strict=True)
             ]
             existing = [h.id for h in held if h is not None]
-        forget.forget_memories(store, user_id, review.removed_turn_notes(store, user_id, preview))
+            history.confirmed(store, memories, cid, now)
+        notes = review.removed_turn_notes(store, user_id, preview)  # a removed decision takes its turn note
+        forget.forget_memories(store, user_id, notes, now=now, with_="memory")
         entities, key_ids = attach_entities(store, user_id, preview, parts, memories, now)
         deltas, resolved = apply_deltas(store, user_id, preview, memories, key_ids, now)
         end = finish()

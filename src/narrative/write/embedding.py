@@ -42,6 +42,7 @@ from narrative.store.filters import MemoryFilter
 from narrative.store.protocol import Store
 from narrative.text.lines import exchange_text
 from narrative.text.lines import turn_line as message_text
+from narrative.text.passages import Span, split_passages
 
 Embed = Callable[[Sequence[str]], np.ndarray]
 
@@ -73,6 +74,8 @@ class TurnVectors:
     exchange: np.ndarray | None = None  # the conversation memory
     derived: list[np.ndarray] | None = None  # the decision and research memories, in order
     routing: np.ndarray | None = None  # the message alone
+    spans: list[Span] | None = None  # the message's passages
+    passages: list[np.ndarray] | None = None  # their vectors, in order
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,13 @@ class TurnPlan:
     answered_message: Message | None  # the message it is, then
     exchange: str  # the exchange's own text, embedded when it is not composed (may equal ``alone``)
     embed_alone: bool = True  # False: routing needs no vector (the route is settled) and the exchange pairs
+    spans: tuple[Span, ...] = ()  # the message's passages
+    passages: tuple[str, ...] = ()  # what each passage's vector is made from (``alone`` for a one-passage message)
+
+    @property
+    def long(self) -> bool:
+        """Several passages: the message alone is the mean of its passages' vectors, not a truncated text."""
+        return len(self.spans) > 1
 
 
 class MessageVectors:
@@ -107,6 +117,21 @@ class MessageVectors:
         self._kept[message.conversation_id] = (message.id, text, vector)
 
 
+def passage_text(message: Message, start: int, end: int) -> str:
+    """What a passage's vector is made from: the speaker and the passage, as a turn reads (the whole turn's
+    line when the passage is the whole message)."""
+    piece = message.content[start:end]
+    if piece == message.content.strip():
+        return message_text(message)
+    return f"{message.speaker}: {piece}" if message.speaker else piece
+
+
+def passage_texts(message: Message, spans: Sequence[Span]) -> tuple[str, ...]:
+    if len(spans) <= 1:
+        return (message_text(message),)
+    return tuple(passage_text(message, s.start, s.end) for s in spans)
+
+
 def plan_turns(
     messages: Sequence[Message],
     answered: Sequence[Message | None],
@@ -115,13 +140,18 @@ def plan_turns(
     settled: Sequence[bool] | None = None,
 ) -> list[TurnPlan]:
     """Each turn's texts; ``answered[i]`` is the message turn i answers (None: the exchange is the turn alone).
-    ``settled[i]``: turn i's route needs no vector and keeps it with the turn it answers (an assistant's reply),
-    so its message alone is not embedded when its exchange is (the storyline drifts toward the exchange)."""
+
+    Every message's passages are embedded (a message the model reads whole is one passage: the message alone).
+    A long message (several passages) is the mean of its passages wherever the message alone is wanted
+    (routing, half of its exchange), and its exchange is composed from the turn it answers and that mean, so
+    nothing of it is cut at the model's window.  ``settled`` is kept for the callers' plans: a settled reply
+    needs no vector for routing, but its passage is embedded all the same (it is what finds the reply)."""
+    del settled
     plans = []
-    for i, (message, before, texts) in enumerate(zip(messages, answered, derived, strict=True)):
+    for message, before, texts in zip(messages, answered, derived, strict=True):
         alone = message_text(message)
-        compose_it = composed and before is not None
-        skip_alone = settled is not None and settled[i] and before is not None and not compose_it
+        spans = tuple(split_passages(message.content))
+        compose_it = (composed or len(spans) > 1) and before is not None
         plans.append(
             TurnPlan(
                 message,
@@ -130,7 +160,9 @@ def plan_turns(
                 message_text(before) if compose_it and before is not None else None,
                 before if compose_it else None,
                 alone if compose_it else exchange_text(before, message),
-                not skip_alone,
+                True,
+                spans,
+                passage_texts(message, spans),
             )
         )
     return plans
@@ -146,8 +178,9 @@ def needed_texts(plans: Sequence[TurnPlan], kept: MessageVectors | None) -> tupl
             vector = kept.get(before, plan.answered)
             if vector is not None:
                 known[plan.answered] = vector
-        alone = plan.alone if plan.embed_alone else None
-        for text in (alone, *plan.derived, plan.exchange, plan.answered):
+        alone = plan.alone if plan.embed_alone and not plan.long else None
+        exchange = None if plan.long else plan.exchange
+        for text in (alone, *plan.passages, *plan.derived, exchange, plan.answered):
             if text is not None and text not in known:
                 wanted.setdefault(text)
     return [text for text in wanted if text not in known], known
@@ -160,12 +193,14 @@ def embed_plans(embed: Embed, plans: Sequence[TurnPlan], kept: MessageVectors | 
         found.update(zip(missing, np.asarray(embed(missing), dtype=np.float32), strict=True))
     out = []
     for plan in plans:
-        alone = found[plan.alone] if plan.embed_alone else None
+        passages = [found[t] for t in plan.passages]
+        alone_vector = unit(np.mean(passages, axis=0)) if plan.long else found[plan.alone]
+        alone = alone_vector if plan.embed_alone else None
         if plan.answered is not None:
-            exchange = compose(plan.answered, found[plan.answered], plan.alone, found[plan.alone])
+            exchange = compose(plan.answered, found[plan.answered], plan.alone, alone_vector)
         else:
-            exchange = found[plan.exchange]
-        out.append(TurnVectors(exchange, [found[t] for t in plan.derived], alone))
+            exchange = alone_vector if plan.long else found[plan.exchange]
+        out.append(TurnVectors(exchange, [found[t] for t in plan.derived], alone, list(plan.spans), passages))
         if kept is not None and alone is not None:
             kept.keep(plan.message, plan.alone, alone)
     return out

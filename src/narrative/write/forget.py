@@ -5,6 +5,7 @@ scrubs the file (``store.scrub_deleted``: full-text merge, zeroed pages, pruned 
 so a deleted word is nowhere in the file's bytes.  What a delete takes with it:
 
 * memories take their entities, deltas, sources, vectors and full-text entries (the store's cascade), the
+  texts of their history (its events stay, with kind and time only, plus a ``deleted`` one: a tombstone), the
   uses that drew on them (their recorded queries name what is deleted), and the resolutions they made
   (those entities are reopened); narrative links left without memories are spliced out of the chain, sealed
   links that keep other memories stay (they are immutable);
@@ -23,6 +24,7 @@ from narrative.errors import InvalidTransition, NotFound
 from narrative.model import Message, Storyline, StorylineKind
 from narrative.store.filters import MemoryFilter
 from narrative.store.protocol import Store
+from narrative.write import history
 from narrative.write.embedding import Embed, routing_vectors
 from narrative.write.storylines import your_story
 
@@ -43,22 +45,23 @@ EVERYTHING = 1_000_000  # a limit no user reaches: list every row
 USER_TABLES = ("conversations", "messages", "memories", "narratives", "storylines", "entities")  # counted on delete
 
 
-def delete_memory(store: Store, user_id: str, memory_id: int) -> dict[str, int]:
-    """Delete one memory with its entities, deltas, sources, vector and full-text entry."""
+def delete_memory(store: Store, user_id: str, memory_id: int, now: datetime) -> dict[str, int]:
+    """Delete one memory with its entities, deltas, sources, vector and full-text entry (its history stays, as a
+    tombstone without text)."""
     store.get_memory(user_id, memory_id)
     with store.transaction():
-        counts = forget_memories(store, user_id, [memory_id])
+        counts = forget_memories(store, user_id, [memory_id], now=now, with_="memory")
     store.scrub_deleted()
     return counts
 
 
 def delete_conversation(
-    store: Store, user_id: str, conversation_id: int, embed: Embed | None, model: str | None
+    store: Store, user_id: str, conversation_id: int, embed: Embed | None, model: str | None, now: datetime
 ) -> dict[str, int]:
     """Delete a conversation and what came only from it (see :func:`forget_conversation`)."""
     store.get_conversation(user_id, conversation_id)
     with store.transaction():
-        counts = forget_conversation(store, user_id, conversation_id, embed, model)
+        counts = forget_conversation(store, user_id, conversation_id, embed, model, now)
     store.scrub_deleted()
     return counts
 
@@ -72,7 +75,7 @@ def delete_storyline(
         raise InvalidTransition("Your Story is permanent: it cannot be deleted")
     with store.transaction():
         target = your_story(store, user_id, now).id if move_to_your_story else None
-        counts = forget_storyline(store, user_id, storyline_id, target)
+        counts = forget_storyline(store, user_id, storyline_id, target, now)
     store.scrub_deleted()
     return storyline, counts
 
@@ -87,9 +90,18 @@ def delete_user(store: Store, user_id: str) -> dict[str, int]:
 
 
 def forget_memories(
-    store: Store, user_id: str, memory_ids: Iterable[int], conversation_id: int | None = None
+    store: Store,
+    user_id: str,
+    memory_ids: Iterable[int],
+    conversation_id: int | None = None,
+    *,
+    now: datetime,
+    with_: str,
 ) -> dict[str, int]:
-    """Delete memories and what only they held: resolutions they made, links left empty, uses of them."""
+    """Delete memories and what only they held: resolutions they made, links left empty, uses of them.
+
+    Their histories stay as tombstones (``deleted`` at ``now``, ``with_`` what the delete was of: memory,
+    conversation or storyline), their events' texts blanked (:func:`narrative.write.history.tombstone`)."""
     ids = sorted(set(memory_ids))
     gone = set(ids)
     reopened = store.reopen_resolved_by(user_id, ids)
@@ -111,17 +123,19 @@ def forget_memories(
         ]
     links = store.splice_out_narratives(user_id, emptied)
     uses = store.delete_uses_of_memories(user_id, ids)
+    history.tombstone(store, user_id, ids, now, with_)
     deleted = store.delete_memories(user_id, ids)
     return {"memories": deleted, "narratives": links, "reopened_entities": reopened, "uses": uses}
 
 
 def forget_conversation(
-    store: Store, user_id: str, conversation_id: int, embed: Embed | None, model: str | None
+    store: Store, user_id: str, conversation_id: int, embed: Embed | None, model: str | None, now: datetime
 ) -> dict[str, int]:
     """Delete a conversation and what came only from it; scrub its storylines (``embed``/``model``: the
     current embedder, to make their routing embeddings again; None without one)."""
     messages = store.list_messages(user_id, conversation_id=conversation_id)
-    counts = forget_memories(store, user_id, store.conversation_memory_ids(user_id, conversation_id), conversation_id)
+    ids = store.conversation_memory_ids(user_id, conversation_id)
+    counts = forget_memories(store, user_id, ids, conversation_id, now=now, with_="conversation")
     counts["uses"] += store.delete_conversation_uses(user_id, conversation_id)
     counts["entities"] = len(store.list_entities(user_id, conversation_id=conversation_id, limit=EVERYTHING))
     store.delete_conversation(user_id, conversation_id)
@@ -158,7 +172,9 @@ def scrub_storylines(
     return len(unused)
 
 
-def forget_storyline(store: Store, user_id: str, storyline_id: int, move_to: int | None) -> dict[str, int]:
+def forget_storyline(
+    store: Store, user_id: str, storyline_id: int, move_to: int | None, now: datetime
+) -> dict[str, int]:
     """Delete a storyline; its rows move to ``move_to`` (Your Story), or (None) its memories, links, entities
     and the messages routed to it are deleted with it."""
     counts: dict[str, int] = {}
@@ -167,7 +183,7 @@ def forget_storyline(store: Store, user_id: str, storyline_id: int, move_to: int
         store.move_storyline_rows(user_id, storyline_id, move_to)
     else:
         ids = store.memory_ids_matching(user_id, MemoryFilter(storyline_ids=[storyline_id]))
-        counts.update(forget_memories(store, user_id, ids))
+        counts.update(forget_memories(store, user_id, ids, now=now, with_="storyline"))
         links = [n.id for n in store.list_narratives(user_id, storyline_id=storyline_id, limit=EVERYTHING)]
         counts["narratives"] += store.splice_out_narratives(user_id, links)
         entities = store.list_entities(user_id, storyline_id=storyline_id, limit=EVERYTHING)

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from narrative.checks import require_text
+from narrative.checks import require_message
 from narrative.errors import ConversationAlreadyActive, InvalidTransition, NotFound
 from narrative.model import Conversation, ConversationStatus, Message, Role
 from narrative.store.protocol import Store
@@ -83,7 +83,7 @@ def add_message(
     meta: dict[str, Any] | None = None,
 ) -> Message:
     """Append one message to the given (or the active) conversation, which must be active."""
-    require_text(content, "content")
+    require_message(content, "content")
     with store.transaction():
         if conversation_id is None:
             conversation = current_or_start(store, user_id, now)
@@ -99,7 +99,7 @@ def add_messages(
     """Append messages ``(content, time, role, speaker, meta)`` to the active conversation (started when
     there is none) in one transaction: all of them are stored, or none."""
     for content, *_ in items:
-        require_text(content, "content")
+        require_message(content, "content")
     with store.transaction():
         conversation: Conversation | None = None
         stored = []

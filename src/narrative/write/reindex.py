@@ -12,8 +12,9 @@ from collections.abc import Callable, Sequence
 
 from narrative.store.protocol import Store
 from narrative.write.embedding import Embed, remade_vectors, routing_vectors
+from narrative.write.passages import backfill_passages, embed_passages
 
-__all__ = ["reembed_memories", "reembed_routing"]
+__all__ = ["reembed_memories", "reembed_passages", "reembed_routing"]
 
 
 def reembed_memories(
@@ -34,6 +35,21 @@ def reembed_memories(
         if progress is not None:
             progress(min(start + batch_size, len(targets)), len(targets))
     return len(targets)
+
+
+def reembed_passages(
+    store: Store, embed: Embed, identity: str, user_id: str | None, *, force: bool, batch_size: int
+) -> tuple[int, int]:
+    """Give processed messages stored before passages existed their passages, and embed every passage of
+    ``user_id`` (None: every user) whose vector is missing or stale (all with ``force``); returns (messages
+    that got passages, passages embedded)."""
+    users = [user_id] if user_id is not None else sorted(u.id for u in store.list_users())
+    messages = embedded = 0
+    for uid in users:
+        messages += backfill_passages(store, uid, None, None)
+        stale = store.passages_without_vectors(uid, "" if force else identity)
+        embedded += embed_passages(store, uid, identity, embed, stale, batch=batch_size)
+    return messages, embedded
 
 
 def reembed_routing(store: Store, embed: Embed, identity: str, user_id: str | None, *, force: bool) -> tuple[int, int]:

@@ -2,7 +2,8 @@
 
 The rows are checked and written by the store (``import_user_rows``: every row checked as the write path
 checks input, pointing only at rows of the same export).  Decided here: the user must be empty; which
-vectors are kept (those this memory can search with); and what is embedded again — memories without a
+vectors are kept (those this memory can search with); the history an export made before there was one gets
+(what the migration gives a file's memories); and what is embedded again — memories without a
 usable vector, ``REEMBED_CHUNK`` per model call, and the storylines whose routing embedding was dropped
 (one recipe: :func:`narrative.write.embedding.routing_vectors`).
 """
@@ -14,6 +15,7 @@ from typing import Any
 
 from narrative.errors import InvalidTransition
 from narrative.store.protocol import Store
+from narrative.write import history
 from narrative.write.embedding import Embed, remade_vectors, routing_vectors
 
 __all__ = ["REEMBED_CHUNK", "Tables", "restore_user"]
@@ -38,6 +40,8 @@ def restore_user(
     (None: keyword-only).
     """
     _refuse_unless_empty(store, user_id)
+    if "memory_events" not in tables and tables.get("memories"):  # made before there was a history
+        tables = {**tables, "memory_events": history.events_for_old_export(tables["memories"])}
     kept, dropped = _vectors_to_keep(
         store, {name: list(rows) for name, rows in tables.items()}, identity, set(export_models)
     )

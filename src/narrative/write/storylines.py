@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from narrative.errors import InvalidTransition
-from narrative.model import Participant, Storyline, StorylineKind, StorylineStatus
+from narrative.model import Message, Participant, Storyline, StorylineKind, StorylineStatus
 from narrative.store.protocol import Store
 from narrative.write.routing import DEFAULT_STORYLINES, strip_topic_cue
 
@@ -195,3 +195,37 @@ def maybe_rename(store: Store, storyline: Storyline) -> Storyline:
     if name == storyline.name or store.find_storyline(storyline.user_id, name) is not None:
         return storyline
     return store.update_storyline(storyline.user_id, storyline.id, name=name)
+
+
+def forget_superseded(store: Store, user_id: str, old: Message, gone: Sequence[str], new: Message) -> Storyline | None:
+    """After a correction: the storyline of the corrected message no longer says what is not true — its summary
+    points taken from that message go, a description taken from it is taken from the correction instead,
+    keywords naming the old value go, and a detected storyline is named from what is left ("Favourite · colour
+    · blue" stops saying blue)."""
+    if old.storyline_id is None:
+        return None
+    storyline = store.get_storyline(user_id, old.storyline_id)
+    if storyline.kind is StorylineKind.DEFAULT:
+        return storyline
+    words = {w.lower() for w in gone}
+    said = " ".join(old.content.split())
+    points = [line for line in storyline.summary.splitlines() if line.strip() and _point(line) not in said]
+    keywords = tuple(k for k in storyline.keywords if not words & set(k.lower().split()))
+    description = storyline.description
+    if description and " ".join(description.rstrip("…").split()) in said:
+        description = description_of(new.content)
+    if (points, keywords, description) == (storyline.summary.splitlines(), storyline.keywords, storyline.description):
+        return storyline
+    updated = store.update_storyline(
+        user_id, storyline.id, summary="\n".join(points), keywords=keywords, description=description
+    )
+    if storyline.kind is StorylineKind.DETECTED and words & set(re.findall(r"[\w'-]+", storyline.name.lower())):
+        updated = maybe_rename(store, updated)
+    return updated
+
+
+def _point(line: str) -> str:
+    """A summary line's point, without its bullet and speaker ("- Maya: …")."""
+    text = line.strip().removeprefix("- ").strip()
+    head, _, rest = text.partition(": ")
+    return " ".join((rest if rest and len(head.split()) <= 3 else text).split())

@@ -40,7 +40,9 @@ from narrative.model import (
 from narrative.store.filters import MemoryFilter
 from narrative.store.protocol import Store
 from narrative.text.lines import exchange_text, turn_line
-from narrative.write import embedding, narrate, reflect, routing, storylines
+from narrative.text.passages import Span, excerpt
+from narrative.write import embedding, narrate, reflect, routing, storylines, supersede
+from narrative.write.passages import store_passages
 
 if TYPE_CHECKING:
     from narrative.write.extract import TurnExtraction
@@ -69,6 +71,7 @@ class TurnResult:
     narrative: Narrative | None = None
     sealed: list[Narrative] = field(default_factory=list)
     reflections: list[MemoryItem] = field(default_factory=list)
+    settled: supersede.Settled = field(default_factory=supersede.Settled)
 
     def describe(self) -> str:
         lines = [
@@ -80,6 +83,7 @@ class TurnResult:
             lines.append(f"  narrative #{self.narrative.id}: {self.narrative.summary}")
         lines += [f"  sealed narrative #{n.id}: {n.summary}" for n in self.sealed]
         lines += [f"  reflection #{m.id}: {m.content[:90]}" for m in self.reflections]
+        lines += supersede.describe(self.settled)
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
@@ -94,6 +98,16 @@ class TurnResult:
             "narrative_id": None if self.narrative is None else self.narrative.id,
             "sealed_narrative_ids": [n.id for n in self.sealed],
             "reflection_ids": [m.id for m in self.reflections],
+            "superseded": [
+                {
+                    "message_id": x.passage.message_id,
+                    "passage_id": x.passage.id,
+                    "memory_ids": list(x.memories),
+                    "reason": x.reason,
+                }
+                for x in self.settled.superseded
+            ],
+            "conflicts": [{"memory_id": c.other_memory_id, "reason": c.reason} for c in self.settled.conflicts],
         }
 
 
@@ -171,10 +185,13 @@ class TurnWriter:
         routing_vector: np.ndarray | None = None,
         previous: Message | None = None,
         context: TurnContext | None = None,
+        spans: Sequence[Span] | None = None,
+        passage_vectors: Sequence[np.ndarray] | None = None,
     ) -> TurnResult:
         """``vector`` embeds the exchange (the memory); ``routing_vector`` the message alone (routing and the
         storyline's routing embedding), defaulting to ``vector`` (a turn that :meth:`stays_without_vector`).
-        In a batch (``context``), ``previous`` is the message just before this one when the caller knows it."""
+        In a batch (``context``), ``previous`` is the message just before this one when the caller knows it.
+        ``spans`` and ``passage_vectors``: the message's passages and their vectors (made here when missing)."""
         user_id = message.user_id
         exchange_only = routing_vector is None and vector is not None
         alone = vector if routing_vector is None else routing_vector
@@ -200,9 +217,21 @@ class TurnWriter:
             result.memories = self._store_memories(
                 message, vector, extraction, storyline, link, derived_vectors, answered
             )
-            result.entities = self._store_entities(message, extraction, storyline, result.memories[0])
+            own = result.memories[0]
+            vectors = passage_vectors
+            if vectors is None and self.embed is not None:
+                vectors = self._embed_passages(message, spans)
+            passages = store_passages(self.store, self.model, message, own.id, spans, vectors)
+            result.settled = supersede.settle(self.store, message, passages)
+            for changed in result.settled.storylines.values():  # a correction rewrote a storyline's summary
+                if context is not None:
+                    context.remember(changed)
+                if changed.id == storyline.id:
+                    storyline = changed
+            result.entities = self._store_entities(message, extraction, storyline, own)
             if link is not None:
-                result.narrative = self._extend(link, storyline, message, topic, result.memories)
+                corrected = bool(result.settled.superseded)
+                result.narrative = self._extend(link, storyline, message, topic, result.memories, corrected)
             result.storyline = self._update_storyline(storyline, message, topic, routed, context)
             result.reflections = self.maybe_reflect(message)
         if context is not None:
@@ -225,6 +254,16 @@ class TurnWriter:
         entities = [(e.entity_type.value, e.name) for e in extraction.entities]
         substantive = routing.has_substance(message.content, extraction.topic_tags, entities)
         return routing.small_talk_default(message.content, defaults, substantive) is None
+
+    def _embed_passages(self, message: Message, spans: Sequence[Span] | None) -> list[np.ndarray] | None:
+        """The passages' vectors, made now (a turn processed without its plan's vectors)."""
+        if self.embed is None:
+            return None
+        from narrative.text.passages import split_passages
+
+        cut = list(spans) if spans is not None else split_passages(message.content)
+        texts = embedding.passage_texts(message, cut)
+        return list(np.asarray(self.embed(list(texts)), dtype=np.float32))
 
     def _alone(self, message: Message) -> np.ndarray | None:
         """The message alone, embedded now: a turn expected to stay that left after all (one text)."""
@@ -442,13 +481,17 @@ class TurnWriter:
                 message_ids=message_ids,
             )
 
-        user_input, response = (message.content, "") if message.role is Role.USER else ("", message.content)
+        said = excerpt(message.content)  # a long message is quoted by its first passage: its passages hold it all
+        user_input, response = (said, "") if message.role is Role.USER else ("", said)
         if answered is not None and message.role is not Role.USER:
-            user_input = answered.content
+            user_input = excerpt(answered.content)
         exchange = memory(
             Stream.CONVERSATION,
             Source.CONVERSATION,
-            exchange_text(answered, message),
+            exchange_text(
+                None if answered is None else replace(answered, content=excerpt(answered.content)),
+                replace(message, content=said),
+            ),
             extraction.importance,
             ConversationDetails(
                 user_input=user_input,
@@ -526,14 +569,19 @@ class TurnWriter:
         message: Message,
         extraction: TurnExtraction,
         memories: Sequence[MemoryItem],
+        corrected: bool = False,
     ) -> Narrative:
+        """Add the turn to the running link; a salient turn (or a correction: the link must not go on saying
+        what is no longer true) gives it a new sentence, and a correction its storyline's current name."""
         sentence = None
         if self.assist is not None:
             sentence = self.assist.narrative_sentence(storyline.name, link.summary, message.content)
-        salient = extraction.importance >= 3 or bool(extraction.decisions)
+        salient = extraction.importance >= 3 or bool(extraction.decisions) or corrected
         if sentence is None and (salient or not link.memory_ids):
             sentence = narrate.narrative_sentence(storyline.name, message.speaker, extraction.key_points)
         link = narrate.extend_link(self.store, link, [m.id for m in memories], sentence)
+        if corrected and link.topic != storyline.name:
+            link = self.store.update_narrative(link.user_id, link.id, topic=storyline.name)
         if len(link.memory_ids) >= narrate.MAX_LINK_MEMORIES:  # a long arc: seal and let the next link follow
             link = narrate.seal(self.store, link, message.created_at, retell=self.assist is None)
         return link

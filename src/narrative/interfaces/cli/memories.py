@@ -1,7 +1,8 @@
-"""``narrative add``, ``search``, ``memories``, ``narratives``: memories and the chain."""
+"""``narrative add``, ``search``, ``memories``, ``memory history``, ``narratives``: memories and the chain."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 import click
@@ -9,7 +10,7 @@ import click
 from narrative.interfaces.cli.common import Context, cli, json_option, pass_ctx
 from narrative.interfaces.cli.text import clip, indented
 from narrative.interfaces.serialize import hit_dict
-from narrative.model import MemoryItem, Narrative
+from narrative.model import EventKind, MemoryEvent, MemoryItem, Narrative
 
 if TYPE_CHECKING:
     from narrative.read.listing import Listed
@@ -50,6 +51,11 @@ def _turn_text(result: TurnResult) -> str:
         lines.append(f"  narrative #{result.narrative.id}: {clip(result.narrative.summary, 100)}")
     lines += [f"  sealed narrative #{n.id}: {clip(n.summary, 100)}" for n in result.sealed]
     lines += [f"  reflection #{x.id}: {clip(x.content, 100)}" for x in result.reflections]
+    for item in result.settled.superseded:
+        memories = ", ".join(f"#{i}" for i in item.memories)
+        also = f" (memory {memories})" if memories else ""
+        lines.append(f"  supersedes message #{item.passage.message_id}{also}: {item.reason}")
+    lines += [f"  conflicts with memory #{c.other_memory_id}: {c.reason}" for c in result.settled.conflicts]
     return "\n".join(lines)
 
 
@@ -150,6 +156,16 @@ def add_memory(
     show_default=True,
     help="Drop hits scoring below this.",
 )
+@click.option(
+    "--include-superseded", is_flag=True, help="Also what a later statement superseded (left out by default)."
+)
+@click.option(
+    "--as-of",
+    "as_of",
+    type=click.DateTime(formats=["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S"]),
+    default=None,
+    help="What was current at this time (UTC), e.g. 2026-03-02.",
+)
 @json_option
 @pass_ctx
 def search(
@@ -161,6 +177,8 @@ def search(
     storyline_id: int | None,
     conversation_id: int | None,
     min_score: float,
+    include_superseded: bool,
+    as_of: datetime | None,
 ) -> None:
     hits = ctx.reading.search(
         query,
@@ -170,6 +188,8 @@ def search(
         storyline_id=storyline_id,
         conversation_id=conversation_id,
         min_score=min_score,
+        include_superseded=include_superseded,
+        as_of=as_of,
     )
     rows = [{"id": row.pop("memory_id"), **row} for row in map(hit_dict, hits)]  # one id key: "id"
 
@@ -192,6 +212,42 @@ def memories(ctx: Context, stream: str | None, storyline_id: int | None, limit: 
     found = ctx.reading.one_fact_once([m.id for m in listed])
     shown = [item for item in found if item.folded_into is None]
     ctx.emit(found, lambda: "\n".join(listed_line(item) for item in shown) or "no memories yet")
+
+
+@cli.group(help="One memory by its id.")
+def memory() -> None:
+    pass
+
+
+def _event_line(e: MemoryEvent) -> str:
+    """One event: when, what, and the text before → after (a tombstone says its text is gone)."""
+    head = f"{e.created_at:%Y-%m-%d %H:%M}  {e.kind.value:<10} "
+    if e.kind is EventKind.DELETED:
+        with_ = e.detail.get("with", "memory")
+        return head + ("" if with_ == "memory" else f"with its {with_}; ") + "nothing of its text is kept"
+    if not (e.old_text or e.new_text):
+        text = "(its text went with the delete)"
+    elif e.old_text and e.old_text != e.new_text:
+        text = f'"{clip(e.old_text, 100)}" → "{clip(e.new_text, 100)}"'
+    else:
+        text = f'"{clip(e.new_text, 100)}"'
+    extra = ", ".join(f"{k}: {', '.join(map(str, v)) if isinstance(v, list) else v}" for k, v in e.detail.items())
+    return head + text + (f"  ({extra})" if extra else "")
+
+
+@memory.command("history", help="Every change to a memory, oldest first; a deleted one shows its tombstone.")
+@click.argument("memory_id", type=int)
+@json_option
+@pass_ctx
+def memory_history(ctx: Context, memory_id: int) -> None:
+    events = ctx.reading.history(memory_id)
+    deleted = bool(events) and events[-1].kind is EventKind.DELETED
+
+    def text() -> str:
+        state = "deleted" if deleted else f"{len(events)} event{'s' if len(events) != 1 else ''}"
+        return "\n".join([f"memory #{memory_id} ({state})", *(f"  {_event_line(e)}" for e in events)])
+
+    ctx.emit({"memory_id": memory_id, "deleted": deleted, "events": events}, text)
 
 
 @cli.command(help="The narrative chain: latest link (default), --id N, --search WORDS, --walk N, --forward N.")

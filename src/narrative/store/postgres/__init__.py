@@ -16,8 +16,10 @@ from narrative.store.postgres.rows import PostgresRows
 from narrative.store.postgres.search import PostgresSearch
 from narrative.store.sqlite.conversations import ConversationRows
 from narrative.store.sqlite.entities import EntityRows
+from narrative.store.sqlite.events import MemoryEventRows
 from narrative.store.sqlite.memories import MemoryRows
 from narrative.store.sqlite.narratives import NarrativeRows
+from narrative.store.sqlite.passages import PassageRows
 from narrative.store.sqlite.portability import PortabilityRows
 from narrative.store.sqlite.storylines import StorylineRows
 
@@ -30,6 +32,8 @@ class PostgresStore(  # type: ignore[misc]  # the PostgreSQL base replaces the S
     PostgresPortability,
     ConversationRows,
     MemoryRows,
+    MemoryEventRows,
+    PassageRows,
     NarrativeRows,
     StorylineRows,
     EntityRows,

@@ -39,11 +39,14 @@ ID_TABLES = frozenset(
         "messages",
         "narratives",
         "memories",
+        "memory_events",
         "entities",
         "state_deltas",
         "uses",
         "routing_decisions",
         "api_keys",
+        "passages",
+        "conflicts",
     }
 )
 MIGRATION_LOCK = 7_246_161  # advisory lock key: one process migrates at a time

@@ -37,6 +37,8 @@ def rank_texts(user_id: str, rows: Iterable[tuple[int, str]], query: str, limit:
 class PostgresRows(PostgresBase):
     """Overrides of the shared row classes; listed first in :class:`PostgresStore`'s bases."""
 
+    _next_memory_id = "DEFAULT"  # the identity sequence: never gives an id twice
+
     # --- messages: positions allocated under the user's row lock ---------------------
 
     def _claim_positions(self, user_id: str) -> None:

@@ -21,6 +21,7 @@ import numpy as np
 from narrative.errors import EmbeddingMismatch
 from narrative.store.filters import MemoryFilter
 from narrative.store.keyword_index import KeywordIndex, query_terms
+from narrative.store.passage_index import PassageKeywords
 from narrative.store.postgres.base import PostgresBase
 from narrative.store.postgres.rows import vector_value
 from narrative.store.sqlite.base import placeholders
@@ -55,6 +56,7 @@ class PostgresSearch(PostgresBase):
         self._keywords_pruned = (0, 0)  # the log's pruned marks (seq, xid) at the last catch-up
         self._keywords_dirty = False  # the index holds rows read inside a transaction not yet committed
         self._keyword_users: set[str] = set()  # users whose memories the index holds (loaded on their first search)
+        self._passage_keywords = PassageKeywords()  # their passages, kept with the memories
 
     # --- keyword index -------------------------------------------------------------
 
@@ -69,6 +71,21 @@ class PostgresSearch(PostgresBase):
         if allowed is not None and not allowed:
             return []
         return self._keyword_index(user_id).search(user_id, terms, limit, allowed=allowed)
+
+    def keyword_search_passages(
+        self, user_id: str, query: str, where: MemoryFilter | None = None, limit: int = 50
+    ) -> list[tuple[int, float]]:
+        """(passage id, BM25 score) best first, only this user's, only passages whose memory is within ``where``."""
+        terms = query_terms(query)
+        if not terms or limit <= 0:
+            return []
+        allowed = None if where is None or where.is_open else self._ids_matching(user_id, where)
+        if allowed is not None and not allowed:
+            return []
+        outermost = not self.in_transaction
+        with self.pinned(), self._lock:
+            self._with_user(self._caught_up(outermost), user_id, outermost)
+            return self._passage_keywords.search(user_id, terms, limit, allowed)
 
     def _ids_matching(self, user_id: str, where: MemoryFilter) -> set[int]:
         found: set[int] = self.memory_ids_matching(user_id, where)  # type: ignore[attr-defined]
@@ -114,6 +131,7 @@ class PostgresSearch(PostgresBase):
             index = KeywordIndex()  # first use, or the log was pruned past what this index has read
             self._keywords, self._keywords_seq, self._keywords_xmin = index, highest, xmin
             self._keyword_users = set()
+            self._passage_keywords = PassageKeywords()
             self._keywords_dirty = not outermost
             return index
         if changes:
@@ -134,6 +152,7 @@ class PostgresSearch(PostgresBase):
     def _with_user(self, index: KeywordIndex, user_id: str, outermost: bool) -> KeywordIndex:
         if user_id not in self._keyword_users:
             index.upsert(self._memory_rows("user_id = ?", [user_id]))
+            self._passage_keywords.add(self._passage_rows("p.user_id = ?", [user_id]))
             self._keyword_users.add(user_id)
             self._keywords_dirty = self._keywords_dirty or not outermost
         return index
@@ -142,21 +161,33 @@ class PostgresSearch(PostgresBase):
         rows = self._all(f"SELECT id, user_id, content, key_points FROM memories WHERE {where}", params)
         return [(int(r[0]), str(r[1]), f"{r[2]} {r[3]}" if r[3] else str(r[2])) for r in rows]
 
+    def _passage_rows(self, where: str, params: list[Any]) -> list[tuple[int, int, str, str]]:
+        rows = self._all(
+            "SELECT p.id, p.memory_id, p.user_id, m.speaker, substr(m.content, p.char_start + 1,"
+            f" p.char_end - p.char_start) FROM passages p JOIN messages m ON m.id = p.message_id WHERE {where}",
+            params,
+        )
+        return [(int(r[0]), int(r[1]), str(r[2]), f"{r[3]} {r[4]}".strip()) for r in rows]
+
     def _refresh_keywords(self, index: KeywordIndex, memory_ids: set[int]) -> None:
         """Re-read changed memories: those of loaded users go in, the rest (deleted, other users) go out."""
         ids = sorted(memory_ids)
         rows: list[tuple[int, str, str]] = []
+        passages: list[tuple[int, int, str, str]] = []
         for start in range(0, len(ids), 500):
             rows += self._memory_rows("id = ANY(?)", [ids[start : start + 500]])
+            passages += self._passage_rows("p.memory_id = ANY(?)", [ids[start : start + 500]])
         kept = [row for row in rows if row[1] in self._keyword_users]
         index.remove(memory_ids - {row[0] for row in kept})
         index.upsert(kept)
+        self._passage_keywords.replace(memory_ids, [row for row in passages if row[2] in self._keyword_users])
 
     def _rolled_back(self) -> None:
         """Work was undone: if the index took rows from inside the transaction, rebuild it on the next search."""
         with self._lock:
             if self._keywords_dirty:
                 self._keywords, self._keywords_dirty, self._keyword_users = None, False, set()
+                self._passage_keywords = PassageKeywords()
 
     # --- vectors in pgvector ---------------------------------------------------------
 
@@ -169,6 +200,51 @@ class PostgresSearch(PostgresBase):
                     " ON CONFLICT (user_id, memory_id) DO UPDATE SET model = EXCLUDED.model, vector = EXCLUDED.vector",
                     (model, vector_value(vector), memory_id, user_id),
                 )
+
+    def put_passage_vectors(self, user_id: str, model: str, vectors: dict[int, np.ndarray]) -> None:
+        with self.transaction():
+            for passage_id, vector in vectors.items():
+                self._exec(
+                    "INSERT INTO passage_vectors(passage_id, user_id, model, vector)"
+                    " SELECT id, user_id, ?, ? FROM passages WHERE id = ? AND user_id = ?"
+                    " ON CONFLICT (user_id, passage_id) DO UPDATE SET model = EXCLUDED.model, vector = EXCLUDED.vector",
+                    (model, vector_value(vector), passage_id, user_id),
+                )
+
+    def passage_vectors_by_id(self, user_id: str, model: str, passage_ids: Iterable[int]) -> dict[int, np.ndarray]:
+        ids = list(dict.fromkeys(passage_ids))
+        found: dict[int, np.ndarray] = {}
+        for start in range(0, len(ids), 500):
+            rows = self._all(
+                "SELECT passage_id, vector FROM passage_vectors WHERE user_id = ? AND model = ?"
+                " AND passage_id = ANY(?)",
+                [user_id, model, ids[start : start + 500]],
+            )
+            found.update((int(r[0]), np.asarray(vector_value(r[1]), dtype=np.float32)) for r in rows)
+        return found
+
+    def passage_vector_search(
+        self, user_id: str, query: np.ndarray, model: str, k: int = 50, where: MemoryFilter | None = None
+    ) -> list[tuple[int, float]]:
+        """(passage id, cosine similarity) best first, only this user's, only passages whose memory is within
+        ``where`` (exact over few candidates, else HNSW with an iterative scan, as for memories)."""
+        allowed = None if where is None or where.is_open else self._ids_matching(user_id, where)
+        if (allowed is not None and not allowed) or k <= 0:
+            return []
+        vector = vector_value(query)
+        if float(np.linalg.norm(vector)) == 0.0:
+            return []
+        among = None
+        if allowed is not None:
+            among = [
+                int(r[0])
+                for r in self._all(
+                    "SELECT id FROM passages WHERE user_id = ? AND memory_id = ANY(?)", [user_id, sorted(allowed)]
+                )
+            ]
+            if not among:
+                return []
+        return self._nearest(user_id, vector, model, k, among, table="passage_vectors", key="passage_id")
 
     def vectors_by_id(self, user_id: str, model: str, memory_ids: Iterable[int]) -> dict[int, np.ndarray]:
         """The stored vectors of these memories of ``user_id`` made by ``model``, by memory id."""
@@ -233,16 +309,24 @@ class PostgresSearch(PostgresBase):
         return self._nearest(user_id, vector, model, k, allowed)
 
     def _nearest(
-        self, user_id: str, vector: np.ndarray, model: str, k: int, allowed: Iterable[int] | None
+        self,
+        user_id: str,
+        vector: np.ndarray,
+        model: str,
+        k: int,
+        allowed: Iterable[int] | None,
+        table: str = "memory_vectors",
+        key: str = "memory_id",
     ) -> list[tuple[int, float]]:
         ids = sorted(allowed) if allowed is not None else None
-        hnsw = len(vector) == HNSW_DIMS and (len(ids) if ids is not None else self._vector_count(user_id)) > EXACT_LIMIT
+        count = len(ids) if ids is not None else self._vector_count(user_id, table)
+        hnsw = len(vector) == HNSW_DIMS and count > EXACT_LIMIT
         # the HNSW index is on the cast expression: ordering by the plain column is an exact scan
         column = f"vector::vector({HNSW_DIMS})" if hnsw else "vector"
         dims = f" AND vector_dims(vector) = {HNSW_DIMS}" if hnsw else ""
-        among = " AND memory_id = ANY(?)" if ids is not None else ""  # one array parameter, however many ids
+        among = f" AND {key} = ANY(?)" if ids is not None else ""  # one array parameter, however many ids
         sql = (
-            f"SELECT memory_id, 1 - ({column} <=> ?) AS score FROM memory_vectors"
+            f"SELECT {key}, 1 - ({column} <=> ?) AS score FROM {table}"
             f" WHERE user_id = ? AND model = ?{dims}{among} ORDER BY {column} <=> ? LIMIT ?"
         )
         params = [vector, user_id, model, *([ids] if ids is not None else []), vector, k]
@@ -252,10 +336,10 @@ class PostgresSearch(PostgresBase):
             rows = self._all(sql, params)
         return [(int(r[0]), float(r[1])) for r in rows]
 
-    def _vector_count(self, user_id: str) -> int:
+    def _vector_count(self, user_id: str, table: str = "memory_vectors") -> int:
         """The user's vectors, counted up to just past EXACT_LIMIT (a bounded index-only scan)."""
         row = self._one(
-            "SELECT COUNT(*) FROM (SELECT 1 FROM memory_vectors WHERE user_id = ? LIMIT ?) AS mine",
+            f"SELECT COUNT(*) FROM (SELECT 1 FROM {table} WHERE user_id = ? LIMIT ?) AS mine",
             (user_id, EXACT_LIMIT + 1),
         )
         return int(row[0]) if row else 0
@@ -265,11 +349,14 @@ class PostgresSearch(PostgresBase):
             if user_id is None:
                 self._exec("DELETE FROM memory_vectors")
                 self._exec("DELETE FROM storyline_vectors")
+                self._exec("DELETE FROM passage_vectors")
             else:
                 self._exec("DELETE FROM memory_vectors WHERE user_id = ?", (user_id,))
                 self._exec("DELETE FROM storyline_vectors WHERE user_id = ?", (user_id,))
+                self._exec("DELETE FROM passage_vectors WHERE user_id = ?", (user_id,))
 
     def drop_index(self) -> None:
         """Forget the in-process keyword index; the next search rebuilds it (vectors live in the database)."""
         with self._lock:
             self._keywords, self._keyword_users = None, set()
+            self._passage_keywords = PassageKeywords()

@@ -24,10 +24,13 @@ import numpy as np
 from narrative.errors import EmbeddingMismatch, StoreError
 from narrative.store.filters import MemoryFilter
 from narrative.store.keyword_index import KeywordIndex, query_terms
+from narrative.store.passage_index import PassageKeywords, PassageVectors
 from narrative.store.sqlite.conversations import ConversationRows
 from narrative.store.sqlite.entities import EntityRows
+from narrative.store.sqlite.events import MemoryEventRows
 from narrative.store.sqlite.memories import MemoryRows
 from narrative.store.sqlite.narratives import NarrativeRows
+from narrative.store.sqlite.passages import PassageRows
 from narrative.store.sqlite.portability import PortabilityRows
 from narrative.store.sqlite.storylines import StorylineRows
 from narrative.store.vector_index import VectorIndex
@@ -35,7 +38,16 @@ from narrative.store.vector_index import VectorIndex
 __all__ = ["SqliteStore"]
 
 
-class SqliteStore(ConversationRows, MemoryRows, NarrativeRows, StorylineRows, EntityRows, PortabilityRows):
+class SqliteStore(
+    ConversationRows,
+    MemoryRows,
+    MemoryEventRows,
+    PassageRows,
+    NarrativeRows,
+    StorylineRows,
+    EntityRows,
+    PortabilityRows,
+):
     """Every concept's rows in one file.  See :class:`narrative.store.protocol.Store`."""
 
     backend = "sqlite"
@@ -43,11 +55,13 @@ class SqliteStore(ConversationRows, MemoryRows, NarrativeRows, StorylineRows, En
     def __init__(self, path: str | Path) -> None:
         super().__init__(path)
         self._index: VectorIndex | None = None
+        self._passage_vectors: PassageVectors | None = None
         self._index_model: str | None = None
         self._index_seq = 0
         self._index_read_in_transaction = False
         self._index_lock = threading.Lock()
         self._keywords: KeywordIndex | None = None
+        self._passage_keywords = PassageKeywords()
         self._keywords_seq = 0
         self._keywords_pending: set[int] = set()  # taken inside a transaction not yet committed
         self._keywords_built_in_transaction = False
@@ -67,6 +81,20 @@ class SqliteStore(ConversationRows, MemoryRows, NarrativeRows, StorylineRows, En
             return []
         return self._keyword_index().search(user_id, terms, limit, allowed=allowed)
 
+    def keyword_search_passages(
+        self, user_id: str, query: str, where: MemoryFilter | None = None, limit: int = 50
+    ) -> list[tuple[int, float]]:
+        """(passage id, BM25 score) best first, only this user's, only passages whose memory is within ``where``."""
+        terms = query_terms(query)
+        if not terms or limit <= 0:
+            return []
+        allowed = None if where is None or where.is_open else self.memory_ids_matching(user_id, where)
+        if allowed is not None and not allowed:
+            return []
+        self._keyword_index()
+        with self._keywords_lock:
+            return self._passage_keywords.search(user_id, terms, limit, allowed)
+
     def _keyword_index(self) -> KeywordIndex:
         """The keyword index, caught up with the change log (built from the file the first time)."""
         with self._lock, self._keywords_lock:
@@ -79,6 +107,8 @@ class SqliteStore(ConversationRows, MemoryRows, NarrativeRows, StorylineRows, En
             if index is None or highest < self._keywords_seq or lowest > self._keywords_seq + 1:
                 index = KeywordIndex()
                 index.upsert(self._memory_texts())
+                self._passage_keywords = PassageKeywords()
+                self._passage_keywords.add(self.passage_texts_of())
                 self._keywords, self._keywords_seq = index, highest
                 self._keywords_built_in_transaction = in_transaction
             elif highest > self._keywords_seq:
@@ -92,12 +122,14 @@ class SqliteStore(ConversationRows, MemoryRows, NarrativeRows, StorylineRows, En
         rows = self._memory_texts(memory_ids)
         index.remove(memory_ids - {row[0] for row in rows})
         index.upsert(rows)
+        self._passage_keywords.replace(memory_ids, self.passage_texts_of(memory_ids))
 
     def _rolled_back(self) -> None:
         """Work was undone: rewind the log position and re-read what the index took from that work."""
         with self._index_lock:
             if self._index_read_in_transaction:  # it may hold vectors that were never committed
                 self._index, self._index_model, self._index_read_in_transaction = None, None, False
+                self._passage_vectors = None
         with self._keywords_lock:
             index = self._keywords
             if index is None:
@@ -128,12 +160,14 @@ class SqliteStore(ConversationRows, MemoryRows, NarrativeRows, StorylineRows, En
             stale = self._index_model != model or highest < seq or lowest > seq + 1
             if stale or (index is None and highest > seq):
                 self._index, self._index_model, self._index_seq = self._build_index(model), model, highest
+                self._passage_vectors = self._build_passage_index(model)
             elif highest > seq and index is not None:
                 seq, changed = self._memory_changes_since(self._index_seq)
                 try:
                     self._refresh_vectors(index, model, changed)
+                    self._refresh_passage_vectors(model, changed)
                 except StoreError:
-                    self._index, self._index_model = None, None
+                    self._index, self._index_model, self._passage_vectors = None, None, None
                     raise
                 self._index_seq = seq
             self._index_read_in_transaction = in_transaction
@@ -147,6 +181,40 @@ class SqliteStore(ConversationRows, MemoryRows, NarrativeRows, StorylineRows, En
         index = VectorIndex(matrix.shape[1])
         index.add(ids, users, matrix)
         return index
+
+    def _build_passage_index(self, model: str) -> PassageVectors | None:
+        rows = self.passage_vector_rows()
+        _refuse_foreign([r[3] for r in rows], model)
+        if not rows:
+            return None
+        passages = PassageVectors(len(rows[0][4]))
+        passages.add([(r[0], r[1], r[2], r[4]) for r in rows])
+        return passages
+
+    def _refresh_passage_vectors(self, model: str, memory_ids: set[int]) -> None:
+        rows = self.passage_vector_rows(memory_ids)
+        _refuse_foreign([r[3] for r in rows], model)
+        if self._passage_vectors is None:
+            if not rows:
+                return
+            self._passage_vectors = PassageVectors(len(rows[0][4]))
+        if any(len(r[4]) != self._passage_vectors.dims for r in rows):
+            raise EmbeddingMismatch("stored vectors have several lengths: run `narrative reindex`")
+        self._passage_vectors.replace(memory_ids, [(r[0], r[1], r[2], r[4]) for r in rows])
+
+    def passage_vector_search(
+        self, user_id: str, query: np.ndarray, model: str, k: int = 50, where: MemoryFilter | None = None
+    ) -> list[tuple[int, float]]:
+        """(passage id, cosine similarity) best first, only this user's, only passages whose memory is within
+        ``where``."""
+        self._ensure_index(model)
+        passages = self._passage_vectors
+        if passages is None:
+            return []
+        allowed = None if where is None or where.is_open else self.memory_ids_matching(user_id, where)
+        if allowed is not None and not allowed:
+            return []
+        return passages.search(user_id, query, k, allowed)
 
     def _refresh_vectors(self, index: VectorIndex, model: str, memory_ids: set[int]) -> None:
         rows = self._vectors_of(memory_ids)
@@ -178,6 +246,7 @@ class SqliteStore(ConversationRows, MemoryRows, NarrativeRows, StorylineRows, En
         """Forget the in-process index; the next search rebuilds it from the file."""
         with self._index_lock:
             self._index, self._index_model, self._index_seq = None, None, 0
+            self._passage_vectors = None
 
     def delete_conversation(self, user_id: str, conversation_id: int) -> None:
         super().delete_conversation(user_id, conversation_id)
@@ -193,9 +262,11 @@ class SqliteStore(ConversationRows, MemoryRows, NarrativeRows, StorylineRows, En
             if user_id is None:
                 self._exec("DELETE FROM memory_vectors")
                 self._exec("DELETE FROM storyline_vectors")
+                self._exec("DELETE FROM passage_vectors")
             else:
                 self._exec("DELETE FROM memory_vectors WHERE user_id = ?", (user_id,))
                 self._exec("DELETE FROM storyline_vectors WHERE user_id = ?", (user_id,))
+                self._exec("DELETE FROM passage_vectors WHERE user_id = ?", (user_id,))
         self.drop_index()
 
 

@@ -98,6 +98,8 @@ def _memory(
         extraction_confidence=row["extraction_confidence"],
         event_at=to_time(row["event_at"]),
         created_at=to_time_required(row["created_at"]),
+        valid_to=to_time(row["valid_to"]) if "valid_to" in row else None,
+        superseded_by=row.get("superseded_by", None),
     )
 
 
@@ -120,9 +122,19 @@ _UPDATABLE = {
 }
 
 
+#: A new memory's id: above every memory id the file ever gave (a deleted memory's events keep its id, so an id
+#: is never given twice).  PostgreSQL's identity sequence never gives one twice by itself (``DEFAULT``).
+NEXT_MEMORY_ID = (
+    "(SELECT MAX(COALESCE((SELECT MAX(id) FROM memories), 0), COALESCE((SELECT MAX(memory_id) FROM memory_events), 0))"
+    " + 1)"
+)
+
+
 class MemoryRows(SqliteBase):
+    _next_memory_id = NEXT_MEMORY_ID
+
     def insert_memory(self, memory: MemoryItem) -> MemoryItem:
-        """Store a memory (its ``id`` is ignored) with its provenance rows."""
+        """Store a memory (its ``id`` is ignored) with its provenance rows and its ``created`` event (history)."""
         row: dict[str, Any] = {
             "user_id": memory.user_id,
             "stream": memory.stream.value,
@@ -147,8 +159,15 @@ class MemoryRows(SqliteBase):
         ids = list(dict.fromkeys(memory.message_ids))
         with self.transaction():
             row["id"] = self._exec(
-                f"INSERT INTO memories({', '.join(row)}) VALUES ({placeholders(list(row))})", list(row.values())
+                f"INSERT INTO memories(id, {', '.join(row)})"
+                f" VALUES ({self._next_memory_id}, {placeholders(list(row))})",
+                list(row.values()),
             ).lastrowid
+            self._exec(
+                "INSERT INTO memory_events(user_id, memory_id, kind, new_text, created_at)"
+                " VALUES (?, ?, 'created', ?, ?)",
+                (memory.user_id, row["id"], memory.content, row["created_at"]),
+            )
             sources = []  # (message id, position) of this user's messages among message_ids, in position order
             if ids:
                 sources = self._all(
@@ -512,4 +531,9 @@ def _filter_sql(user_id: str, where: MemoryFilter, by_key: bool = False) -> tupl
     if where.min_importance is not None:
         clauses.append("m.importance >= ?")
         params.append(where.min_importance)
+    if where.current_only:
+        clauses.append("m.valid_to IS NULL")
+    if where.as_of is not None:
+        clauses.append("COALESCE(m.event_at, m.created_at) <= ? AND (m.valid_to IS NULL OR m.valid_to > ?)")
+        params += [to_text(where.as_of), to_text(where.as_of)]
     return " AND ".join(clauses), params

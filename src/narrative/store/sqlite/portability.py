@@ -32,7 +32,7 @@ from narrative.store.dump_rows import (
     renumber,
 )
 from narrative.store.sqlite.base import SqliteBase, dumps, loads, placeholders
-from narrative.store.sqlite.memories import details_from_json
+from narrative.store.sqlite.memories import NEXT_MEMORY_ID, details_from_json
 
 USER_TABLES = TABLES  # API keys are credentials, not memory: never exported, kept across an import
 #: Tables whose rows carry ``user_id`` (set to the importing user); users' own key is ``id``.
@@ -50,6 +50,7 @@ JSON_COLUMNS: dict[str, frozenset[str]] = {
     "messages": frozenset({"meta"}),
     "narratives": frozenset({"memory_ids"}),
     "memories": frozenset({"emotions", "details"}),
+    "memory_events": frozenset({"detail"}),
     "entities": frozenset({"data"}),
     "state_deltas": frozenset({"data"}),
     "uses": frozenset({"meta"}),
@@ -206,6 +207,9 @@ class PortabilityRows(SqliteBase):
     def _first_free_id(self, table: str) -> int:
         if table not in ID_TABLES:
             raise StoreError(f"not a table with ids: {table!r}")
+        if table == "memories":  # above the ids of deleted memories too (their events keep them)
+            row = self._one(f"SELECT {NEXT_MEMORY_ID}")
+            return int(row[0]) if row else 1
         row = self._one(f"SELECT MAX(id) FROM {table}")
         return int(row[0] or 0) + 1 if row else 1
 

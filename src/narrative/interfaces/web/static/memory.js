@@ -52,6 +52,7 @@ const M = (() => {
     if (m.conversation_id) links.push(el("a", { href: `#/archive/${m.conversation_id}` }, "transcript"));
     if (m.narrative_id) links.push(el("a", { href: `#/chain/${m.narrative_id}` }, "narrative link"));
     links.push(el("a", { href: `#/influence/memory/${id}` }, "influence"));
+    links.push(el("a", { href: `#/history/${id}`, "aria-label": `history of memory #${id}` }, "history"));
     const content = el("p", { class: "content" }, m.text ?? m.content); // a list shows each turn once (`text`)
     content.dataset.full = m.content ?? ""; // what an edit starts from: the whole memory
     const edited = el("span", { class: "edited" }, m.user_edited ? " · edited by you" : "");

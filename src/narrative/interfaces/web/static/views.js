@@ -303,6 +303,53 @@
       : [el("li", { class: "muted" }, "This memory has not shaped anything yet.")]);
   }
 
+  /* ================= history: every change to one memory ================= */
+
+  const EVENT_WORDS = { created: "Stored", edited: "Edited", confirmed: "Confirmed in the review",
+    superseded: "Superseded", restored: "Restored", deleted: "Deleted" };
+
+  async function historyView(args) {
+    const id = Number(args[0]);
+    if (!id) {
+      fill("history-title", "History of a memory");
+      fill("history-about", "Every change to a memory: stored, edited, confirmed, superseded, restored, deleted.");
+      fill("history-events");
+      return;
+    }
+    const data = await get(`/memories/${id}/history`);
+    $("history-id").value = String(id);
+    fill("history-title", `History of memory #${id}`);
+    fill("history-about", data.deleted
+      ? "This memory was deleted. Its history keeps what happened and when, and none of its text."
+      : ["Now: ", el("q", {}, data.memory.content)]);
+    fill("history-events", data.events.map((e, i) => eventItem(e, i ? data.events[i - 1] : null)));
+    return `History of memory #${id}`;
+  }
+
+  /* One event; a text the event before already shows is not repeated. */
+  function eventItem(e, before) {
+    const detail = Object.entries(e.detail || {}).map(([k, v]) =>
+      k === "conversation_id" ? el("a", { href: `#/archive/${v}` }, `conversation #${v}`)
+        : k === "superseded_by" ? el("a", { href: `#/history/${v}` }, `by memory #${v}`)
+          : `${k.replace(/_/g, " ")}: ${Array.isArray(v) ? v.join(", ") : v}`);
+    const text = [];
+    if (e.old_text && e.old_text !== e.new_text) text.push(el("p", { class: "old" }, el("del", {}, e.old_text)));
+    if (e.new_text && (e.old_text || !before || before.new_text !== e.new_text)) {
+      text.push(el("p", { class: "new" }, e.new_text));
+    } else if (e.new_text) text.push(el("p", { class: "muted" }, "(the text above, unchanged)"));
+    if (!e.old_text && !e.new_text && e.kind !== "deleted") text.push(el("p", { class: "muted" }, "(text deleted)"));
+    return el("li", { class: `event ${e.kind}` },
+      el("p", { class: "meta" }, el("strong", {}, EVENT_WORDS[e.kind] || e.kind), " · ",
+        el("time", { datetime: e.created_at }, when(e.created_at)),
+        ...detail.flatMap((d) => [" · ", d])),
+      ...text);
+  }
+
+  $("history-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    const id = Number($("history-id").value);
+    if (id > 0) location.hash = `#/history/${id}`;
+  });
   $("use-more").addEventListener("click", () => { usesShown += 20; N.dispatch(); });
   $("storyline-earlier").addEventListener("click", () => loadStoryPage().catch(failed));
 
@@ -313,6 +360,7 @@
   route("chain", chainView);
   route("search", searchView);
   route("influence", influenceView);
+  route("history", historyView);
   wireRename();
   wireConversations();
   wireChain();

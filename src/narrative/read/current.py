@@ -1,0 +1,35 @@
+"""What is current: the one rule every reader applies (search, context, scene memory, greeting).
+
+A memory is current until a later statement supersedes it (``valid_to``).  A message is current while any of
+its passages is; a message whose every passage a correction superseded is no longer shown as what is true
+(it stays stored, searchable with ``include_superseded`` or ``as_of`` a time before the correction).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+
+from narrative.model import Message
+from narrative.store.protocol import Store
+
+__all__ = ["current_messages", "stale_messages"]
+
+
+def stale_messages(store: Store, user_id: str, message_ids: Iterable[int], as_of: datetime | None = None) -> set[int]:
+    """The messages none of whose passages is current (now, or at ``as_of``)."""
+    ids = set(message_ids)
+    if not ids:
+        return set()
+    stale = set()
+    for message_id, passages in store.passages_of_messages(user_id, ids).items():
+        ends = [p.valid_to for p in passages]
+        if all(end is not None and (as_of is None or end <= as_of) for end in ends):
+            stale.add(message_id)
+    return stale
+
+
+def current_messages(store: Store, user_id: str, messages: Sequence[Message]) -> list[Message]:
+    """``messages`` without those a later correction superseded, in order."""
+    stale = stale_messages(store, user_id, (m.id for m in messages))
+    return [m for m in messages if m.id not in stale]

@@ -1,0 +1,219 @@
+"""Statements: what a sentence asserts, in the terms that tell whether a later sentence updates or contradicts it.
+
+People correct themselves in a few recognisable ways, and this module reads only those (no model):
+
+* **a change cue** — "actually", "now", "no longer", "anymore", "not … anymore", "correction", "update",
+  "instead", "changed", "moved", "switched", "new", "recently", verbs of change followed by "to"
+  ("improved to 78%", "moved to Lisbon", "extended … to 4 hours"), "has reached", "is now";
+* **a value** — a number with its unit ("8 cards", "65%", "250ms", "1,200 calls"), a date ("April 5, 2024",
+  "2024-04-05", "16.01.2024"), or the thing a "not X" names as the old value ("Lisbon now, not Berlin");
+* **a subject** — the content words the two sentences share (singular, lower case), beyond values and cues.
+
+A sentence *updates* an earlier one when it has a change cue, they share the subject, and it gives the same kind
+of value with a different content — or its "not X" names a value the earlier one states.  A sentence
+*contradicts* an earlier one, with no order between them, when one denies ("I've never …", "I haven't …") what
+the other affirms about the same subject (at least two shared content words, one of them a content word of
+the denied clause).  Code blocks assert nothing here.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from narrative.text import patterns as P
+
+__all__ = ["Change", "Statement", "Value", "contradiction", "statements", "update"]
+
+_FENCE = re.compile(r"```.*?(?:```|\Z)|~~~.*?(?:~~~|\Z)", re.DOTALL)
+_INLINE_CODE = re.compile(r"`[^`\n]*`")
+_CUE = re.compile(
+    r"\b(?:actually|correction|corrected|update[ds]?|updating|anymore|any more|no longer|instead|"
+    r"now|nowadays|currently|recently|lately|latest|new|newly|changed?|changing|moved|switch(?:ed)?|"
+    r"(?:improv|increas|decreas|extend|reduc|rais|lower|grow|grew|drop|dropp|bump|push|revis|adjust|"
+    r"shift|postpon|delay|mov)(?:e|es|ed|ing)?\s+(?:\w+\s+){0,4}?to|reached|has\s+become|is\s+now|are\s+now)\b",
+    re.IGNORECASE,
+)
+_MONTHS = (
+    "january|february|march|april|may|june|july|august|september|october|november|december|"
+    "jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec"
+)
+_DATE = re.compile(
+    rf"\b(?:(?:{_MONTHS})\.?\s+\d{{1,2}}(?:st|nd|rd|th)?(?:,?\s+\d{{4}})?|\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?"
+    rf"(?:{_MONTHS})\.?(?:,?\s+\d{{4}})?|\d{{4}}-\d{{2}}-\d{{2}}|\d{{1,2}}[./]\d{{1,2}}[./]\d{{4}})\b",
+    re.IGNORECASE,
+)
+_NUMBER = re.compile(r"(?<![\w.])(\$|€|£)?(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?(?:\s*(%|percent\b|[a-zA-Z]+))?")
+_NOT_X = re.compile(
+    r"(?:[,;:\u2014\u2013]\s*|\bnow\s+)not\s+(?:the\s+|a\s+|an\s+|in\s+|at\s+)?([\w][\w\-]*)|"
+    r"\b(?:instead\s+of|rather\s+than)\s+(?:the\s+|a\s+|an\s+|my\s+)?([\w][\w\-]*)|"
+    r"\bnot\s+(?:the\s+|a\s+|an\s+|in\s+|at\s+)?([\w][\w\-]*)\s+(?:any\s*more|any\s+longer)\b",
+    re.IGNORECASE,
+)
+_PERSONAL = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|we|we're|we've|my|our)\b", re.IGNORECASE)
+_ENDED = re.compile(r"\b(?:any\s*more|any\s+longer|no\s+longer)\b", re.IGNORECASE)
+_DENIAL = re.compile(
+    r"\b(?:i|we)\s*(?:'ve|\s+have|'d|\s+had)?\s*(?:never|not\s+yet|not\s+ever)\b|"
+    r"\b(?:i|we)\s+(?:haven't|hadn't|have\s+not|had\s+not|didn't|did\s+not|don't|do\s+not)\s+"
+    r"(?:\w+\s+){0,2}?(?:any|ever|yet|before)\b",
+    re.IGNORECASE,
+)
+_UNIT_WORDS = frozenset(
+    """ms millisecond milliseconds s sec second seconds min minute minutes h hr hrs hour hours day days week weeks
+    month months year years km kg g mb gb kb tb px pt em rem k""".split()
+)
+#: Cues that also appear where nothing changes ("a new camera", "now I'm reading"): they need more evidence.
+_WEAK_CUES = frozenset({"now", "nowadays", "currently", "recently", "lately", "latest", "new", "newly"})
+_SYMBOLS = frozenset({"percent", "money", "ms", "s", "sec", "h", "hr", "hrs", "km", "kg", "g", "mb", "gb", "kb"})
+_NOT_UNITS = frozenset(P.STOPWORDS) | {"and", "or", "to", "of", "in", "on", "at", "by", "for", "with", "from"}
+_CUE_KEYS = frozenset(
+    """actually correction update updating anymore longer instead now nowadays currently recently lately latest
+    new newly change changing moved switch switched reached become""".split()
+)
+
+
+@dataclass(frozen=True)
+class Value:
+    """One stated value: ``kind`` (number, date, named) and ``unit`` (what it counts, "" when unknown)."""
+
+    kind: str
+    unit: str
+    text: str  # normalised, for comparing ("1200", "2024-04-05" as written, "lisbon")
+
+
+@dataclass(frozen=True)
+class Change:
+    """Why a statement updates an earlier one, and the words of the earlier value that are no longer true."""
+
+    reason: str
+    gone: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        return self.reason
+
+
+@dataclass(frozen=True)
+class Statement:
+    """A prose sentence of a text: where it is, its content keys, values, change cue, denial, "not X"."""
+
+    start: int
+    end: int
+    keys: frozenset[str]
+    values: tuple[Value, ...]
+    cue: str
+    denied: bool
+    not_values: tuple[str, ...]
+    ended: bool = False  # "no longer", "anymore": the earlier state is over
+    personal: bool = False  # said in the first person ("I", "we", "my"): what a denial can contradict
+
+
+def statements(text: str) -> list[Statement]:
+    """The prose sentences of ``text`` (code blocks left out) as statements, in order."""
+    prose = _FENCE.sub(lambda m: " " * len(m.group(0)), text)
+    prose = _INLINE_CODE.sub(lambda m: " " * len(m.group(0)), prose)
+    found: list[Statement] = []
+    position = 0
+    for sentence in P.split_sentences(prose):
+        start = prose.find(sentence, position)
+        if start < 0:
+            continue
+        position = start + len(sentence)
+        if len(sentence) > 600 or not P.words(sentence):
+            continue
+        found.append(_statement(sentence, start))
+    return found
+
+
+def _statement(sentence: str, start: int) -> Statement:
+    normal = P.normalize(sentence)
+    values = _values(normal)
+    value_words = {w for v in values for w in v.text.split()}
+    keys = frozenset(
+        key
+        for word in P.words(normal)
+        if (key := P.tag_key(word.lower())) is not None and key not in _CUE_KEYS and key not in value_words
+    )
+    cue = _CUE.search(normal)
+    nots = tuple(next(g for g in m.groups() if g).lower() for m in _NOT_X.finditer(normal))
+    return Statement(
+        start=start,
+        end=start + len(sentence),
+        keys=keys,
+        values=values,
+        cue="" if cue is None else cue.group(0).lower(),
+        denied=_DENIAL.search(normal) is not None,
+        not_values=tuple(n for n in nots if P.tag_key(n) is not None),
+        ended=_ENDED.search(normal) is not None,
+        personal=_PERSONAL.search(normal) is not None and len(keys) >= 2,
+    )
+
+
+def _values(sentence: str) -> tuple[Value, ...]:
+    values: list[Value] = []
+    taken: list[tuple[int, int]] = []
+    for match in _DATE.finditer(sentence):
+        values.append(Value("date", "", " ".join(match.group(0).lower().replace(",", " ").split())))
+        taken.append(match.span())
+    for match in _NUMBER.finditer(sentence):
+        if any(a <= match.start() < b for a, b in taken):
+            continue
+        currency, whole, fraction, unit = match.groups()
+        number = whole.replace(",", "") + (f".{fraction}" if fraction else "")
+        word = (unit or "").lower()
+        if currency:
+            word = "money"
+        elif word in ("%", "percent"):
+            word = "percent"
+        elif word in _NOT_UNITS or (word and word not in _UNIT_WORDS and P.tag_key(word) is None):
+            word = ""
+        elif word:
+            word = P.singular(word)
+        values.append(Value("number", word, number))
+    return tuple(values)
+
+
+def update(new: Statement, old: Statement) -> Change | None:
+    """Why ``new`` (said later) updates ``old``, or None: a change cue, a shared subject, and a changed value
+    of the same kind (or a "not X" naming the old one).  The reason reads like "now: 78 percent, was 65"."""
+    if not new.cue:
+        return None
+    shared = new.keys & old.keys
+    for gone in new.not_values:
+        if gone in {v.text for v in old.values} | set(old.keys) and len(shared - {gone}) >= 1:
+            return Change(f"{new.cue}: not {gone} any more", (gone,))
+    if new.ended and not old.denied and len(shared) >= 2:
+        return Change(f"{new.cue}: no longer " + ", ".join(sorted(shared)[:4]))
+    for value in new.values:
+        for before in old.values:
+            if before.kind != value.kind or before.text == value.text:
+                continue
+            unit = _same_unit(value, before, new, old)
+            if unit is None:
+                continue
+            needed = 1 if unit in _SYMBOLS or new.cue.split()[0] not in _WEAK_CUES else 2
+            if len(shared | ({unit} if unit and unit not in P.STOPWORDS else set())) >= needed:
+                return Change(f"{new.cue}: {value.text}{' ' + unit if unit else ''}, was {before.text}", (before.text,))
+    return None
+
+
+def _same_unit(value: Value, before: Value, new: Statement, old: Statement) -> str | None:
+    """The unit two values share ("" for dates and plain numbers), or None when they count different things.
+    A number said without its unit takes the unit the other sentence gives, when it names it too ("the
+    commits … reached 165" and "150 commits")."""
+    if value.kind != "number" or value.unit == before.unit:
+        return value.unit
+    if not value.unit and before.unit in new.keys:
+        return before.unit
+    if not before.unit and value.unit in old.keys:
+        return value.unit
+    return None
+
+
+def contradiction(new: Statement, old: Statement) -> str | None:
+    """Why two statements disagree with no update between them (one denies what the other affirms), or None."""
+    if new.denied == old.denied:
+        return None
+    shared = new.keys & old.keys
+    if len(shared) < 2:
+        return None
+    return "one says never, the other says it did: " + ", ".join(sorted(shared)[:4])

@@ -1,0 +1,179 @@
+"""Memory that stays true: a correction supersedes what it corrects; a contradiction is linked, not resolved.
+
+The one place in the write path that decides one statement supersedes another.  When a turn is stored, each
+of its sentences that carries a change cue or a denial (``text.statements``) is compared with the earlier
+statements of the same speaker that share its words (a keyword search over passages, so a long message is
+compared passage by passage):
+
+* an **update** — a change cue, the same subject, a changed value ("I live in Lisbon now, not Berlin";
+  "coverage has recently improved to 78 %" after "reached 65 %") — marks the earlier passage superseded
+  (``valid_to``, ``superseded_by``); when that leaves its message nothing current, the memories that state
+  only that message (its own conversation memory, a decision or note drawn from it) are superseded by the
+  new turn's memory.  Nothing is deleted; ``restore`` undoes it.
+* a **contradiction** — one statement denies what the other affirms, with no change cue to say which is
+  newer ("I've never written Flask routes" / "the homepage route returns static HTML") — links the two as
+  conflicting, so search and context show both and say so.
+
+Only the same speaker (and role) corrects a statement: one person's news does not make another's stale.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from narrative.model import Conflict, Message, Passage, Storyline
+from narrative.store.protocol import Store
+from narrative.text import statements as S
+from narrative.write import storylines
+
+__all__ = ["Settled", "Superseded", "restore", "settle"]
+
+CANDIDATES = 8  # earlier passages read per cue sentence (the best keyword matches)
+AFFIRMATIONS = 12  # plain first-person sentences of a turn compared with earlier denials ("I've never …")
+
+
+@dataclass(frozen=True)
+class Superseded:
+    """One earlier passage the turn superseded, why, and the memories that went with it."""
+
+    passage: Passage
+    by: Passage
+    reason: str
+    memories: tuple[int, ...] = ()
+    gone: tuple[str, ...] = ()  # words of the old value that are no longer true
+
+
+@dataclass
+class Settled:
+    """What a turn changed in what is true: passages (and memories) superseded, conflicts linked."""
+
+    superseded: list[Superseded] = field(default_factory=list)
+    conflicts: list[Conflict] = field(default_factory=list)
+    storylines: dict[int, Storyline] = field(default_factory=dict)  # storylines changed (as stored now)
+
+
+def settle(store: Store, message: Message, passages: Sequence[Passage]) -> Settled:
+    """Compare ``message``'s cue and denial sentences with the speaker's earlier statements; record what they
+    supersede or contradict.  Runs inside the turn's transaction."""
+    settled = Settled()
+    everything = S.statements(message.content)
+    said = [s for s in everything if s.cue or s.denied]
+    said += [s for s in everything if not (s.cue or s.denied) and s.personal][:AFFIRMATIONS]
+    if not said or not passages:
+        return settled
+    earlier: dict[int, Message] = {}
+    for statement in said:
+        mine = _passage_at(passages, statement.start)
+        for candidate in _candidates(store, message, statement, earlier):
+            before = earlier[candidate.message_id]
+            for old in _statements_of(before, candidate):
+                if not (statement.cue or statement.denied or old.denied):
+                    continue  # a plain statement only meets an earlier denial
+                change = S.update(statement, old)
+                if change is not None:
+                    settled.superseded.append(_supersede(store, message, candidate, mine, change, settled))
+                    break
+                reason = S.contradiction(statement, old)
+                if reason is not None:
+                    conflict = store.insert_conflict(
+                        message.user_id,
+                        mine.memory_id,
+                        candidate.memory_id,
+                        message.created_at,
+                        passage_id=mine.id,
+                        other_passage_id=candidate.id,
+                        reason=reason,
+                    )
+                    if conflict is not None:
+                        settled.conflicts.append(conflict)
+                    break
+    return settled
+
+
+def _passage_at(passages: Sequence[Passage], offset: int) -> Passage:
+    for passage in passages:
+        if passage.start <= offset < passage.end:
+            return passage
+    return passages[0]
+
+
+def _candidates(store: Store, message: Message, statement: S.Statement, seen: dict[int, Message]) -> list[Passage]:
+    """Current passages of the same speaker's earlier messages that share the sentence's words, best first."""
+    if not statement.keys:
+        return []
+    query = " ".join(sorted(statement.keys | set(statement.not_values)))
+    hits = store.keyword_search_passages(message.user_id, query, limit=CANDIDATES + 4)
+    found = [p for p in store.get_passages(message.user_id, [i for i, _ in hits]) if p.is_current]
+    found = [p for p in found if p.message_id != message.id]
+    missing = sorted({p.message_id for p in found} - seen.keys())
+    seen.update({m.id: m for m in store.get_messages(message.user_id, missing)} if missing else {})
+    return [
+        p
+        for p in found
+        if p.message_id in seen
+        and seen[p.message_id].position < message.position
+        and seen[p.message_id].role is message.role
+        and seen[p.message_id].speaker.strip().casefold() == message.speaker.strip().casefold()
+    ][:CANDIDATES]
+
+
+def _statements_of(message: Message, passage: Passage) -> list[S.Statement]:
+    return S.statements(message.content[passage.start : passage.end])
+
+
+def _supersede(
+    store: Store, message: Message, old: Passage, by: Passage, change: S.Change, settled: Settled
+) -> Superseded:
+    user_id = message.user_id
+    store.supersede_passages(user_id, [old.id], by.id, message.created_at)
+    left = [p for p in store.passages_of_messages(user_id, [old.message_id]).get(old.message_id, []) if p.is_current]
+    memories: list[int] = []
+    if not left:  # nothing of the old message is current: the memories stating only it go too
+        stating = [
+            m.id
+            for m in store.get_memories(user_id, store.memories_from_messages(user_id, [old.message_id]))
+            if m.id == old.memory_id or (m.message_ids == (old.message_id,) and m.id != by.memory_id)
+        ]
+        memories = store.supersede_memories(user_id, stating, by.memory_id, message.created_at)
+    storyline = storylines.forget_superseded(store, user_id, earlier_message(store, user_id, old), change.gone, message)
+    if storyline is not None:
+        settled.storylines[storyline.id] = storyline
+    return Superseded(old, by, change.reason, tuple(memories), change.gone)
+
+
+def earlier_message(store: Store, user_id: str, passage: Passage) -> Message:
+    return store.get_message(user_id, passage.message_id)
+
+
+def restore(store: Store, user_id: str, memory_id: int) -> list[int]:
+    """Make a superseded memory current again, with the passages of its messages that its superseder took;
+    returns the memories restored (the memory, and what was superseded with it by the same statement)."""
+    memory = store.get_memory(user_id, memory_id)
+    if memory.superseded_by is None:
+        return []
+    by = memory.superseded_by
+    own = [p for p in store.passages_of_memories(user_id, [memory_id]) if not p.is_current]
+    taken = [p.id for p in own if p.superseded_by is not None and _belongs(store, user_id, p.superseded_by, by)]
+    store.restore_passages(user_id, taken)
+    return store.restore_memories(user_id, [memory_id])
+
+
+def _belongs(store: Store, user_id: str, passage_id: int, memory_id: int) -> bool:
+    found = store.get_passages(user_id, [passage_id])
+    return bool(found) and found[0].memory_id == memory_id
+
+
+def describe(settled: Settled, when: datetime | None = None) -> list[str]:
+    """Lines for a turn's report: what it superseded and what it contradicts."""
+    lines = []
+    for item in settled.superseded:
+        memories = ", ".join(f"#{i}" for i in item.memories)
+        lines.append(
+            f"  supersedes message #{item.passage.message_id}"
+            + (f" (memory {memories})" if memories else "")
+            + f": {item.reason}"
+        )
+    lines += [f"  conflicts with memory #{c.other_memory_id}: {c.reason}" for c in settled.conflicts]
+    return lines

@@ -1,0 +1,172 @@
+"""Memory that stays true (issue 23): a correction supersedes what it corrects, a contradiction is shown with
+both sides, and neither deletes anything.  The detector reads how people correct themselves: a change cue, the
+same subject, a changed value ("not X", a new number or date)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+import narrative
+from conftest import FakeClock
+from narrative.interfaces.cli import main
+from narrative.text.statements import contradiction, statements, update
+
+Run = Callable[..., tuple[int, str, str]]
+
+
+@pytest.fixture
+def run(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Run:
+    """``narrative ARGS`` as a user types them (the default embedder: the real local model)."""
+    monkeypatch.chdir(tmp_path)
+    for name in ("NARRATIVE_DB", "NARRATIVE_LLM_PROVIDER"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("NARRATIVE_USER", "maya")
+
+    def invoke(*args: str) -> tuple[int, str, str]:
+        capsys.readouterr()
+        code = 0
+        try:
+            main(list(args))
+        except SystemExit as stop:
+            code = int(stop.code or 0)
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return invoke
+
+
+def ok(run: Run, *args: str) -> str:
+    code, out, err = run(*args)
+    assert code == 0, out + err
+    return out
+
+
+# --- the detector, phrase by phrase ------------------------------------------------------------------------
+
+
+def _update(old: str, new: str) -> str | None:
+    found = [update(b, a) for b in statements(new) for a in statements(old)]
+    return next((reason for reason in found if reason), None)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("I live in Berlin.", "Actually, I moved: I live in Lisbon now, not Berlin."),
+        ("My favourite colour is blue.", "Correction: my favourite colour is green, not blue."),
+        ("We decided to use SQLite for the app.", "We switched to Postgres instead of SQLite for the app."),
+        ("I live in Berlin with my cat.", "I don't live in Berlin anymore."),
+        ("The launch is on April 1, 2024.", "Update: the launch moved to April 5, 2024."),
+        (
+            "My test coverage is at 65% for the API module.",
+            "The API module test coverage has recently improved to 78%.",
+        ),
+        ("The gallery has 8 project cards.", "I added two projects, so the gallery now has 10 project cards."),
+        ("I have spent 3 hours studying probability.", "I've now spent 4 hours studying probability."),
+        ("The budget for the trip is $1,500.", "The trip budget is now $2,000."),
+    ],
+)
+def test_people_correct_themselves_in_these_ways(old: str, new: str) -> None:
+    assert _update(old, new) is not None
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("I live in Berlin.", "I love Berlin in the spring."),  # no change cue
+        ("I ran 10 miles yesterday.", "Now I'm reading 3 books."),  # nothing shared
+        ("I have 2 kids.", "Now my sister has a new puppy."),  # a cue, no shared subject, no value
+        ("I'm not sure about the API limits for my app.", "I'm not sure how to update my app now."),
+        ("The gallery has 8 project cards.", "The gallery now has 8 project cards and a footer."),  # same value
+        ("We bought 3 chairs.", "Now we need 2 tables."),  # different things counted
+    ],
+)
+def test_these_are_not_corrections(old: str, new: str) -> None:
+    assert _update(old, new) is None
+
+
+def test_a_denial_contradicts_what_was_affirmed_with_no_order_between_them() -> None:
+    [never] = statements("I've never written any Flask routes in this project.")
+    [did] = statements("The homepage route with Flask returns static HTML.")
+    assert contradiction(never, did) is not None and contradiction(did, never) is not None
+    [other] = statements("The weather in Lisbon was lovely.")
+    assert contradiction(never, other) is None
+
+
+# --- through the write and read paths ------------------------------------------------------------------------
+
+
+def test_the_berlin_lisbon_sequence_through_the_cli(run: Run) -> None:
+    ok(run, "--db", "notes.db", "add", "message", "I live in Berlin.")
+    added = ok(run, "--db", "notes.db", "add", "message", "Actually, I moved: I live in Lisbon now, not Berlin.")
+    assert "supersedes message #1" in added
+    out = ok(run, "--db", "notes.db", "search", "where do I live?")
+    shown = [line for line in out.splitlines() if not line.strip().startswith("why:")]
+    assert shown[0].endswith("Actually, I moved: I live in Lisbon now, not Berlin.")
+    assert not any(line.endswith("] I live in Berlin.") for line in shown)  # the old statement is not a hit
+    assert "supersedes #1, 'I live in Berlin.'" in out  # only named in the newer hit's why
+    old = ok(run, "--db", "notes.db", "search", "where do I live?", "--include-superseded")
+    assert any(line.endswith("] I live in Berlin.") for line in old.splitlines())
+
+
+def test_the_blue_green_sequence_through_the_cli(run: Run) -> None:
+    ok(run, "--db", "notes.db", "add", "message", "My favourite colour is blue.")
+    ok(run, "--db", "notes.db", "add", "message", "Correction: my favourite colour is green, not blue.")
+    hits = json.loads(ok(run, "--db", "notes.db", "search", "What is my favourite colour?", "--json"))
+    assert hits[0]["text"] == "Correction: my favourite colour is green, not blue."
+    assert all(h["text"] != "My favourite colour is blue." for h in hits)
+    context = ok(run, "--db", "notes.db", "context", "What is my favourite colour?")
+    assert "green, not blue" in context
+    assert "My favourite colour is blue." not in context
+
+
+def test_as_of_a_time_before_the_correction_returns_what_was_current_then(db: str, clock: FakeClock) -> None:
+    with narrative.Memory(db, user="alice", embedder="none", clock=clock, env={}) as mem:
+        mem.remember("I live in Berlin.")
+        before = clock.advance(days=30)
+        mem.remember("Actually, I moved: I live in Lisbon now, not Berlin.")
+        [now] = mem.search("where do I live", 5)
+        assert "Lisbon" in now.text and "Berlin." not in now.text.replace("not Berlin.", "")
+        then = mem.search("where do I live", 5, as_of=before - timedelta(days=1))
+        assert [h.text for h in then] == ["I live in Berlin."]
+        both = mem.search("where do I live", 5, include_superseded=True)
+        assert {"I live in Berlin."} <= {h.text for h in both}
+
+
+def test_nothing_is_deleted_and_restoring_undoes_it(db: str, clock: FakeClock) -> None:
+    with narrative.Memory(db, user="alice", embedder="none", clock=clock, env={}) as mem:
+        first = mem.remember("I live in Berlin.")
+        second = mem.remember("Actually, I moved: I live in Lisbon now, not Berlin.")
+        old = mem.get_memory(first.memories[0].id)
+        assert old.valid_to is not None and old.superseded_by == second.memories[0].id
+        assert mem.store.count_rows("messages") == 2
+        restored = mem.restore_memory(old.id)
+        assert restored.valid_to is None and restored.superseded_by is None
+        assert "I live in Berlin." in {h.text for h in mem.search("where do I live", 5)}
+
+
+def test_only_the_same_speaker_corrects_a_statement(db: str, clock: FakeClock) -> None:
+    with narrative.Memory(db, user="alice", embedder="none", clock=clock, env={}) as mem:
+        mem.remember("I live in Berlin.", speaker="Ana")
+        result = mem.remember("Actually, I live in Lisbon now, not Berlin.", speaker="Ben")
+        assert not result.settled.superseded
+        assert len(mem.search("where do I live", 5, record=False)) >= 2
+
+
+def test_a_contradiction_is_shown_with_both_sides_and_says_so(db: str, clock: FakeClock) -> None:
+    with narrative.Memory(db, user="alice", embedder="none", clock=clock, env={}) as mem:
+        mem.remember("I've never written any Flask routes in this project.")
+        mem.remember("Sure, happy to help with Flask.", role="assistant")
+        said = mem.remember("The homepage route with Flask returns static HTML, I wrote it yesterday.")
+        assert said.settled.conflicts
+        hits = mem.search("have I written Flask routes", 10, record=False)
+        texts = " ".join(h.text for h in hits)
+        assert "never written any Flask routes" in texts and "homepage route" in texts
+        flagged = [h for h in hits if h.conflicts]
+        assert len(flagged) >= 2
+        assert "conflicts with" in str(flagged[0].why()["summary"])

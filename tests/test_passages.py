@@ -1,0 +1,149 @@
+"""Passages: a long message is stored in parts that the model reads whole, each searchable on its own, and a hit
+shows the passage that answers (issue 28); a short message is one passage, found on its own.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import narrative
+from conftest import FakeClock
+from narrative.providers.embed import MiniLMEmbedder
+from narrative.text.passages import ONE_PASSAGE_TOKENS, TARGET_TOKENS, approx_tokens, split_passages
+
+
+@pytest.fixture(scope="module")
+def minilm() -> MiniLMEmbedder:
+    embedder = MiniLMEmbedder()
+    embedder.embed_batch(["warm up"])
+    return embedder
+
+
+@pytest.fixture
+def smem(db: str, clock: FakeClock, minilm: MiniLMEmbedder) -> Iterator[narrative.Memory]:
+    """Alice's memory with the real MiniLM model, on each backend."""
+    memory = narrative.Memory(db, user="alice", embedder=minilm, clock=clock, env={})
+    yield memory
+    memory.close()
+
+
+def long_reply(paragraphs: int = 30) -> str:
+    topics = ["watering", "compost", "seedlings", "pruning", "mulch", "trellis", "aphids", "harvest"]
+    return "Here is the plan for the garden.\n\n" + "\n\n".join(
+        f"Step {i}: for the {topics[i % len(topics)]} work, check the beds on the north side, note what the "
+        f"soil looks like after rain, and write down how long each task took so the next season is easier."
+        for i in range(paragraphs)
+    )
+
+
+# --- splitting ----------------------------------------------------------------------------------------------
+
+
+def test_a_short_message_is_one_passage_covering_it() -> None:
+    text = "  Sam will send the bed measurements on Friday.  "
+    [span] = split_passages(text)
+    assert text[span.start : span.end] == text.strip()
+
+
+def test_a_long_message_is_cut_on_its_structure_into_pieces_that_fit() -> None:
+    code = "```python\n" + "\n".join(f"value_{i} = compute({i})  # step {i}" for i in range(12)) + "\n```"
+    text = long_reply(12) + "\n\n" + code + "\n\n- first item\n- second item\n- third item"
+    spans = split_passages(text)
+    assert len(spans) > 3
+    for span in spans:
+        assert approx_tokens(text[span.start : span.end]) <= TARGET_TOKENS
+        assert text[span.start : span.end] == text[span.start : span.end].strip()
+    assert all(a.end <= b.start for a, b in itertools.pairwise(spans))  # in order, no overlap
+    assert any(text[s.start : s.end].startswith("```python") for s in spans)  # the code block kept whole
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.text(min_size=0, max_size=4000))
+def test_passages_cover_every_word_in_order_within_the_size(text: str) -> None:
+    spans = split_passages(text)
+    assert spans
+    covered = "".join(text[s.start : s.end] for s in spans)
+    assert "".join(covered.split()) == "".join(text.split())  # nothing lost, nothing added, order kept
+    if len(spans) > 1:
+        assert all(approx_tokens(text[s.start : s.end]) <= TARGET_TOKENS for s in spans)
+    elif text.strip():
+        assert approx_tokens(text.strip()) <= ONE_PASSAGE_TOKENS or len(spans) == 1
+
+
+# --- storing and searching ----------------------------------------------------------------------------------
+
+
+def test_every_processed_message_has_passages_with_vectors(smem: narrative.Memory) -> None:
+    smem.remember("How should I plan the garden this year?")
+    reply = smem.remember(long_reply(), role="assistant", speaker="Rook")
+    store = smem.store
+    passages = store.passages_of_messages("alice", [reply.message.id])[reply.message.id]
+    assert len(passages) > 3
+    assert all(p.memory_id == reply.memories[0].id for p in passages)
+    vectors = store.passage_vectors_by_id("alice", smem.embedder.identity, [p.id for p in passages])  # type: ignore[union-attr]
+    assert set(vectors) == {p.id for p in passages}
+
+
+def test_a_hit_on_a_long_reply_shows_the_passage_that_answers(smem: narrative.Memory) -> None:
+    smem.remember("How should I plan the garden this year?")
+    text = long_reply() + "\n\nFinally: the blue watering can lives behind the greenhouse door, next to the rake."
+    reply = smem.remember(text, role="assistant", speaker="Rook")
+    hits = smem.search("where is the blue watering can?", 3)
+    assert hits
+    top = hits[0]
+    assert "behind the greenhouse door" in top.text
+    assert len(top.text) < len(text) / 3  # a passage, not the whole reply
+    assert f"message #{reply.message.id}" in top.text  # a pointer to the whole message
+    passages = top.why()["shown_passages"] or [top.why()["passage"]]
+    assert any(p and p["message_id"] == reply.message.id for p in passages)  # type: ignore[index]
+
+
+def test_a_short_turn_is_found_on_its_own(smem: narrative.Memory) -> None:
+    smem.remember("We finally tried the new sushi place downtown on Friday.", speaker="Ana")
+    said = smem.remember("Nah it gave me food poisoning lol", speaker="Ben")
+    smem.remember("Anyway, are you coming to the climbing gym on Sunday?", speaker="Ana")
+    hits = smem.search("did anyone get sick after eating out?", 5)
+    own = [h for h in hits if h.shown == (said.message.id,)]
+    assert own, [h.why()["summary"] for h in hits]  # the turn itself matched, not only an exchange holding it
+    assert own[0].text == "Ben: Nah it gave me food poisoning lol"
+
+
+def test_a_document_is_searchable_by_a_sentence_from_its_end(smem: narrative.Memory) -> None:
+    body = "\n\n".join(
+        f"Section {i}. The committee reviewed item {i} of the budget and agreed to revisit it next quarter."
+        for i in range(10_000)
+    )
+    document = body + "\n\nClosing note: the archive key is kept by Priya in the red folder."
+    assert len(document) > 1_000_000
+    smem.remember(document, speaker="Priya")
+    [hit] = smem.search("who keeps the archive key?", 1)
+    assert "red folder" in hit.text
+    assert len(hit.text) < 2_000
+
+
+def test_a_message_over_the_limit_gets_the_documented_error(mem: narrative.Memory) -> None:
+    from narrative.checks import MAX_MESSAGE
+
+    with pytest.raises(narrative.ValidationError, match="at most"):
+        mem.remember("x" * (MAX_MESSAGE + 1))
+    assert mem.messages() == []
+
+
+def test_reindex_gives_old_messages_their_passages(db_path: Path, clock: FakeClock, minilm: MiniLMEmbedder) -> None:
+    with narrative.Memory(db_path, user="alice", embedder=minilm, clock=clock, env={}) as memory:
+        memory.remember("The spare key is under the blue flowerpot.")
+        store = memory.store
+        with store.transaction():
+            store._exec("DELETE FROM passages")  # type: ignore[attr-defined]  # as a file from before passages
+        assert memory.embedding_status()["reindex_needed"]
+        done = memory.reindex()
+        assert done["messages_given_passages"] == 1 and done["passages"] == 1
+        assert not memory.embedding_status()["reindex_needed"]
+        [hit] = memory.search("where is the spare key?", 1)
+        assert "flowerpot" in hit.text
