@@ -89,6 +89,7 @@ class _State:
     replies: deque[Reply] = field(default_factory=deque)
     requests: list[RecordedRequest] = field(default_factory=list)
     fallback: Reply | None = None
+    standing: dict[str, Reply] = field(default_factory=dict)  # system-prompt opening → the reply, every time
     lock: threading.Lock = field(default_factory=threading.Lock)
     stopping: threading.Event = field(default_factory=threading.Event)
 
@@ -159,7 +160,7 @@ class _Handler(BaseHTTPRequestHandler):
         if not isinstance(body, dict) or not body.get("model") or not isinstance(body.get("messages"), list):
             self._send(400, {"error": "model and messages are required"})
             return
-        reply = self.server.next_reply()
+        reply = self.server.next_reply(_system_text(body))
         if reply is None:
             self._send(503, {"error": "the script has no reply left"})
             return
@@ -197,9 +198,17 @@ class _Server(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), _Handler)
         self.state = state
 
-    def next_reply(self) -> Reply | None:
+    def next_reply(self, system: str = "") -> Reply | None:
         with self.state.lock:
+            for opening, reply in self.state.standing.items():
+                if system.startswith(opening):
+                    return reply
             return self.state.replies.popleft() if self.state.replies else self.state.fallback
+
+
+def _system_text(body: dict[str, Any]) -> str:
+    first = body["messages"][0] if body["messages"] else {}
+    return str(first.get("content", "")) if isinstance(first, dict) and first.get("role") == "system" else ""
 
 
 class ScriptedLLMServer:
@@ -236,6 +245,12 @@ class ScriptedLLMServer:
         """Queue replies, served in order to the following chat requests."""
         with self._state.lock:
             self._state.replies.extend(replies)
+        return self
+
+    def answer(self, opening: str, reply: Reply) -> ScriptedLLMServer:
+        """Answer every request whose system prompt starts with ``opening`` with ``reply`` (before the script)."""
+        with self._state.lock:
+            self._state.standing[opening] = reply
         return self
 
     def set_fallback(self, reply: Reply | None) -> None:

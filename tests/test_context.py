@@ -47,8 +47,8 @@ def test_demo_block_has_every_section_in_the_documented_order(maya: narrative.Me
     assert text.startswith("<context>\n") and text.endswith("\n</context>")
     assert section_names(text) == list(LAYOUT)
     last = maya.messages(limit=1)[0]
-    assert last.position == 30 and block.chat_length == 30
-    assert "(Current chat has #30 messages)" in text
+    assert last.position == 32 and block.chat_length == 32
+    assert "(Current chat has #32 messages)" in text
     # the current storyline is the one of the latest message, with its rolling summary
     assert block.storyline is not None and block.storyline.id == last.storyline_id
     assert f'<storyline name="{block.storyline.name}">' in text
@@ -69,6 +69,14 @@ def test_demo_block_has_every_section_in_the_documented_order(maya: narrative.Me
     assert "a 'last watered' badge on each plot" in scene
     assert "Sam sent the measurements yesterday, so the plot map is unblocked.\n" not in scene
     assert "<latest_narrative topic=" in text and "<other_storylines>" in text
+    # what the demo bound to the current storyline, and the garden goal that went quiet (read/agenda.py)
+    assert f'<bindings storyline="{block.storyline.name}">' in text
+    assert "- goal: Find three stories for Lena's speech (ongoing)" in text
+    reminders = text.split("<reminders>", 1)[1].split("</reminders>", 1)[0]
+    assert "- stale goal: Launch the garden app before the spring planting" in reminders
+    assert block.agenda is not None and [g.goal.name for g in block.agenda.stale_goals] == [
+        "Launch the garden app before the spring planting"
+    ]
 
 
 def test_scene_positions_come_from_the_source_messages(maya: narrative.Memory) -> None:
@@ -202,13 +210,15 @@ def test_to_dict_is_json_with_every_section(maya: narrative.Memory) -> None:
     assert set(data["sections"]) == set(LAYOUT)
     assert {"query", "budget", "tokens", "counter", "use_id", "chat_length", "text"} <= set(data)
     assert data["storyline"]["participants"] and data["recent_messages"]["conversation"]["id"]
-    assert data["recent_messages"]["messages"][-1]["position"] == 30
+    assert data["recent_messages"]["messages"][-1]["position"] == 32
     scene = data["scene_memory"]
-    assert scene["chat_length"] == 30 and scene["buckets"]
+    assert scene["chat_length"] == 32 and scene["buckets"]
     first = scene["memories"][0]
     assert {"memory_id", "rank", "origin", "score", "why", "position", "text", "retention"} <= set(first)
     assert data["open_threads"][0]["entity_type"] in {"question_opened", "waiting_on", "task"}
     assert data["recent_messages"]["messages"][-1]["content"].startswith("Then the first story")
+    assert [b["name"] for b in data["bindings"]] == ["Find three stories for Lena's speech"]
+    assert data["stale_goals"][0]["why"]["quiet_days"] == 10 and data["decisions_to_review"] == []
 
 
 def test_context_records_a_use_naming_each_memory_shown(maya: narrative.Memory) -> None:

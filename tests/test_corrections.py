@@ -170,3 +170,46 @@ def test_a_contradiction_is_shown_with_both_sides_and_says_so(db: str, clock: Fa
         flagged = [h for h in hits if h.conflicts]
         assert len(flagged) >= 2
         assert "conflicts with" in str(flagged[0].why()["summary"])
+
+
+# --- with an LLM: the model's judgement, validated --------------------------------------------------------------
+
+JUDGEMENT = "You keep a person's memory true over time."
+
+
+@pytest.mark.parametrize("provider", ["ollama", "openai"])
+def test_with_an_llm_its_judgement_decides_and_a_bad_answer_falls_back(tmp_path: Path, provider: str) -> None:
+    from llm_server import Reply, ScriptedLLMServer
+
+    with ScriptedLLMServer(fallback=Reply.json({"topic_tags": ["home"], "importance": 3})) as server:
+        server.answer("You keep a one-sentence account", Reply.text("Maya talks about where she lives."))
+        server.answer(JUDGEMENT, Reply.json({"relation": "update", "reason": "she moved"}))
+        settings = {"llm": provider, "llm_url": server.url, "llm_model": "test"}
+        with narrative.Memory(tmp_path / "a.db", user="maya", embedder="none", env={}, **settings) as mem:
+            mem.remember("I live in Berlin.", speaker="Maya")
+            # no change cue the rules know: only the model can tell this is a move
+            said = mem.remember("I don't live in Berlin; home is Lisbon these days.", speaker="Maya")
+            assert said.settled.superseded and "model" in said.settled.superseded[0].reason
+            asked = [r for r in server.chat_requests if JUDGEMENT in json.dumps(r.body)]
+            assert asked and "I live in Berlin." in json.dumps(asked[0].body)
+        server.answer(JUDGEMENT, Reply.json({"relation": "maybe"}))  # not one of the three: the rules decide
+        with narrative.Memory(tmp_path / "b.db", user="maya", embedder="none", env={}, **settings) as mem:
+            mem.remember("I live in Berlin.", speaker="Maya")
+            said = mem.remember("Actually, I live in Lisbon now, not Berlin.", speaker="Maya")
+            assert said.settled.superseded and "not berlin" in said.settled.superseded[0].reason
+            assert mem.pending_messages() == []
+
+
+def test_the_cli_restores_a_superseded_memory_and_history_shows_both_with_times(run: Run) -> None:
+    ok(run, "--db", "notes.db", "add", "message", "I live in Berlin.")
+    ok(run, "--db", "notes.db", "add", "message", "Actually, I moved: I live in Lisbon now, not Berlin.")
+    history = ok(run, "--db", "notes.db", "memory", "history", "1")
+    assert "created" in history and "superseded" in history and "I live in Berlin." in history
+    assert "superseded_by: 2" in history
+    restored = ok(run, "--db", "notes.db", "memory", "restore", "1")
+    assert restored.startswith("restored #1")
+    again = ok(run, "--db", "notes.db", "memory", "history", "1")
+    assert "restored" in again
+    events = json.loads(ok(run, "--db", "notes.db", "memory", "history", "1", "--json"))["events"]
+    assert [e["kind"] for e in events] == ["created", "superseded", "restored"]
+    assert all(e["created_at"] for e in events)

@@ -28,6 +28,8 @@ def demo_template(build_demo: DemoBuilder, tmp_path_factory: pytest.TempPathFact
     later = FakeClock(CLOCK_START + timedelta(hours=1))
     with narrative.Memory(path, user="maya", embedder="hashing", clock=later, env={}) as mem:
         mem.search("garden app", k=3)  # a recorded use, so uses and use_references have rows
+        decision = mem.list_memories(stream="decision", limit=1)[0]
+        mem.review_decision(decision.id, "kept", note="still right")  # an answer to the decision audit
         mem.create_api_key(label="laptop")
         mem.start_conversation("open")  # an active conversation with a pending message too
         mem.remember("I need to buy compost.", speaker="maya")
@@ -52,7 +54,7 @@ def test_export_import_export_is_byte_identical(maya: narrative.Memory, tmp_path
     first = maya.export("json")
     with fresh(tmp_path, clock) as restored:
         result = restored.import_data(first)
-        assert result["reembedded"] == {"memories": 0, "storylines": 0}
+        assert result["reembedded"] == {"memories": 0, "storylines": 0, "passages": 0}
         second = restored.export("json")
     assert second == first
     document = json.loads(first)
@@ -70,6 +72,9 @@ def test_export_import_export_is_byte_identical(maya: narrative.Memory, tmp_path
             "use_references",
             "routing_decisions",
             "storyline_vectors",
+            "storyline_bindings",
+            "memory_links",
+            "decision_reviews",
         )
     )
     assert result["rows"] == document["counts"]
@@ -98,7 +103,9 @@ def test_the_json_follows_the_documented_schema(maya: narrative.Memory) -> None:
     vector = tables["memory_vectors"][0]
     assert vector["model"] == "hashing-v1:256" and len(base64.b64decode(vector["vector"])) == 256 * 4
     assert document["embedding_models"] == {
-        "hashing-v1:256": len(tables["memory_vectors"]) + len(tables["storyline_vectors"])
+        "hashing-v1:256": len(tables["memory_vectors"])
+        + len(tables["storyline_vectors"])
+        + len(tables["passage_vectors"])
     }
     memory = next(m for m in tables["memories"] if m["stream"] == "research")
     assert isinstance(memory["details"], dict) and isinstance(memory["user_reviewed"], bool)
@@ -178,6 +185,7 @@ def test_import_reembeds_when_the_model_differs(maya: narrative.Memory, tmp_path
         assert result["reembedded"] == {
             "memories": len(document["tables"]["memory_vectors"]),
             "storylines": len(document["tables"]["storyline_vectors"]),
+            "passages": len(document["tables"]["passage_vectors"]),
         }
         again = json.loads(restored.export("json"))
         assert again["embedding_models"] == {"hashing-v1:64": sum(result["reembedded"].values())}
@@ -202,7 +210,7 @@ def test_import_reports_its_re_embedding_progress(
 def test_keyword_only_import_keeps_the_vectors(maya: narrative.Memory, tmp_path: Path, clock: FakeClock) -> None:
     text = maya.export("json")
     with fresh(tmp_path, clock, embedder="none") as restored:
-        assert restored.import_data(text)["reembedded"] == {"memories": 0, "storylines": 0}
+        assert restored.import_data(text)["reembedded"] == {"memories": 0, "storylines": 0, "passages": 0}
         assert restored.export("json") == text
 
 

@@ -43,8 +43,11 @@ def test_fresh_greeting_after_the_demo(maya: narrative.Memory) -> None:
     assert "draw the plot map before anything else" in stale
     assert "Gone quiet (open longer than 5 days):" in text and "open since 2026-03-02" in text
     assert not hello.waiting_ons and "Sam to send" not in text.split("Where you left off")[0]
-    # decisions of the last seven days: the badge (9 March), not SQLite (2 March)
-    assert [e.data["what"] for e in hello.recent_decisions] == ["a 'last watered' badge on each plot"]
+    # decisions of the last seven days: the beds table (12 March) and the badge (9 March), not SQLite (2 March)
+    assert [e.data["what"] for e in hello.recent_decisions] == [
+        "keep each bed as a row in a beds table, with its row and position",
+        "a 'last watered' badge on each plot",
+    ]
     assert "Decided in the last 7 days:" in text
     json.dumps(plain(hello))  # serialisable for the CLI, MCP and HTTP
     assert hello.to_dict()["latest_memory"]["conversation_id"] == maya.list_conversations()[0].id

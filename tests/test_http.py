@@ -433,15 +433,15 @@ def test_lifecycle_conflicts_are_409(world: World) -> None:
 
 def test_oversize_bodies_are_413(shared: World) -> None:
     alice = shared.client("alice")
-    big = json.dumps({"content": "x" * (1024 * 1024)}).encode()
+    big = json.dumps({"content": "x" * (9 * 1024 * 1024)}).encode()
     declared = alice.call("POST", API + "/messages", raw=big)
     assert declared.status == 413 and declared.json["error"] == "too_large"
     alice = shared.client("alice")
-    chunked = alice.call("POST", API + "/messages", raw=iter([b" " * 65536] * 20), chunked=True)
+    chunked = alice.call("POST", API + "/messages", raw=iter([b" " * 65536] * 160), chunked=True)
     assert chunked.status == 413
     alice = shared.client("alice")
-    below = alice.call("POST", API + "/messages", raw=json.dumps({"content": "y" * 200_000}).encode())
-    assert below.status == 422  # under the size limit: judged by the model (content is at most 100,000 characters)
+    below = alice.call("POST", API + "/messages", raw=json.dumps({"content": "y " * 2_500_001}).encode())
+    assert below.status == 422  # under the size limit: judged by the model (a message holds at most 5,000,000)
     assert alice.get(API + "/me").status == 200
 
 

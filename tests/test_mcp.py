@@ -56,11 +56,31 @@ TALKING_ROCK = {
     "explain_classification",
     "get_memory_influence_chain",
 }
-HISTORY = {"get_memory_history"}
+HISTORY = {"get_memory_history", "restore_memory"}
 EVERYDAY = {"remember", "recall", "get_context", "greet", "list_storylines", "walk_narrative"}
 REVIEW = {"edit_memory_preview", "redirect_memory", "split_memory", "resolve_thread", "record_outcome", "forget_memory"}
-ALL_TOOLS = KOSHI | TALKING_ROCK | EVERYDAY | REVIEW | HISTORY
+AGENDA = {
+    "bind_to_storyline",
+    "update_binding",
+    "complete_binding",
+    "list_bindings",
+    "get_stale_goals",
+    "link_decision",
+    "get_decision_chain",
+    "get_decisions_to_review",
+    "review_decision",
+    "consolidate_research",
+    "open_linked",
+    "get_popular_sources",
+}
+ALL_TOOLS = KOSHI | TALKING_ROCK | EVERYDAY | REVIEW | HISTORY | AGENDA
 READ_ONLY = {
+    "list_bindings",
+    "get_stale_goals",
+    "get_decision_chain",
+    "get_decisions_to_review",
+    "open_linked",
+    "get_popular_sources",
     "recall",
     "search_memories",
     "narrative_search",
@@ -165,7 +185,7 @@ def test_the_cli_runs_as_a_module_and_documents_mcp() -> None:
 
 
 def test_the_mcp_modules_talk_to_the_engine_only() -> None:
-    for name in ("mcp.py", "mcp_tools.py", "cli/serving.py"):
+    for name in ("mcp.py", "mcp_tools.py", "mcp_agenda.py", "cli/serving.py"):
         tree = ast.parse((SRC / name).read_text("utf-8"))
         imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
         imported |= {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
@@ -294,6 +314,51 @@ def test_greet_and_open_threads(server: Driver) -> None:
     assert "entity_type" in server.error("get_open_threads", entity_type="weather")  # schema enum
 
 
+# --- bindings, goals, decision chains and audit, research links and sources (issue 26) ---------------------------
+
+
+def test_bindings_and_stale_goals(server: Driver) -> None:
+    bindings = server.ok("list_bindings")["bindings"]
+    goal = next(b for b in bindings if b["name"] == "Launch the garden app before the spring planting")
+    stale = server.ok("get_stale_goals")["goals"]  # bound in March, touched by nothing since
+    assert goal["id"] in {g["binding_id"] for g in stale}
+    assert all(g["why"]["quiet_days"] >= 7 for g in stale)
+    made = server.ok(
+        "bind_to_storyline", storyline_id=goal["storyline_id"], kind="job", name="Print the map", payload={"copies": 2}
+    )["binding"]
+    assert (made["status"], made["payload"]) == ("running", {"copies": 2})
+    assert server.ok("update_binding", binding_id=made["id"], status="paused")["binding"]["status"] == "paused"
+    assert server.ok("complete_binding", binding_id=made["id"])["binding"]["completed_at"]
+    assert "Print the map" in {b["name"] for b in server.ok("list_bindings", history=True)["bindings"]}
+    assert "status" in server.error("bind_to_storyline", storyline_id=goal["storyline_id"], kind="goal", name="x",
+                                    status="done")  # fmt: skip
+
+
+def test_decision_chain_audit_and_review(server: Driver) -> None:
+    due = server.ok("get_decisions_to_review", limit=10)["decisions"]
+    sqlite = next(d for d in due if d["decision"] == "go with SQLite")
+    assert sqlite["alternatives"] == ["Firebase"] and sqlite["question"].endswith("?")
+    chain = server.ok("get_decision_chain", memory_id=sqlite["memory_id"])
+    [later] = chain["later"]
+    assert later["link"]["kind"] == "builds_on" and "beds table" in later["content"] and chain["text"]
+    made = server.ok("link_decision", memory_id=later["memory_id"], earlier_id=sqlite["memory_id"], reason="rows")
+    assert made["link"]["kind"] == "builds_on"
+    review = server.ok("review_decision", memory_id=sqlite["memory_id"], outcome="kept", note="offline matters")
+    assert review["review"]["outcome"] == "kept"
+    left = server.ok("get_decisions_to_review", limit=10)["decisions"]
+    assert sqlite["memory_id"] not in {d["memory_id"] for d in left}
+    assert "outcome" in server.error("review_decision", memory_id=sqlite["memory_id"], outcome="maybe")
+
+
+def test_consolidation_linked_items_and_popular_sources(server: Driver) -> None:
+    [top, *_] = server.ok("get_popular_sources", days=0)["sources"]
+    assert top["source"] == "Thinking in Systems (Donella Meadows)" and (top["cited"], top["annotated"]) == (1, 1)
+    cite, annotation = top["memory_ids"]
+    [opened] = server.ok("open_linked", memory_id=cite)["linked"]
+    assert (opened["memory_id"], opened["kind"], opened["direction"]) == (annotation, "same_work", "later")
+    assert server.ok("consolidate_research")["links"] == 0  # already linked as the turns came in
+
+
 # --- the conversation lifecycle (Talking Rock) ----------------------------------------------------------
 
 
@@ -408,8 +473,8 @@ def test_every_input_schema_refuses_unknown_arguments(server: Driver) -> None:
         assert t.input_schema.get("additionalProperties") is False, t.name
     wrong = server.error("search_memories", query="garden", act="Garden")
     assert wrong == (
-        "search_memories: there is no argument act (it takes act_id, limit, min_score, query, "
-        "storyline_id, your_story_only)."
+        "search_memories: there is no argument act (it takes act_id, include_superseded, limit, min_score, "
+        "query, storyline_id, your_story_only)."
     )
 
 

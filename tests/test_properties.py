@@ -194,6 +194,8 @@ steps = st.lists(
         st.tuples(st.just("search"), plain_text),
         st.tuples(st.just("narrative"), plain_text),
         st.tuples(st.just("close"), st.just("")),
+        st.tuples(st.just("bind"), plain_text),
+        st.tuples(st.just("decision"), plain_text),
     ),
     min_size=1,
     max_size=8,
@@ -211,6 +213,16 @@ def play(mem: narrative.Memory, history: list[tuple[str, str]]) -> None:
         elif kind == "narrative":
             ids = [m.id for m in mem.list_memories(limit=2)]
             mem.narrative_update(text, ids)
+        elif kind == "bind":  # a goal with a payload of the caller's (carried verbatim), then history
+            bound = mem.bind(mem.your_story().id, "goal", text, payload={"note": text, "memory_id": 10**9})
+            mem.complete_binding(bound.id)
+            mem.bind(mem.your_story().id, "job", text, status="running")
+        elif kind == "decision":  # a decision linked to the one before it, and reviewed
+            earlier = mem.list_memories(stream="decision", limit=1)
+            made = mem.add_memory(text, stream="decision")
+            if earlier:
+                mem.link_decision(made.id, earlier[0].id, "builds_on", reason=text)
+            mem.review_decision(made.id, "kept", note=text)
         elif mem.active_conversation() is not None:
             mem.close_conversation()
             mem.confirm_memory()

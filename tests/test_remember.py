@@ -321,6 +321,9 @@ class CrashingAssist:
     def narrative_sentence(self, topic: str, previous_summary: str, text: str) -> str | None:
         raise RuntimeError("the narrative step crashed")
 
+    def judge_statement(self, speaker: str, earlier: str, earlier_said: str, new: str, new_said: str) -> str | None:
+        return None
+
 
 def derived_rows(mem: narrative.Memory, message_id: int) -> dict[str, int]:
     """How many rows the derived work of one message left behind."""

@@ -594,3 +594,32 @@ def test_the_api_docs_render_offline(page: Any, site: dict[str, Any]) -> None:
     page.locator(".opblock-summary-path", has_text="/api/v1/search").first.wait_for()
     assert all(url.startswith(site["server"].url) for url in requested), requested
     shot(page, "api-docs.png")
+
+
+def test_search_shows_the_passage_that_answers_not_the_whole_reply(page: Any, site: dict[str, Any]) -> None:
+    engine = site["engine"]
+    engine.start_conversation("The shed")
+    steps = "\n\n".join(
+        f"Step {i}: check the beds on the north side, note the soil after rain and log how long it took."
+        for i in range(30)
+    )
+    long = engine.remember(
+        steps + "\n\nThe spare greenhouse key hangs on the hook behind the blue shed door.",
+        role="assistant",
+        speaker="Rock",
+    )
+    base = site["server"].url
+    page.goto(f"{base}/")
+    page.get_by_label("API key").fill(site["key"])
+    page.keyboard.press("Enter")
+    page.get_by_role("navigation", name="Views").wait_for()
+    page.get_by_role("link", name="Search", exact=True).click()
+    page.get_by_label("Search for").fill("greenhouse key hook shed")
+    page.get_by_role("button", name="Search", exact=True).click()
+    first = page.locator("#search-results li.memory").first
+    first.wait_for()
+    shown = first.locator("p.content").inner_text()
+    assert "blue shed door" in shown and f"message #{long.message.id}, part" in shown
+    assert "Step 3:" not in shown  # the passage that answers, not the whole reply
+    first.get_by_role("button", name=f"Edit memory #{long.memories[0].id}").click()
+    assert first.locator("textarea").input_value() == long.memories[0].content  # edits start from the memory

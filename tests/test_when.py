@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import narrative
+from conftest import FakeClock
 from narrative.text.when import Period, named_period
 
 NOW = datetime(2026, 11, 24, 15, 30, tzinfo=UTC)  # a Tuesday
@@ -117,3 +120,31 @@ def test_a_relative_time_is_cut_from_the_words_a_date_is_not() -> None:
     assert last_week.cut_from("last week") == "last week"  # nothing else left: the query stays as it was
     may = named_period("the plan for May 23, 2023", NOW)
     assert may is not None and not may.relative
+
+
+@pytest.mark.parametrize(
+    ("query", "day"),
+    [
+        ("what did we agree on 16.01.2024?", date(2024, 1, 16)),
+        ("the meeting on 3.4.2023", date(2023, 4, 3)),  # dots: day first, always
+        ("on 16/01/2024", date(2024, 1, 16)),  # the day is the number above 12
+        ("on 01/16/2024", date(2024, 1, 16)),  # the US order, told apart the same way
+    ],
+)
+def test_day_first_numeric_dates_are_read(query: str, day: date) -> None:
+    period = named_period(query, NOW)
+    assert period is not None and period.start.date() == day
+    assert period.spelled == f"{day.strftime('%B')} {day.day} {day.year}"
+
+
+@pytest.mark.parametrize("query", ["on 05/06/2024", "on 31.02.2024", "on 12.13.2024"])
+def test_an_ambiguous_or_impossible_numeric_date_names_no_day(query: str) -> None:
+    assert named_period(query, NOW) is None
+
+
+def test_a_day_first_date_finds_the_day_written_out(db_path: Path, clock: FakeClock) -> None:
+    with narrative.Memory(db_path, user="alice", embedder="none", clock=clock, env={}) as mem:
+        mem.remember("We signed the lease on January 16, 2024.")
+        mem.remember("The plumber came on March 3, 2024.")
+        [hit, *_] = mem.search("what happened on 16.01.2024?", 5, record=False)
+        assert "lease" in hit.text

@@ -72,6 +72,11 @@ class Settings:
     routing_refresh_every: int = 5
     stale_after_days: int = 5
     idle_after_minutes: int = 30
+    # storyline bindings, decisions and sources (issue 26)
+    goal_stale_days: int = 7  # an ongoing goal untouched this long is a stale goal
+    decision_audit_days: int = 30  # a decision is offered for review this long after it was made or last kept
+    decision_revisit_days: int = 14  # ... a reversible one never revisited, already this long after it was made
+    popularity_days: int = 30  # the default period of source popularity
 
     @classmethod
     def resolve(cls, env: Mapping[str, str] | None = None, **explicit: Any) -> Settings:

@@ -307,6 +307,7 @@ class Passage:
     end: int
     valid_to: datetime | None = None
     superseded_by: int | None = None  # the passage that superseded it
+    parts: int = 1  # how many passages its message has (1: the passage is the whole message)
 
     @property
     def is_current(self) -> bool:
@@ -429,3 +430,113 @@ class RoutingDecision:
     decision: str  # continue | switch | create | default
     scores: dict[str, Any]
     created_at: datetime
+
+
+# --- storyline bindings (NarraNexus) ------------------------------------------------------------
+
+
+class BindingKind(StrEnum):
+    """What an agent binds to a storyline: a tool set, a job, a goal, or any other module instance."""
+
+    TOOLSET = "toolset"
+    JOB = "job"
+    GOAL = "goal"
+    MODULE = "module"  # a chat history, a skill study session, anything else with a name and a payload
+
+
+@dataclass(frozen=True)
+class BindingStatuses:
+    """The statuses one kind of binding may take: the first of ``active`` is the default; a status in
+    ``final`` moves the binding to history, and ``finish`` is what completing it sets."""
+
+    active: tuple[str, ...]
+    final: tuple[str, ...]
+    finish: str
+
+    @property
+    def all(self) -> tuple[str, ...]:
+        return (*self.active, *self.final)
+
+
+BINDING_STATUSES: dict[BindingKind, BindingStatuses] = {
+    BindingKind.TOOLSET: BindingStatuses(("active",), ("retired",), "retired"),
+    BindingKind.JOB: BindingStatuses(("running", "pending", "paused"), ("done", "failed", "cancelled"), "done"),
+    BindingKind.GOAL: BindingStatuses(("ongoing", "paused"), ("achieved", "abandoned"), "achieved"),
+    BindingKind.MODULE: BindingStatuses(("active",), ("closed",), "closed"),
+}
+
+
+@dataclass(frozen=True)
+class Binding:
+    """A named instance bound to a storyline: it lives with the storyline and moves to history when completed
+    (``completed_at`` set).  ``touched_at`` is the last time anything moved it; ``touched_by`` says what."""
+
+    id: int
+    user_id: str
+    storyline_id: int
+    kind: BindingKind
+    name: str
+    status: str
+    created_at: datetime
+    updated_at: datetime
+    touched_at: datetime
+    payload: dict[str, Any] = field(default_factory=dict)
+    touched_by: str = ""
+    completed_at: datetime | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.completed_at is None
+
+
+# --- links between memories (ITSERR consolidation and decision chains) -----------------------------------
+
+
+class LinkKind(StrEnum):
+    SAME_WORK = "same_work"  # research items about one work
+    SAME_AUTHOR = "same_author"  # ... by one author
+    SAME_IDEA = "same_idea"  # ... about one idea
+    BUILDS_ON = "builds_on"  # a decision that builds on an earlier one
+    REVERSES = "reverses"  # a decision that reverses an earlier one
+
+
+RESEARCH_LINKS = frozenset({LinkKind.SAME_WORK, LinkKind.SAME_AUTHOR, LinkKind.SAME_IDEA})
+DECISION_LINKS = frozenset({LinkKind.BUILDS_ON, LinkKind.REVERSES})
+
+
+class LinkOrigin(StrEnum):
+    RULE = "rule"  # a deterministic rule made it (``reason`` names the rule)
+    LLM = "llm"  # a model judged it (``reason`` is its reason)
+    USER = "user"  # the user or the agent recorded it
+
+
+@dataclass(frozen=True)
+class MemoryLink:
+    """``memory_id`` (the later item) is linked to ``linked_id`` (the earlier one); research links are mutual,
+    decision links point back in time.  Links never merge or change the memories they join."""
+
+    user_id: str
+    memory_id: int
+    linked_id: int
+    kind: LinkKind
+    origin: LinkOrigin
+    created_at: datetime
+    reason: str = ""
+    score: float = 0.0
+
+
+class ReviewOutcome(StrEnum):
+    KEPT = "kept"  # the decision still stands: the audit clock starts again
+    REVERSED = "reversed"  # it no longer stands: never offered for review again
+
+
+@dataclass(frozen=True)
+class DecisionReview:
+    """One answer to a decision audit prompt."""
+
+    id: int
+    user_id: str
+    memory_id: int
+    outcome: ReviewOutcome
+    created_at: datetime
+    note: str = ""

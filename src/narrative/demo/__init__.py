@@ -1,7 +1,10 @@
 """The bundled sample: four short sessions of Maya building a community garden app.
 
 Written for this project; loaded through the real write path (and, when the
-close path is available, closed and confirmed like a user would).
+close path is available, closed and confirmed like a user would).  After each
+session the agent binds what it works with to the storyline of a given turn
+(``bindings``: a goal, a tool set, a job; ``complete`` moves a binding to
+history), so the demo shows a goal going stale while another one is touched.
 """
 
 from __future__ import annotations
@@ -40,13 +43,32 @@ def load(memory: Any, data: dict[str, Any] | None = None, *, recent: bool = Fals
             Turn(text, role, speaker=user if role == "user" else assistant, at=start + timedelta(minutes=2 * i))
             for i, (role, text) in enumerate(session["turns"])
         ]
-        memory.remember_many(turns)
+        results = memory.remember_many(turns)
         made["turns"] += len(turns)
         made["conversations"].append(conversation.id)
         end = start + timedelta(minutes=2 * len(turns))
+        made.setdefault("bindings", []).extend(_bind(memory, session.get("bindings", []), results, end))
         if hasattr(memory, "confirm_memory"):
             memory.close_conversation(conversation.id, at=end)
             memory.confirm_memory(conversation.id, at=end)
         else:
             memory.close_conversation(conversation.id)
+    return made
+
+
+def _bind(memory: Any, entries: list[dict[str, Any]], results: list[Any], at: datetime) -> list[int]:
+    """Bind each entry to the storyline its ``turn`` was routed to, or complete the live binding it names."""
+    if not hasattr(memory, "bind"):
+        return []
+    made = []
+    for entry in entries:
+        if "complete" in entry:
+            live = [b for b in memory.list_bindings() if b.name == entry["complete"]]
+            made += [memory.complete_binding(b.id, at=at).id for b in live]
+            continue
+        storyline = results[entry["turn"]].storyline.id
+        bound = memory.bind(
+            storyline, entry["kind"], entry["name"], status=entry.get("status"), payload=entry.get("payload"), at=at
+        )
+        made.append(bound.id)
     return made

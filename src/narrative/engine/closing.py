@@ -15,7 +15,7 @@ from narrative.engine.memories import Memories
 from narrative.engine.turns import Turns
 from narrative.errors import InvalidTransition, NotFound, ValidationError
 from narrative.model import Conversation, ConversationStatus, Entity, EntityType
-from narrative.read import greeting
+from narrative.read import agenda, greeting
 from narrative.read.greeting import Greeting
 from narrative.read.open_items import open_entities, stale_entities
 from narrative.store.filters import MemoryFilter
@@ -106,7 +106,7 @@ class Closing:
                 writer.deferred = None
             return end
 
-        return close.commit(
+        result = close.commit(
             self.rt.store,
             user_id,
             preview,
@@ -116,6 +116,9 @@ class Closing:
             finish=finish,
             stamp=lambda storyline_id: self._stamp(user_id, cid, storyline_id),
         )
+        if self.turns.followups is not None:  # with an LLM: the goals the conversation moved
+            self.turns.followups.after_close(user_id, cid)
+        return result
 
     # --- close and review ------------------------------------------------------------------------
 
@@ -292,8 +295,14 @@ class Closing:
     def greet(self, *, user: str | None = None) -> Greeting:
         """Resume the active conversation, or say what is open, waiting, decided and stale."""
         user_id = self.rt.user_id(user)
+        now = self.rt.clock()
+        rules = agenda.AgendaRules.from_settings(self.rt.settings)
         return greeting.build_greeting(
-            self.rt.store, user_id, self.rt.clock(), stale_after_days=self.rt.settings.stale_after_days
+            self.rt.store,
+            user_id,
+            now,
+            stale_after_days=self.rt.settings.stale_after_days,
+            agenda=agenda.gather(self.rt.store, user_id, now, rules),
         )
 
     def idle_check(self, *, user: str | None = None) -> str | None:

@@ -8,7 +8,7 @@ reads a use back with its provenance, and ``learn_from_outcome`` closes the loop
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -17,9 +17,10 @@ from narrative.engine.conversations import Conversations
 from narrative.engine.core import Runtime
 from narrative.engine.searching import Search
 from narrative.errors import ValidationError
-from narrative.model import InfluenceType, Role, Use, UseKind, UseReference
+from narrative.model import InfluenceType, Role, Storyline, Use, UseKind, UseReference
 from narrative.providers.tokens import ApproxTokenCounter, TokenCounter
 from narrative.read import explain
+from narrative.read.agenda import Agenda, AgendaRules, gather
 from narrative.read.context import ContextBlock, LineCachedCounter, build_context
 from narrative.read.reasoning import ReasoningContext, build_reasoning
 from narrative.read.search import SearchHit, hybrid_search
@@ -70,6 +71,15 @@ class Context:
         """Hybrid search over this user's memories that records nothing (the caller records one use)."""
         return _Searcher(self.search, user_id)
 
+    def _agenda(self, user_id: str) -> Callable[[Storyline | None], Agenda]:
+        """The agenda (bindings of the current storyline, stale goals, decisions due) for the context block."""
+        rules = AgendaRules.from_settings(self.rt.settings)
+
+        def of(current: Storyline | None) -> Agenda:
+            return gather(self.rt.store, user_id, self.rt.clock(), rules, None if current is None else current.id)
+
+        return of
+
     def _recording(self, record: bool | None) -> bool:
         return self.rt.settings.record_uses if record is None else record
 
@@ -84,7 +94,13 @@ class Context:
         """
         user_id = self.rt.user_id(user)
         block = build_context(
-            self.rt.store, user_id, query, budget, search=self._searcher(user_id), counter=self.token_counter
+            self.rt.store,
+            user_id,
+            query,
+            budget,
+            search=self._searcher(user_id),
+            counter=self.token_counter,
+            agenda=self._agenda(user_id),
         )
         if not self._recording(record):
             return block

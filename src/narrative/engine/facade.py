@@ -13,48 +13,70 @@ services, each a plain class in its own module that receives the runtime and the
     Sovereignty    sovereignty.py     export, import, delete
     Context        context.py         context blocks, uses, explanations (uses Conversations, Search)
     Closing        closing.py         close, review, open threads, greeting (uses Turns, Memories)
+    Bindings       bindings.py        what is bound to storylines; stale goals
+    Decisions      decisions.py       decision chains, the decision audit
+    Research       research.py        consolidation, linked items, source popularity
+    Followups      followups.py       what follows a write (Turns, Memories, Closing hand it their work)
 
 Every public method below only hands the call to its service; the domain work is in ``write/`` and
-``read/``.  ``@validated`` checks every public call's arguments first (``narrative.validate``).
+``read/``.  ``@validated`` checks every public call's arguments first (``narrative.validate``): their types against
+the annotations below (so the names those use are imported at run time), then their values.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
+import numpy as np
+
+from narrative import model
 from narrative.config import Settings
+from narrative.engine.bindings import Bindings
 from narrative.engine.closing import Closing
 from narrative.engine.context import Context
 from narrative.engine.conversations import Conversations
 from narrative.engine.core import Runtime
+from narrative.engine.decisions import Decisions
+from narrative.engine.followups import Followups
 from narrative.engine.keys import Keys
 from narrative.engine.maintenance import Maintenance
 from narrative.engine.memories import Memories
+from narrative.engine.research import Research
 from narrative.engine.searching import Search
 from narrative.engine.sovereignty import Sovereignty
 from narrative.engine.storylines import Storylines
-from narrative.engine.turns import Turns
+from narrative.engine.turns import Turn, Turns
 from narrative.store.protocol import Store
 from narrative.validate import validated
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
-
-    import numpy as np
-
-    from narrative import model
-    from narrative.engine.turns import Turn
-    from narrative.model import Conversation, Entity, Message, Narrative, RoutingDecision, Storyline, Use
+    from narrative.model import (
+        Binding,
+        Conversation,
+        DecisionReview,
+        Entity,
+        MemoryLink,
+        Message,
+        Narrative,
+        RoutingDecision,
+        Storyline,
+        Use,
+    )
     from narrative.providers.embed import Embedder
     from narrative.providers.llm import LLM
     from narrative.providers.tokens import TokenCounter
     from narrative.read import chain
+    from narrative.read.agenda import GoalReminder
+    from narrative.read.audit import DueDecision
     from narrative.read.context import ContextBlock
+    from narrative.read.decision_chain import DecisionChain
     from narrative.read.greeting import Greeting
+    from narrative.read.linked import LinkedMemory
     from narrative.read.listing import Listed
+    from narrative.read.popularity import SourceUse
     from narrative.read.reasoning import ReasoningContext
     from narrative.read.search import SearchHit
     from narrative.write.close import ConfirmResult
@@ -90,9 +112,13 @@ class Memory:
         self._conversations = Conversations(rt)
         self._keys = Keys(rt)
         self._storylines = Storylines(rt)
-        self._memories = Memories(rt)
+        self._bindings = Bindings(rt)
+        self._decisions = Decisions(rt)
+        self._research = Research(rt)
+        followups = Followups(self._bindings, self._decisions, self._research)
+        self._memories = Memories(rt, followups)
         self._search = Search(rt)
-        self._turns = Turns(rt)
+        self._turns = Turns(rt, followups)
         self._maintenance = Maintenance(rt)
         self._sovereignty = Sovereignty(rt)
         self._context = Context(rt, self._conversations, self._search)
@@ -435,6 +461,7 @@ class Memory:
         self, query: str, k: int = 10, *, depth: int = 1, user: str | None = None, **filters: object
     ) -> list[tuple[SearchHit, chain.RecallChain]]:
         """Search, then open each hit into its recall chain (narrative, siblings, earlier links)."""
+        Memory.search.check_keywords(filters, taken=("query", "k", "user"))  # type: ignore[attr-defined]
         return self._search.recall(query, k, depth=depth, user=user, **filters)
 
     # --- Turns (turns.py) --------------------------------------------------------------------------
@@ -484,6 +511,10 @@ class Memory:
     def compact(self, *, keep_changes: int = 1_000) -> dict[str, int]:
         """Prune the memory change log to its newest ``keep_changes`` entries, merge the full-text"""
         return self._maintenance.compact(keep_changes=keep_changes)
+
+    def check(self) -> dict[str, Any]:
+        """Is the database whole (after a crash, say)?  Schema, pages, full-text, vectors, references, pending"""
+        return self._maintenance.check()
 
     # --- Sovereignty (sovereignty.py) --------------------------------------------------------------
     def export(self, format: str = "json", *, user: str | None = None) -> str:
@@ -645,3 +676,101 @@ class Memory:
     def get_conversation_archive(self, conversation_id: int, *, user: str | None = None) -> dict[str, Any]:
         """The conversation, its full transcript, the memories made from it, its entities and changes."""
         return self._closing.get_conversation_archive(conversation_id, user=user)
+
+    # --- Bindings (bindings.py) --------------------------------------------------------------------
+    def bind(
+        self,
+        storyline_id: int,
+        kind: str,
+        name: str,
+        *,
+        status: str | None = None,
+        payload: dict[str, Any] | None = None,
+        at: datetime | None = None,
+        user: str | None = None,
+    ) -> Binding:
+        """Bind a tool set, a job, a goal or a module instance to a storyline (NarraNexus); binding the same kind
+        and name there again updates the live one.  ``status``: the kind's (docs/bindings.md); final → history."""
+        return self._bindings.bind(storyline_id, kind, name, status=status, payload=payload, at=at, user=user)
+
+    def update_binding(
+        self,
+        binding_id: int,
+        *,
+        status: str | None = None,
+        payload: dict[str, Any] | None = None,
+        name: str | None = None,
+        at: datetime | None = None,
+        user: str | None = None,
+    ) -> Binding:
+        """Change a binding's status, payload (replaced whole) or name; it counts as touched."""
+        return self._bindings.update_binding(binding_id, status=status, payload=payload, name=name, at=at, user=user)
+
+    def complete_binding(
+        self, binding_id: int, *, status: str | None = None, at: datetime | None = None, user: str | None = None
+    ) -> Binding:
+        """Move a binding to history (a job done, a goal achieved, or the final ``status`` given)."""
+        return self._bindings.complete_binding(binding_id, status=status, at=at, user=user)
+
+    def delete_binding(self, binding_id: int, *, user: str | None = None) -> dict[str, int]:
+        """Delete a binding for good (completing it keeps it as history instead)."""
+        return self._bindings.delete_binding(binding_id, user=user)
+
+    def list_bindings(
+        self,
+        storyline_id: int | None = None,
+        *,
+        kind: str | None = None,
+        history: bool = False,
+        user: str | None = None,
+    ) -> list[Binding]:
+        """Live bindings (``history=True``: completed ones), of one storyline or all, most recently touched first."""
+        return self._bindings.list_bindings(storyline_id, kind=kind, history=history, user=user)
+
+    def stale_goals(self, days: int | None = None, *, user: str | None = None) -> list[GoalReminder]:
+        """Ongoing goals nothing touched for ``days`` days (default ``Settings.goal_stale_days``), each with why."""
+        return self._bindings.stale_goals(days, user=user)
+
+    # --- Decisions (decisions.py) ------------------------------------------------------------------
+    def link_decision(
+        self, memory_id: int, earlier_id: int, kind: str = "builds_on", *, reason: str = "", user: str | None = None
+    ) -> MemoryLink:
+        """Record that decision ``memory_id`` builds on (or ``kind="reverses"``) the earlier ``earlier_id``."""
+        return self._decisions.link_decision(memory_id, earlier_id, kind, reason=reason, user=user)
+
+    def decision_chain(self, memory_id: int, *, user: str | None = None) -> DecisionChain:
+        """From any decision: what it builds on or reverses, and what builds on or reverses it, both ways."""
+        return self._decisions.decision_chain(memory_id, user=user)
+
+    def decisions_to_review(self, *, limit: int = 10, user: str | None = None) -> list[DueDecision]:
+        """Decisions due for an audit (old, or reversible and never revisited), with rationale and alternatives."""
+        return self._decisions.decisions_to_review(limit=limit, user=user)
+
+    def review_decision(
+        self, memory_id: int, outcome: str = "kept", *, note: str = "", user: str | None = None
+    ) -> DecisionReview:
+        """Answer an audit prompt: ``kept`` (the clock starts again) or ``reversed`` (never offered again)."""
+        return self._decisions.review_decision(memory_id, outcome, note=note, user=user)
+
+    # --- Research (research.py) --------------------------------------------------------------------
+    def consolidate(self, *, since: datetime | None = None, user: str | None = None) -> dict[str, Any]:
+        """Link research items about the same work, author or idea (never merged); returns what it linked."""
+        return self._research.consolidate(since=since, user=user)
+
+    def linked_memories(
+        self, memory_id: int, *, kinds: Sequence[str] | None = None, user: str | None = None
+    ) -> list[LinkedMemory]:
+        """Open a memory's links: related research items, the decisions it builds on, reverses, or is built on by."""
+        return self._research.linked_memories(memory_id, kinds=kinds, user=user)
+
+    def source_popularity(
+        self,
+        *,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        days: int | None = None,
+        limit: int = 10,
+        user: str | None = None,
+    ) -> list[SourceUse]:
+        """The sources most used (cited, annotated, quoted, noted, recalled) over a period, best first."""
+        return self._research.source_popularity(since=since, until=until, days=days, limit=limit, user=user)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -20,12 +20,21 @@ from narrative.store.filters import MemoryFilter
 from narrative.write import by_hand, narrate, supersede
 from narrative.write.history import history as events_of
 
+if TYPE_CHECKING:
+    from narrative.engine.followups import Followups
+
 
 class Memories:
     """Memories (add, edit, list) and the Koshi narrative chain."""
 
-    def __init__(self, runtime: Runtime) -> None:
+    def __init__(self, runtime: Runtime, followups: Followups | None = None) -> None:
         self.rt = runtime
+        self.followups = followups  # new decisions and research items get their links
+
+    def _followed(self, user_id: str, made: list[model.MemoryItem]) -> list[model.MemoryItem]:
+        if self.followups is not None:
+            self.followups.after_memories(user_id, made)
+        return made
 
     # --- memories ----------------------------------------------------------------------
 
@@ -59,7 +68,7 @@ class Memories:
             conversation_id=conversation_id,
             event_at=event_at,
         )
-        return by_hand.add_memories(self.rt.store, user_id, [memory], self._embedder())[0]
+        return self._followed(user_id, by_hand.add_memories(self.rt.store, user_id, [memory], self._embedder()))[0]
 
     def add_memories(
         self,
@@ -84,7 +93,9 @@ class Memories:
         memories = [self._new_memory(user_id, **dict(item)) for item in items]
         if vectors is not None and (self.rt.embedder is None or len(vectors) != len(memories)):
             raise ValidationError("vectors need an embedder and one row per item", field="vectors")
-        return by_hand.add_memories(self.rt.store, user_id, memories, self._embedder(), vectors)
+        return self._followed(
+            user_id, by_hand.add_memories(self.rt.store, user_id, memories, self._embedder(), vectors)
+        )
 
     def _new_memory(
         self,
@@ -170,7 +181,7 @@ class Memories:
         """Make a superseded memory current again (undo a correction the detector made); nothing else changes."""
         user_id = self.rt.user_id(user)
         with self.rt.store.transaction():
-            supersede.restore(self.rt.store, user_id, memory_id)
+            supersede.restore(self.rt.store, user_id, memory_id, self.rt.clock())
         return self.rt.store.get_memory(user_id, memory_id)
 
     def edit_memory(

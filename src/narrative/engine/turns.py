@@ -16,6 +16,7 @@ from narrative.write.embedding import TurnVectors
 from narrative.write.turn import TurnContext, TurnResult, TurnWriter, WriteSettings
 
 if TYPE_CHECKING:
+    from narrative.engine.followups import Followups
     from narrative.write.assist import LLMTurnAssist
     from narrative.write.extract import Extractor
 
@@ -36,8 +37,9 @@ class Turn:
 class Turns:
     """The write path: remember a turn, or many at once (one embedding call), and retry pending ones."""
 
-    def __init__(self, runtime: Runtime) -> None:
+    def __init__(self, runtime: Runtime, followups: Followups | None = None) -> None:
         self.rt = runtime
+        self.followups = followups  # bindings, decision chains and research links after each batch
 
     def writer(self) -> TurnWriter:
         """The write path's turn writer (built once, on first use)."""
@@ -118,9 +120,15 @@ class Turns:
                 user_id,
                 [(t.content, t.at or self.rt.clock(), Role(t.role), t.speaker, t.meta) for t in chunk],
             )
-            results += self._process(user_id, messages)
+            results += self._followed(user_id, self._process(user_id, messages))
             if progress is not None:
                 progress(len(results), len(items))
+        return results
+
+    def _followed(self, user_id: str, results: list[TurnResult]) -> list[TurnResult]:
+        """The batch's results after the follow-up work (their bindings; new decisions and research linked)."""
+        if self.followups is not None:
+            self.followups.after_turns(user_id, results)
         return results
 
     def _process(self, user_id: str, messages: Sequence[Message]) -> list[TurnResult]:
@@ -240,7 +248,7 @@ class Turns:
     def process_pending(self, *, user: str | None = None) -> list[TurnResult]:
         """Run the write path again for messages whose derived work did not complete."""
         user_id = self.rt.user_id(user)
-        return self._process(user_id, self.pending_messages(user=user_id))
+        return self._followed(user_id, self._process(user_id, self.pending_messages(user=user_id)))
 
 
 def _derived_texts(extraction: Any) -> list[str]:

@@ -31,12 +31,12 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from narrative import __version__
 from narrative.engine import Memory
 from narrative.engine.keys import KEY_PREFIX
-from narrative.interfaces import http_conversations, http_memories, http_read
+from narrative.interfaces import http_agenda, http_conversations, http_memories, http_read
 from narrative.interfaces.http_common import HANDLERS, error_body
 from narrative.interfaces.http_schemas import ERRORS, Health
 
-MAX_BODY = 1024 * 1024  # bytes; larger request bodies are answered with 413
-DRAIN_LIMIT = 64 * MAX_BODY  # an oversize body is read (and dropped) up to this, so the client sees the 413
+MAX_BODY = 8 * 1024 * 1024  # bytes (a message holds up to 5,000,000 characters); larger bodies are answered 413
+DRAIN_LIMIT = 8 * MAX_BODY  # an oversize body is read (and dropped) up to this, so the client sees the 413
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 WEB_PACKAGE = "narrative.interfaces.web"
 STATIC_TYPES = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8"}
@@ -246,7 +246,7 @@ def create_app(memory: Memory, *, max_body: int = MAX_BODY, web: bool = True) ->
     _add_health(app, memory)
     for kind, handler in HANDLERS.items():
         app.add_exception_handler(kind, handler)
-    for module in (http_conversations, http_memories, http_read):
+    for module in (http_conversations, http_memories, http_read, http_agenda):
         app.include_router(module.router)
     if web:
         _add_page(app)

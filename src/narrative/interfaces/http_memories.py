@@ -151,6 +151,16 @@ def influence(who: Who, memory_id: int, limit: Annotated[int, Query(ge=1, le=200
     return ok({"memory_id": memory_id, "uses": uses})
 
 
+@router.post(
+    "/memories/{memory_id}/restore",
+    tags=["memories"],
+    response_model=S.MemoryItem,
+    summary="Make a memory a later statement superseded current again (undo a correction)",
+)
+def restore_memory(who: Who, memory_id: int) -> JSONResponse:
+    return ok(who.memory.restore_memory(memory_id, user=who.user))
+
+
 @router.get(
     "/memories/{memory_id}/history",
     tags=["memories"],

@@ -60,6 +60,10 @@ def search(
     until: Annotated[datetime | None, Query(description="Only memories before this time (ISO 8601).")] = None,
     min_score: Annotated[float | None, Query(ge=0, le=1, description="Drop hits scoring below this (0-1).")] = None,
     record: Annotated[bool, Query(description="Record this search as a use of memory (default: no).")] = False,
+    include_superseded: Annotated[
+        bool, Query(description="Also what a later statement superseded (left out by default).")
+    ] = False,
+    as_of: Annotated[datetime | None, Query(description="What was current at this time (ISO 8601).")] = None,
 ) -> JSONResponse:
     filters: dict[str, Any] = {
         "streams": stream,
@@ -69,7 +73,10 @@ def search(
         "until": until,
         "storyline_id": storyline_id,
         "conversation_id": conversation_id,
+        "as_of": as_of,
     }
+    if include_superseded:
+        filters["include_superseded"] = True
     hits = search_with_floor(
         who.memory,
         q,

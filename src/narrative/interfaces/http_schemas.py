@@ -164,7 +164,13 @@ class SearchHit(Closed):
     message_ids: list[int]
     created_at: str
     score: float
-    why: dict[str, Any] = Field(description="Keyword rank, vector rank, similarity, recency and weights.")
+    conflicts: list[int] = Field(
+        description="Current memories that disagree with this one (both are shown; nothing decides which is true)."
+    )
+    why: dict[str, Any] = Field(
+        description="Keyword rank, vector rank, similarity, recency and weights; the passage that matched; the"
+        " memories this one supersedes and the ones it conflicts with."
+    )
 
 
 class SearchResult(Closed):

@@ -333,10 +333,16 @@ class NarrativeTools:
         your_story_only: Annotated[bool, Field(description="Only memories filed under Your Story.")] = False,
         limit: Annotated[int, Field(ge=1, le=100, description="How many results.")] = 10,
         min_score: Annotated[float, Field(ge=0, le=1, description="Drop hits scoring below this.")] = 0.0,
+        include_superseded: Annotated[
+            bool, Field(description="Also what a later statement superseded (left out by default).")
+        ] = False,
     ) -> dict[str, Any]:
         """Search all memories by meaning and keywords, optionally within one storyline or only Your Story.
 
-        Each hit says why it was returned. Use recall instead when you also want each hit's narrative thread.
+        Only what is current is returned: a statement a later one corrected is left out (and named in the newer
+        hit's why); two that disagree with no order between them are both shown, each naming the other in
+        ``conflicts``.  Each hit says why it was returned. Use recall instead when you also want each hit's
+        narrative thread.
         An unknown storyline_id is an error.
         Returns {query, hits: [{memory_id, content, stream, importance, storyline_id, score, why, ...}]}.
         """
@@ -346,7 +352,14 @@ class NarrativeTools:
             storyline_id = self.memory.your_story().id
         elif storyline_id is not None:
             self.memory.get_storyline(storyline_id)  # NotFound, not an empty result
-        hits = self.memory.search(query, limit, storyline_id=storyline_id, record=False, min_score=min_score)
+        hits = self.memory.search(
+            query,
+            limit,
+            storyline_id=storyline_id,
+            record=False,
+            min_score=min_score,
+            include_superseded=include_superseded,
+        )
         return {"query": query, "hits": [hit_dict(h) for h in hits]}
 
     @tool(read_only=True)
@@ -475,6 +488,16 @@ class NarrativeTools:
         events = self.memory.history(memory_id)
         deleted = bool(events) and events[-1].kind.value == "deleted"
         return {"memory_id": memory_id, "deleted": deleted, "events": plain(events)}
+
+    @tool()
+    def restore_memory(
+        self, memory_id: Annotated[int, Field(description="A memory a later statement superseded.")]
+    ) -> dict[str, Any]:
+        """Make a superseded memory current again: undo a correction the memory made by itself (the history
+        records it). Call it only when the user says the older statement is still true.
+        Returns the memory {id, content, valid_to (null now), superseded_by (null now), ...}.
+        """
+        return dict(plain(self.memory.restore_memory(memory_id)))
 
 
 def tool_specs(owner: type = NarrativeTools) -> list[ToolSpec]:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from narrative.checks import require_positive
 from narrative.errors import ValidationError
 from narrative.model import MemoryItem, Narrative
+from narrative.read.linked import LinkedMemory, linked_memories
 from narrative.store.protocol import Store
 
 
@@ -70,6 +71,7 @@ class RecallChain:
     narrative: Narrative | None
     siblings: tuple[MemoryItem, ...]
     earlier: tuple[Narrative, ...]
+    linked: tuple[LinkedMemory, ...] = ()  # research items of the same work, author or idea; decision chain links
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -83,18 +85,21 @@ class RecallChain:
             },
             "sibling_ids": [m.id for m in self.siblings],
             "earlier": [{"id": n.id, "summary": n.summary, "topic": n.topic} for n in self.earlier],
+            "linked": [item.to_dict() for item in self.linked],
         }
 
 
 def recall_chain(store: Store, user_id: str, memory_id: int, depth: int = 3) -> RecallChain:
-    """memory → its narrative → sibling memories of that arc → ``depth`` earlier links."""
+    """memory → its narrative → sibling memories of that arc → ``depth`` earlier links; and the memories linked
+    to it (consolidation, decision chains)."""
     memory = store.get_memory(user_id, memory_id)
+    linked = tuple(linked_memories(store, user_id, memory_id))
     if memory.narrative_id is None:
-        return RecallChain(memory, None, (), ())
+        return RecallChain(memory, None, (), (), linked)
     narrative = store.get_narrative(user_id, memory.narrative_id)
     sibling_ids = [i for i in narrative.memory_ids if i != memory.id]
     siblings = tuple(store.get_memories(user_id, sibling_ids))
     earlier: tuple[Narrative, ...] = ()
     if narrative.previous_narrative_id is not None and depth > 0:
         earlier = tuple(walk_back(store, user_id, narrative.previous_narrative_id, depth))
-    return RecallChain(memory, narrative, siblings, earlier)
+    return RecallChain(memory, narrative, siblings, earlier, linked)

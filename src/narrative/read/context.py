@@ -5,9 +5,13 @@ Layout (stable: the order never changes; a section with nothing to show is left 
     <context>
     <storyline name="…">               the current storyline: description, rolling summary, participants
     </storyline>
+    <bindings storyline="…">           what is bound to the current storyline: tool sets, jobs, goals (status)
+    </bindings>
     <scene_memory> … </scene_memory>   recalled memories, placed by the scene formatter (read/scene.py)
     <open_threads>                     active questions, waiting-ons and tasks, newest first
     </open_threads>
+    <reminders>                        goals gone quiet, decisions due for review (read/agenda.py)
+    </reminders>
     <latest_narrative topic="…">       the newest link of the current storyline's chain (else the user's)
     </latest_narrative>
     <other_storylines>                 up to two other recent topic storylines, one line each
@@ -30,6 +34,9 @@ What goes in:
   4-word shingles) one shown message or one better-ranked memory: nothing is said twice. Typed
   memories carry a label (``Decision:`` …); each text is clipped to 60 words.
 * **open threads** — active entities of types question_opened, waiting_on and task.
+* **bindings** and **reminders** (given an agenda: ``read/agenda.py``) — the live bindings of the current storyline
+  (NarraNexus: "If there's a running job, the agent sees its status"), the stale goals and the decisions due for
+  review.
 
 Budget (tokens counted with the given counter, by default ``ApproxTokenCounter``; the whole block,
 wrapper included, never exceeds ``budget``). Shares, filled in this order:
@@ -43,6 +50,8 @@ recent_messages     35 % plus half of what the four sections above left unused (
 scene_memory        everything left, at least 35 %: the scene formatter drops The Story So Far
                     first, then Leading Up; if Current Scene alone is over, its least relevant
                     memories go
+bindings            at most 4 % (drops tool sets first, goals last); taken from recent_messages
+reminders           at most 5 % (drops decisions to review first, the quietest goal last); from recent_messages
 ==================  =========================================================================
 
 Recent messages and the scene therefore always get most of the budget, summaries a small fixed part.
@@ -74,6 +83,7 @@ from narrative.model import (
     Stream,
 )
 from narrative.providers.tokens import ApproxTokenCounter, TokenCounter
+from narrative.read.agenda import Agenda, binding_section, reminder_section
 from narrative.read.current import current_messages
 from narrative.read.scene import Scene, SceneItem, SceneSettings, auxiliary, build_scene
 from narrative.read.search import SearchHit
@@ -95,7 +105,16 @@ __all__ = [
 ]
 
 #: The sections, in the order they are printed.
-LAYOUT = ("storyline", "scene_memory", "open_threads", "latest_narrative", "other_storylines", "recent_messages")
+LAYOUT = (
+    "storyline",
+    "bindings",
+    "scene_memory",
+    "open_threads",
+    "reminders",
+    "latest_narrative",
+    "other_storylines",
+    "recent_messages",
+)
 #: Caps of the small sections and the base shares of the two big ones (fractions of the budget).
 SHARES = {
     "storyline": 0.08,
@@ -104,6 +123,8 @@ SHARES = {
     "other_storylines": 0.07,
     "recent_messages": 0.35,
     "scene_memory": 0.35,
+    "bindings": 0.04,  # the agenda's two sections are paid for by recent_messages' share
+    "reminders": 0.05,
 }
 MIN_BUDGET = 50  # the smallest budget any interface accepts; the scene alone is meant for ≥ 1000
 MAX_BUDGET = 1_000_000
@@ -115,6 +136,7 @@ THREAD_LABELS = {EntityType.QUESTION_OPENED: "question", EntityType.WAITING_ON: 
 STREAM_LABELS = {Stream.DECISION: "Decision", Stream.RESEARCH: "Research", Stream.REFLECTION: "Reflection"}
 
 Search = Callable[[str, int], list[SearchHit]]
+AgendaOf = Callable[[Storyline | None], Agenda]  # the agenda, given the current storyline
 
 
 @dataclass(frozen=True)
@@ -178,6 +200,7 @@ class ContextBlock:
     auxiliary: tuple[Storyline, ...]
     sections: tuple[SectionInfo, ...] = ()
     use_id: int | None = None
+    agenda: Agenda | None = None  # what the bindings and reminders sections drew on (all of it, shown or not)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -198,6 +221,7 @@ class ContextBlock:
             "latest_narrative": _plain(self.narrative),
             "other_storylines": _plain(self.auxiliary),
             "recent_messages": {"conversation": _plain(self.conversation), "messages": _plain(self.recent)},
+            **(self.agenda.to_dict() if self.agenda is not None else {}),
             "text": self.text,
         }
 
@@ -305,6 +329,7 @@ class _Gathered:
     current: Storyline | None
     narrative: Narrative | None
     threads: list[Entity]
+    agenda: Agenda | None = None
 
 
 def _gather(store: Store, user_id: str) -> _Gathered:
@@ -508,12 +533,15 @@ def build_context(
     *,
     search: Search,
     counter: TokenCounter | None = None,
+    agenda: AgendaOf | None = None,
 ) -> ContextBlock:
     """Assemble the context block for ``query`` within ``budget`` tokens (layout in the module docstring)."""
     require_text(query, "query", max_length=10_000)
     budget = check_budget(budget)
     counter = counter or LineCachedCounter()
     gathered = _gather(store, user_id)
+    if agenda is not None:
+        gathered.agenda = agenda(gathered.current)
     k = search_size(budget)
     chosen = _select(store, user_id, search(query, k), gathered.current, max(2, k // 4), gathered.chat_length)
     block = _assemble(query, budget, budget, gathered, chosen, counter)
@@ -553,7 +581,9 @@ def _assemble(
         used = put(name, section, cap)
         slack += cap - used
         left -= used
-    recent_cap = min(left, int(limit * SHARES["recent_messages"]) + slack // 2)
+    agenda_used = _put_agenda(put, g, limit)
+    left -= agenda_used
+    recent_cap = min(left, int(limit * SHARES["recent_messages"]) - agenda_used + slack // 2)
     recent = _recent_lines(g.conversation, g.recent) if g.conversation is not None and g.recent else None
     left -= put("recent_messages", recent, recent_cap)
     shown_recent = _info(infos, "recent_messages").shown
@@ -583,6 +613,20 @@ def _assemble(
         narrative=g.narrative if texts["latest_narrative"] else None,
         auxiliary=tuple(others[: _info(infos, "other_storylines").shown]),
         sections=tuple(sorted(infos, key=lambda s: order[s.name])),
+        agenda=g.agenda,
+    )
+
+
+def _put_agenda(put: Callable[[str, _Lines | None, int], int], g: _Gathered, limit: int) -> int:
+    """The bindings and reminders sections (when there is an agenda); the tokens they used."""
+    bindings: _Lines | None = None
+    reminders: _Lines | None = None
+    if g.agenda is not None and g.current is not None and g.agenda.bindings:
+        bindings = _Lines(*binding_section(g.current, g.agenda.bindings))
+    if g.agenda is not None and (g.agenda.stale_goals or g.agenda.reviews):
+        reminders = _Lines(*reminder_section(g.agenda))
+    return put("bindings", bindings, int(limit * SHARES["bindings"])) + put(
+        "reminders", reminders, int(limit * SHARES["reminders"])
     )
 
 

@@ -25,7 +25,7 @@ __all__ = ["FORMAT", "SCHEMA_VERSION", "Dump", "export_json", "export_markdown",
 
 FORMAT = "narrative-export"
 SCHEMA_VERSION = 1
-VECTOR_TABLES = ("memory_vectors", "storyline_vectors")
+VECTOR_TABLES = ("memory_vectors", "storyline_vectors", "passage_vectors")
 
 
 @dataclass(frozen=True)

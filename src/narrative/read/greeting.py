@@ -7,7 +7,8 @@ Opening the memory answers "where was I?":
 * otherwise → a *fresh* greeting: open threads (questions, tasks — with their due dates),
   waiting-ons, decisions of the last ``decision_days`` days, stale items (open for longer than
   ``stale_after_days``), a conversation still waiting for review, and the latest memory of a closed
-  conversation (or the latest narrative link) as "where you left off".
+  conversation (or the latest narrative link) as "where you left off"; given an agenda
+  (:mod:`narrative.read.agenda`), also the goals gone quiet and the decisions due for review.
 
 Idle awareness is an invitation, never a demand: an active, unpaused conversation quiet for longer
 than ``idle_after_minutes`` yields one line, once per quiet spell (the caller records
@@ -31,6 +32,8 @@ from narrative.model import (
     Source,
     Stream,
 )
+from narrative.read.agenda import Agenda, GoalReminder, greeting_lines
+from narrative.read.audit import DueDecision
 from narrative.read.current import current_messages
 from narrative.read.open_items import open_entities, recent_entities
 from narrative.store.filters import MemoryFilter
@@ -59,6 +62,15 @@ class Greeting:
     latest_memory: MemoryItem | None = None
     latest_narrative: Narrative | None = None
     pending_review: Conversation | None = None
+    agenda: Agenda | None = None  # stale goals and decisions due for review (read/agenda.py)
+
+    @property
+    def stale_goals(self) -> list[GoalReminder]:
+        return [] if self.agenda is None else list(self.agenda.stale_goals)
+
+    @property
+    def decisions_to_review(self) -> list[DueDecision]:
+        return [] if self.agenda is None else list(self.agenda.reviews)
 
     def to_dict(self) -> dict[str, Any]:
         def entities(items: list[Entity]) -> list[dict[str, Any]]:
@@ -95,6 +107,8 @@ class Greeting:
             },
             "latest_narrative": _narrative_dict(self.latest_narrative),
             "pending_review": None if self.pending_review is None else _conversation_dict(self.pending_review),
+            "stale_goals": [g.to_dict() for g in self.stale_goals],
+            "decisions_to_review": [d.to_dict() for d in self.decisions_to_review],
         }
 
     def __str__(self) -> str:
@@ -217,7 +231,9 @@ def _latest_memory(store: Store, user_id: str) -> MemoryItem | None:
     return max(reviewed, key=lambda m: (m.created_at, m.id)) if reviewed else None
 
 
-def _fresh(store: Store, user_id: str, now: datetime, stale_after_days: int, decision_days: int) -> Greeting:
+def _fresh(
+    store: Store, user_id: str, now: datetime, stale_after_days: int, decision_days: int, agenda: Agenda | None
+) -> Greeting:
     open_items = open_entities(store, user_id)
     stale_cut = now - timedelta(days=stale_after_days)
     stale = [e for e in open_items if e.created_at <= stale_cut]
@@ -228,7 +244,9 @@ def _fresh(store: Store, user_id: str, now: datetime, stale_after_days: int, dec
     pending = store.list_conversations(user_id, status=ConversationStatus.READY_TO_CLOSE, limit=1)
     latest_memory = _latest_memory(store, user_id)
     latest_link = store.latest_narrative(user_id)
-    lines = ["Welcome back." if (open_items or latest_memory or latest_link) else "Hello. Nothing is open yet."]
+    reminders = greeting_lines(agenda) if agenda is not None else []
+    anything = open_items or latest_memory or latest_link or reminders
+    lines = ["Welcome back." if anything else "Hello. Nothing is open yet."]
     if latest_memory is not None:
         when = latest_memory.event_at or latest_memory.created_at
         lines += ["", f"Where you left off ({when:%Y-%m-%d}): {latest_memory.content}"]
@@ -255,7 +273,8 @@ def _fresh(store: Store, user_id: str, now: datetime, stale_after_days: int, dec
                 f"No decisions in the last {decision_days} days; the latest was "
                 f"“{last[0].data.get('what') or last[0].name}” ({last[0].created_at:%Y-%m-%d}).",
             ]
-    if open_items or decisions:
+    lines += reminders
+    if open_items or decisions or reminders:
         lines += ["", "What would you like to pick up?"]
     return Greeting(
         "fresh",
@@ -267,6 +286,7 @@ def _fresh(store: Store, user_id: str, now: datetime, stale_after_days: int, dec
         latest_memory=latest_memory,
         latest_narrative=latest_link,
         pending_review=pending[0] if pending else None,
+        agenda=agenda,
     )
 
 
@@ -278,12 +298,14 @@ def build_greeting(
     stale_after_days: int = 5,
     decision_days: int = 7,
     recent_messages: int = 6,
+    agenda: Agenda | None = None,
 ) -> Greeting:
-    """Resume the active conversation, or greet with what is open, decided, stale and last remembered."""
+    """Resume the active conversation, or greet with what is open, decided, stale and last remembered (and, given
+    an ``agenda``, the goals gone quiet and the decisions due for review)."""
     active = store.active_conversation(user_id)
     if active is not None:
         return _resume(store, user_id, active, now, recent_messages)
-    return _fresh(store, user_id, now, stale_after_days, decision_days)
+    return _fresh(store, user_id, now, stale_after_days, decision_days, agenda)
 
 
 def idle_due(conversation: Conversation | None, now: datetime, idle_after_minutes: int) -> bool:

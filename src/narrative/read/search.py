@@ -208,6 +208,7 @@ class _Candidates:
     fused: dict[Key, float] = field(default_factory=dict)  # raw reciprocal-rank sums
     units: dict[Key, _Unit] = field(default_factory=dict)
     fused_max: float = 1.0  # a first place in every list searched
+    passages: list[Passage] = field(default_factory=list)  # every passage found, best first
 
 
 def hybrid_search(
@@ -223,6 +224,8 @@ def hybrid_search(
     period = named_period(query, now)
     if period is not None and period.relative:  # "last week" said on another day meant another week
         query = period.cut_from(query)
+    if period is not None and period.spelled:  # "16.01.2024" also matches "January 16, 2024"
+        query = f"{query} {period.spelled}"
     query_vector, model = None, ""
     if params.mode is not SearchMode.KEYWORD and embed_query is not None:
         query_vector, model = embed_query(query)
@@ -230,13 +233,15 @@ def hybrid_search(
     if not found.fused:
         return []
     _load_units(store, user_id, found)
+    _merge_turns(store, user_id, found)
     _drop_not_current(store, user_id, found, params)
     scored = _scores(found, params, now, period)
     order = sorted(scored, key=lambda key: (-scored[key][0], -found.fused[key], key))
     order = [key for key in order if scored[key][0] >= params.min_score]
-    shows, messages = _shown(store, user_id, query, order, found, params)
-    order = [key for key in order if shows.get(key) or found.units[key].stream in SUMMARY_STREAMS]
+    shows, messages, emptied = _shown(store, user_id, query, order, found, params)
+    order = [key for key in order if key not in emptied]
     chosen, folded = _collapsed(order, shows, params.k, found) if params.collapse else (order[: params.k], {})
+    chosen = _with_conflicting(store, user_id, chosen, shows, found, scored, params)
     shown_passages = _passages_to_show(store, user_id, chosen, shows, found, query_vector, model)
     return _hits(store, user_id, chosen, folded, shows, messages, shown_passages, found, scored, params, period)
 
@@ -251,7 +256,12 @@ def _candidates(
     model: str,
 ) -> _Candidates:
     """Each list's best ``pool`` (BM25 and cosine over memories, and over passages), past the similarity floor,
-    fused by reciprocal rank within each kind: a passage ranks against passages, a memory against memories."""
+    fused by reciprocal rank within each kind: a passage ranks against passages, a memory against memories.
+
+    The passages' keyword list holds only passages of messages cut into several: a message the model reads whole
+    has every word in its conversation memory's keyword entry already, and a second entry for it alone would
+    only add a bias toward short turns (chit-chat that shares a name or a common word).  Its vector is its own:
+    a turn's meaning, not diluted by the turn it answers."""
     found = _Candidates()
     weights = (params.keyword_weight, params.vector_weight)
     searched = [params.mode is not SearchMode.VECTOR, query_vector is not None]
@@ -288,6 +298,33 @@ def _load_units(store: Store, user_id: str, found: _Candidates) -> None:
             found.units[key] = _Unit(passage.memory_id, stream, when, (passage.message_id,), passage)
         else:
             found.units[key] = _Unit(ident, stream, when, sources)
+
+
+def _merge_turns(store: Store, user_id: str, found: _Candidates) -> None:
+    """A passage is a way to reach its message's own memory: each memory is ranked by the better of its own
+    evidence and its message's passage (both fused the same way), and when the passage's is better the hit
+    shows that turn (that passage) alone, not the exchange.  One memory, one candidate."""
+    passages = sorted((key for key in found.units if key[0] == "p"), key=lambda key: -found.fused[key])
+    found.passages = [p for key in passages if (p := found.units[key].passage) is not None]
+    missing = {found.units[key].memory_id for key in passages} - {i for kind, i in found.units if kind == "m"}
+    briefs = store.memory_briefs(user_id, missing) if missing else {}
+    for key in passages:
+        unit, raw = found.units.pop(key), found.fused.pop(key)
+        keyword, vector = found.keyword.pop(key, None), found.vector.pop(key, None)
+        anchor = ("m", unit.memory_id)
+        if anchor not in found.units:
+            brief = briefs.get(unit.memory_id)
+            if brief is None:
+                continue
+            found.units[anchor], found.fused[anchor] = _Unit(unit.memory_id, *brief), 0.0
+        if raw > found.fused[anchor] and found.units[anchor].passage is None:
+            found.units[anchor], found.fused[anchor] = unit, raw
+            found.keyword.pop(anchor, None)
+            found.vector.pop(anchor, None)
+            if keyword is not None:
+                found.keyword[anchor] = keyword
+            if vector is not None:
+                found.vector[anchor] = vector
 
 
 def _drop_not_current(store: Store, user_id: str, found: _Candidates, params: SearchParams) -> None:
@@ -331,7 +368,7 @@ def _scores(
 
 def _shown(
     store: Store, user_id: str, query: str, order: Sequence[Key], found: _Candidates, params: SearchParams
-) -> tuple[dict[Key, frozenset[int]], dict[int, Message]]:
+) -> tuple[dict[Key, frozenset[int]], dict[int, Message], set[Key]]:
     """Which messages each ranked candidate puts in front of a reader (a passage: its message; a memory: see
     :func:`shown_messages`), and the messages read to decide.  A message a later statement superseded is not
     shown (unless asked for): an exchange that holds it shows its other turn only."""
@@ -347,9 +384,14 @@ def _shown(
         unit = found.units[key]
         shows[key] = frozenset(unit.sources) if unit.passage is not None else by_memory[key[1]]
     stale = _stale_messages(store, user_id, {m for key in order[: 4 * k + 20] for m in shows[key]}, params)
+    emptied = set()
     if stale:
-        shows = {key: (value - stale if found.units[key].passage is None else value) for key, value in shows.items()}
-    return shows, messages
+        for key, value in shows.items():
+            if found.units[key].passage is None and value & stale:
+                shows[key] = value - stale
+                if not shows[key] and found.units[key].stream not in SUMMARY_STREAMS:
+                    emptied.add(key)  # everything it would show was superseded
+    return shows, messages, emptied
 
 
 def _stale_messages(store: Store, user_id: str, message_ids: set[int], params: SearchParams) -> set[int]:
@@ -379,6 +421,59 @@ def _collapsed(
         kept.append(key)
         by_memory[found.units[key].memory_id] = key
     return kept, folded
+
+
+def _with_conflicting(
+    store: Store,
+    user_id: str,
+    chosen: list[Key],
+    shows: dict[Key, frozenset[int]],
+    found: _Candidates,
+    scored: dict[Key, tuple[float, float, Weights]],
+    params: SearchParams,
+) -> list[Key]:
+    """Contradictions are shown, not resolved by guess: a hit whose memory conflicts with a current memory not
+    among the results brings that memory in right after it (the weakest other hit makes room)."""
+    listed = {found.units[key].memory_id: key for key in chosen}
+    conflicts = store.conflicts_of(user_id, listed)
+    partners: dict[Key, list[tuple[int, int | None]]] = {}
+    for c in conflicts:
+        for mine, other, other_passage in (
+            (c.memory_id, c.other_memory_id, c.other_passage_id),
+            (c.other_memory_id, c.memory_id, c.passage_id),
+        ):
+            if mine in listed and other not in listed:
+                partners.setdefault(listed[mine], []).append((other, other_passage))
+    if not partners:
+        return chosen
+    wanted = {m for pairs in partners.values() for m, _ in pairs}
+    current = {m.id: m for m in store.get_memories(user_id, wanted) if m.is_current or params.include_superseded}
+    passages = {p.id: p for p in store.get_passages(user_id, [p for ps in partners.values() for _, p in ps if p])}
+    result: list[Key] = []
+    added: list[Key] = []
+    for key in chosen:
+        result.append(key)
+        for other, passage_id in partners.get(key, []):
+            memory, passage = current.get(other), passages.get(passage_id) if passage_id else None
+            extra = ("m", other)
+            if memory is None or extra in result or extra in added:
+                continue
+            if passage is not None and passage.is_current:
+                found.units[extra] = _Unit(
+                    other, memory.stream, memory.event_at or memory.created_at, (passage.message_id,), passage
+                )
+            elif extra not in found.units:
+                found.units[extra] = _Unit(
+                    other, memory.stream, memory.event_at or memory.created_at, memory.message_ids
+                )
+            found.fused.setdefault(extra, found.fused[key])
+            scored[extra] = scored.get(extra, scored[key])
+            shows[extra] = frozenset(found.units[extra].sources)
+            result.append(extra)
+            added.append(extra)
+    while len(result) > params.k and any(key not in added for key in result):
+        result.remove(next(key for key in reversed(result) if key not in added and key not in partners))
+    return result
 
 
 def _hits(
@@ -458,13 +553,8 @@ def _passages_to_show(
     every = store.passages_of_messages(user_id, shown)
     cut = {m: [p for p in ps if p.is_current] for m, ps in every.items() if len(ps) > 1}
     best: dict[int, Passage] = {}
-    ranked = sorted(
-        (key for key in found.units if key[0] == "p" and found.units[key].passage is not None),
-        key=lambda key: -found.fused[key],
-    )
-    for key in ranked:
-        passage = found.units[key].passage
-        if passage is not None and passage.message_id in cut and passage.message_id not in best:
+    for passage in found.passages:
+        if passage.message_id in cut and passage.message_id not in best and passage.is_current:
             best[passage.message_id] = passage
     for key in chosen:
         passage = found.units[key].passage

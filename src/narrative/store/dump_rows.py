@@ -18,6 +18,8 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
+import numpy as np
+
 from narrative.errors import ValidationError
 from narrative.validate import MAX_YEAR, MIN_YEAR, require_unicode
 
@@ -33,11 +35,17 @@ TABLES: tuple[str, ...] = (
     "memory_sources",
     "memory_vectors",
     "memory_events",
+    "passages",
+    "passage_vectors",
+    "conflicts",
     "entities",
     "state_deltas",
     "uses",
     "use_references",
     "routing_decisions",
+    "storyline_bindings",
+    "memory_links",
+    "decision_reviews",
 )
 #: Tables whose rows have an integer ``id`` of their own (renumbered on import).
 ID_TABLES: tuple[str, ...] = (
@@ -47,10 +55,14 @@ ID_TABLES: tuple[str, ...] = (
     "narratives",
     "memories",
     "memory_events",
+    "passages",
+    "conflicts",
     "entities",
     "state_deltas",
     "uses",
     "routing_decisions",
+    "storyline_bindings",
+    "decision_reviews",
 )
 #: table → {column → the table it references}.
 REFERENCES: dict[str, dict[str, str]] = {
@@ -61,7 +73,20 @@ REFERENCES: dict[str, dict[str, str]] = {
         "storyline_id": "storylines",
         "conversation_id": "conversations",
     },
-    "memories": {"conversation_id": "conversations", "storyline_id": "storylines", "narrative_id": "narratives"},
+    "memories": {
+        "conversation_id": "conversations",
+        "storyline_id": "storylines",
+        "narrative_id": "narratives",
+        "superseded_by": "memories",
+    },
+    "passages": {"message_id": "messages", "memory_id": "memories", "superseded_by": "passages"},
+    "passage_vectors": {"passage_id": "passages"},
+    "conflicts": {
+        "memory_id": "memories",
+        "other_memory_id": "memories",
+        "passage_id": "passages",
+        "other_passage_id": "passages",
+    },
     "memory_sources": {"memory_id": "memories", "message_id": "messages"},
     "memory_vectors": {"memory_id": "memories"},
     "entities": {
@@ -75,6 +100,9 @@ REFERENCES: dict[str, dict[str, str]] = {
     "uses": {"conversation_id": "conversations"},
     "use_references": {"use_id": "uses", "memory_id": "memories"},
     "routing_decisions": {"message_id": "messages", "storyline_id": "storylines"},
+    "storyline_bindings": {"storyline_id": "storylines"},
+    "memory_links": {"memory_id": "memories", "linked_id": "memories"},
+    "decision_reviews": {"memory_id": "memories"},
 }
 #: table → {column → the table whose ids it names without being a foreign key}: a deleted memory's events
 #: keep its id (a tombstone).  Such an id is renumbered with the table's own (in order among them) and may
@@ -110,7 +138,10 @@ JSON_SHAPES: dict[str, dict[str, type]] = {
     "state_deltas": {"data": dict},
     "uses": {"meta": dict},
     "routing_decisions": {"scores": dict},
+    "storyline_bindings": {"payload": dict},
 }
+#: JSON columns that belong to the caller (an agent's binding payload): carried verbatim, ids inside untouched.
+OPAQUE_JSON = frozenset({("storyline_bindings", "payload")})
 BOOL_COLUMNS: dict[str, frozenset[str]] = {
     "conversations": frozenset({"is_paused"}),
     "narratives": frozenset({"sealed"}),
@@ -118,7 +149,7 @@ BOOL_COLUMNS: dict[str, frozenset[str]] = {
     "entities": frozenset({"is_active"}),
     "state_deltas": frozenset({"applied"}),
 }
-VECTOR_TABLES = ("memory_vectors", "storyline_vectors")
+VECTOR_TABLES = ("memory_vectors", "storyline_vectors", "passage_vectors")
 MAX_CELL_TEXT = 5_000_000  # a message holds up to checks.MAX_MESSAGE characters
 MAX_INT = 2**63 - 1
 
@@ -220,14 +251,17 @@ def check_vectors(tables: Mapping[str, list[dict[str, Any]]], lengths: Mapping[s
             if not isinstance(model, str) or not model:
                 raise ValidationError(f"{where} names no embedding model", field=table)
             try:
-                size = len(base64.b64decode(str(row.get("vector", "")), validate=True))
+                raw = base64.b64decode(str(row.get("vector", "")), validate=True)
             except ValueError:
                 raise ValidationError(f"{where}: the vector is not base64", field=table) from None
+            size = len(raw)
             expected = lengths.get(model) or seen.get(model) or _identity_bytes(model)
             if size == 0 or size % 4 or (expected is not None and size != expected):
                 raise ValidationError(
                     f"{where}: a vector of {size // 4} numbers does not fit the embedder {model}", field=table
                 )
+            if not np.isfinite(np.frombuffer(raw, dtype="<f4")).all():
+                raise ValidationError(f"{where}: the vector holds a NaN or an infinite number", field=table)
             seen[model] = size
 
 
@@ -283,7 +317,7 @@ def remap_row(table: str, row: Mapping[str, Any], ids: IdMap, number: int) -> di
             raise ValidationError(f"{table} row {number}: {column} {value!r} is not a row of this export", field=table)
         out[column] = new
     for column in JSON_SHAPES.get(table, {}):
-        if out.get(column) is not None:
+        if out.get(column) is not None and (table, column) not in OPAQUE_JSON:
             out[column] = (
                 _remap_ids(out[column], "memories", ids)
                 if (table, column) == ("narratives", "memory_ids")

@@ -16,19 +16,25 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from narrative.model import (
+    Binding,
+    BindingKind,
     Conflict,
     Conversation,
     ConversationStatus,
+    DecisionReview,
     DeltaType,
     Entity,
     EntityType,
     EventKind,
+    LinkKind,
     MemoryEvent,
     MemoryItem,
+    MemoryLink,
     Message,
     Narrative,
     Passage,
     Retention,
+    ReviewOutcome,
     Role,
     RoutingDecision,
     StateDelta,
@@ -44,10 +50,12 @@ from narrative.model import (
 from narrative.store.filters import MemoryFilter
 
 __all__ = [
+    "BindingsStore",
     "ConversationsStore",
     "EntitiesStore",
     "KeysStore",
     "LifecycleStore",
+    "LinksStore",
     "MemoriesStore",
     "MemoryEventsStore",
     "MessagesStore",
@@ -69,10 +77,14 @@ class LifecycleStore(Protocol):
     backend: str
 
     def transaction(self) -> AbstractContextManager[None]: ...
+    def lock_user(self, user_id: str) -> None: ...
     def close(self) -> None: ...
     def migrate(self) -> list[str]: ...
     def applied_migrations(self) -> list[str]: ...
     def count_rows(self, table: str, user_id: str | None = None) -> int: ...
+    def get_meta(self, key: str) -> str | None: ...
+    def check_integrity(self) -> list[dict[str, str]]: ...
+    def set_meta(self, key: str, value: str) -> None: ...
 
 
 @runtime_checkable
@@ -381,6 +393,42 @@ class UsesStore(Protocol):
     def list_uses(self, user_id: str, limit: int = 50, offset: int = 0) -> list[Use]: ...
     def uses_of_memory(self, user_id: str, memory_id: int, limit: int = 50) -> list[Use]: ...
     def delete_uses_of_memories(self, user_id: str, memory_ids: Iterable[int]) -> int: ...
+    def use_counts(
+        self, user_id: str, memory_ids: Iterable[int], since: datetime | None = None, until: datetime | None = None
+    ) -> dict[int, int]: ...
+
+
+@runtime_checkable
+class BindingsStore(Protocol):
+    """Storyline bindings (NarraNexus): named instances bound to a storyline, active or history."""
+
+    def insert_binding(self, binding: Binding) -> Binding: ...
+    def get_binding(self, user_id: str, binding_id: int) -> Binding: ...
+    def list_bindings(
+        self,
+        user_id: str,
+        storyline_ids: Sequence[int] | None = None,
+        kinds: Sequence[BindingKind] | None = None,
+        active: bool | None = True,
+        limit: int = 500,
+    ) -> list[Binding]: ...
+    def update_binding(self, user_id: str, binding_id: int, **changes: Any) -> Binding: ...
+    def delete_binding(self, user_id: str, binding_id: int) -> None: ...
+
+
+@runtime_checkable
+class LinksStore(Protocol):
+    """Links between memories (research consolidation, decision chains) and answers to the decision audit."""
+
+    def insert_memory_links(self, links: Sequence[MemoryLink]) -> int: ...
+    def memory_links(
+        self, user_id: str, memory_ids: Iterable[int] | None = None, kinds: Sequence[LinkKind] | None = None
+    ) -> list[MemoryLink]: ...
+    def delete_memory_link(self, user_id: str, memory_id: int, linked_id: int, kind: LinkKind) -> int: ...
+    def insert_decision_review(
+        self, user_id: str, memory_id: int, outcome: ReviewOutcome, note: str, now: datetime
+    ) -> DecisionReview: ...
+    def decision_reviews(self, user_id: str, memory_ids: Iterable[int] | None = None) -> list[DecisionReview]: ...
 
 
 @runtime_checkable
@@ -427,6 +475,8 @@ class Store(
     StorylinesStore,
     EntitiesStore,
     UsesStore,
+    BindingsStore,
+    LinksStore,
     KeysStore,
     PortabilityStore,
     Protocol,

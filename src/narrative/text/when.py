@@ -7,7 +7,10 @@ distance to that period instead of its age.
 
 Recognised, case-insensitively (the first that matches wins, in this order):
 
-* a day: ``May 23, 2023``, ``23 May 2023``, ``23rd of May, 2023``, ``2023-05-23``;
+* a day: ``May 23, 2023``, ``23 May 2023``, ``23rd of May, 2023``, ``2023-05-23``, and numeric dates written day
+  first as much of the world writes them: ``16.01.2024`` (dots: always day, month, year) and ``16/01/2024`` where the
+  order is unambiguous (a first number above 12 is the day; a second one above 12 makes it month first, as in the
+  US; ``05/06/2024`` names no day);
 * a month of a year: ``May 2023``, ``May of 2023``;
 * a day or a period relative to ``now``: ``today``, ``yesterday``, ``this``/``last``/``past``
   ``week``/``month``/``year`` (weeks start on Monday; "past" is the span just before today),
@@ -41,6 +44,7 @@ _NUMBERS.update({"six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10})
 _MONTH_DAY_YEAR = re.compile(rf"\b({_MONTH})\.?\s+{_DAY},?\s+{_YEAR}\b", re.IGNORECASE)
 _DAY_MONTH_YEAR = re.compile(rf"\b{_DAY}\s+(?:of\s+)?({_MONTH})\.?,?\s+{_YEAR}\b", re.IGNORECASE)
 _ISO_DAY = re.compile(r"\b((?:19|20)\d\d)-(\d\d)-(\d\d)\b")
+_NUMERIC_DAY = re.compile(r"(?<![\d.\/])(\d{1,2})([./])(\d{1,2})\2((?:19|20)\d\d)\b")
 _MONTH_YEAR = re.compile(rf"\b({_MONTH})\.?,?\s+(?:of\s+)?{_YEAR}\b", re.IGNORECASE)
 _RELATIVE = re.compile(r"\b(today|yesterday|(?:this|last|past)\s+(?:week|month|year))\b", re.IGNORECASE)
 _AGO = re.compile(rf"\b(\d{{1,3}}|{'|'.join(_NUMBERS)})\s+(day|week|month)s?\s+ago\b", re.IGNORECASE)
@@ -56,6 +60,7 @@ class Period:
     start: datetime
     end: datetime
     label: str  # as the query put it ("May 2023", "last week")
+    spelled: str = ""  # a numeric day written out ("16.01.2024" → "January 16 2024"), so its words can match too
     yearly: bool = False
     relative: bool = False  # counted from now ("yesterday", "last week", "two weeks ago")
 
@@ -111,7 +116,32 @@ def _day(query: str, now: datetime) -> Period | None:
         return _day_period(int(match[3]), _MONTHS[match[2].lower()], int(match[1]), match[0])
     if (match := _ISO_DAY.search(query)) and 1 <= int(match[2]) <= 12:
         return _day_period(int(match[1]), int(match[2]), int(match[3]), match[0])
+    if match := _NUMERIC_DAY.search(query):
+        return _numeric_day(match)
     return None
+
+
+def numeric_date(text: str) -> tuple[int, int, int] | None:
+    """(year, month, day) of the first numeric date in ``text`` read as :func:`named_period` reads it, or None."""
+    match = _NUMERIC_DAY.search(text)
+    period = _numeric_day(match) if match else None
+    return None if period is None else (period.start.year, period.start.month, period.start.day)
+
+
+def _numeric_day(match: re.Match[str]) -> Period | None:
+    first, mark, second, year = int(match[1]), match[2], int(match[3]), int(match[4])
+    if mark == "." or first > 12:
+        day, month = first, second
+    elif second > 12:
+        day, month = second, first
+    else:
+        return None  # 05/06/2024: May 6 or 5 June, nobody can tell
+    if not 1 <= month <= 12:
+        return None
+    period = _day_period(year, month, day, match[0])
+    if period is None:
+        return None
+    return Period(period.start, period.end, period.label, spelled=f"{calendar.month_name[month]} {day} {year}")
 
 
 def _month_of_year(query: str, now: datetime) -> Period | None:

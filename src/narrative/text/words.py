@@ -25,7 +25,8 @@ _VOWELS = frozenset("aeiou")
 #: they are not part of the fact, so they do not make a summary say more than its source.
 _FRAMING = frozenset(
     "said asked answered decided settled realized realised still open waiting left nothing involved carried "
-    "people note noted mentioned told wait source play decision verdict final deadline due".split()
+    "people note noted mentioned told wait source play decision verdict final deadline due cited annotated quoted "
+    "recalled once twice times".split()
 )
 
 

@@ -47,6 +47,16 @@ def _summary(obj: dict[str, Any]) -> dict[str, Any]:
     return checked
 
 
+RELATIONS = ("update", "contradiction", "none")
+
+
+def _relation(obj: dict[str, Any]) -> dict[str, Any]:
+    checked = check_fields(obj, {"relation": str})
+    if checked["relation"] not in RELATIONS:
+        raise ValidationError(f"relation must be one of {', '.join(RELATIONS)}", field="relation")
+    return checked
+
+
 def _extraction(obj: dict[str, Any]) -> dict[str, Any]:
     checked = check_fields(obj, {"topic_tags": list, "importance": int})
     if not 1 <= checked["importance"] <= 5:
@@ -112,6 +122,24 @@ class LLMTurnAssist:
         # one sentence was asked for, about this topic and exchange: anything else is not stored
         material = f"{topic}\n{previous_summary}\n{text}"
         return prose(sentence, "narrative_update", sentences=(1, 1), max_chars=MAX_SENTENCE, material=material)
+
+    def judge_statement(self, speaker: str, earlier: str, earlier_said: str, new: str, new_said: str) -> str | None:
+        """The model's add/update/no-op judgement of two statements (``update``, ``contradiction``, ``none``), or
+        None (no answer, a malformed one, a spent budget): the heuristic decides then."""
+        reply = ask_json(
+            self.llm,
+            self.budget,
+            "statement_judgement",
+            {
+                "speaker": speaker or "the user",
+                "earlier": earlier,
+                "earlier_said": earlier_said,
+                "new": new,
+                "new_said": new_said,
+            },
+            _relation,
+        )
+        return None if reply is None else str(reply["relation"])
 
     # --- Extractor ---------------------------------------------------------------------------
 

@@ -22,9 +22,9 @@ import numpy as np
 
 from narrative.checks import require_choice, require_importance, require_text
 from narrative.errors import NotFound, ValidationError
-from narrative.model import EntityType, MemoryItem
+from narrative.model import EntityType, MemoryItem, Stream
 from narrative.store.protocol import Store
-from narrative.write import history
+from narrative.write import history, supersede
 from narrative.write.embedding import Embed, memory_vectors
 
 __all__ = [
@@ -37,6 +37,9 @@ __all__ = [
     "put_vectors",
     "store_memories",
 ]
+
+#: Streams whose hand-written memories are read for corrections of earlier ones of the same stream.
+HAND_STREAMS = frozenset({Stream.FACT, Stream.DECISION, Stream.RESEARCH})
 
 #: The current embedder as the write path needs it: how to embed, and the identity its vectors carry.
 Embedder = tuple[Embed, str] | None
@@ -98,10 +101,14 @@ def add_memories(
         for memory in memories:
             check_refs(store, user_id, memory)
         if vectors is None or embedder is None:
-            return store_memories(store, user_id, memories, embedder)
-        stored = [store.insert_memory(m) for m in memories]
-        store.put_memory_vectors(user_id, embedder[1], {m.id: vectors[i] for i, m in enumerate(stored)})
-        return stored
+            stored = store_memories(store, user_id, memories, embedder)
+        else:
+            stored = [store.insert_memory(m) for m in memories]
+            store.put_memory_vectors(user_id, embedder[1], {m.id: vectors[i] for i, m in enumerate(stored)})
+        for memory in stored:  # a fact noted by hand can correct an earlier one too
+            if not memory.message_ids and memory.stream in HAND_STREAMS:
+                supersede.settle_memory(store, memory, memory.created_at)
+        return [store.get_memory(user_id, m.id) if m.valid_to is None else m for m in stored]
 
 
 def edit_memory(

@@ -20,6 +20,7 @@ from datetime import datetime
 from narrative.model import (
     Entity,
     EntityType,
+    LinkKind,
     MemoryItem,
     ReflectionDetails,
     Retention,
@@ -29,6 +30,7 @@ from narrative.model import (
 from narrative.store.filters import MemoryFilter
 from narrative.store.protocol import Store
 from narrative.text import patterns as P
+from narrative.text.sources import research_details, work_key
 from narrative.text.words import restated_in
 
 FULL_WINDOW = 10
@@ -163,24 +165,69 @@ def _distinct(sentences: Sequence[str]) -> list[str]:
 
 
 def _sources(store: Store, user_id: str, exchanges: Sequence[MemoryItem]) -> list[str]:
-    """Titles (or references) of the research memories made from the covered messages, newest first."""
+    """The sources of the research memories made from the covered messages, the most used first (ITSERR "source
+    popularity tracking"): items of one work together (same title or reference, or a ``same_work`` link), ranked by
+    ``2·items + recalls`` in the covered period, each named with what was done with it ("cited, annotated, recalled
+    twice").  Ties: the newest first."""
     conversation_id = exchanges[0].conversation_id
     covered = list(dict.fromkeys(i for e in exchanges for i in e.message_ids))
     briefs = store.memory_briefs(user_id, store.memories_from_messages(user_id, covered))
-    research = sorted(
-        (
-            m
-            for m in store.get_memories(user_id, [i for i, b in briefs.items() if b[0] is Stream.RESEARCH])
-            if conversation_id in (None, m.conversation_id)
-        ),
-        key=lambda m: (m.event_at or m.created_at, m.id),
-        reverse=True,
-    )
-    found = [
-        getattr(m.details, "work_title", None) or getattr(m.details, "source_reference", None) or m.content
-        for m in research
+    research = [
+        m
+        for m in store.get_memories(user_id, [i for i, b in briefs.items() if b[0] is Stream.RESEARCH])
+        if conversation_id in (None, m.conversation_id)
     ]
-    return _unique([s for s in found if s], 4)
+    if not research:
+        return []
+    times = [e.event_at or e.created_at for e in exchanges]
+    recalls = store.use_counts(user_id, [m.id for m in research], min(times), None)
+    groups = _works(store, user_id, research)
+    ranked = sorted(
+        groups,
+        key=lambda g: (
+            -(2 * len(g) + sum(recalls.get(m.id, 0) for m in g)),
+            -max((m.event_at or m.created_at).timestamp() for m in g),
+        ),
+    )
+    return [_used(group, sum(recalls.get(m.id, 0) for m in group)) for group in ranked[:4]]
+
+
+def _works(store: Store, user_id: str, research: Sequence[MemoryItem]) -> list[list[MemoryItem]]:
+    """Research items grouped by the work they are about (same key, or joined by a ``same_work`` link)."""
+    ids = {m.id for m in research}
+    owner: dict[int, int] = {}
+    by_key: dict[str, int] = {}
+    for memory in sorted(research, key=lambda m: m.id):
+        details = research_details(memory)
+        key = work_key(details) if details is not None else None
+        owner[memory.id] = by_key.setdefault(key, memory.id) if key else memory.id
+    for link in store.memory_links(user_id, ids, kinds=[LinkKind.SAME_WORK]):
+        if link.memory_id in ids and link.linked_id in ids:
+            old, new = owner[link.memory_id], owner[link.linked_id]
+            owner = {i: (new if o == old else o) for i, o in owner.items()}
+    grouped: dict[int, list[MemoryItem]] = {}
+    for memory in sorted(research, key=lambda m: m.id):
+        grouped.setdefault(owner[memory.id], []).append(memory)
+    return list(grouped.values())
+
+
+_DONE = {"citation": "cited", "annotation": "annotated", "quote": "quoted", "note": "noted"}
+
+
+def _used(group: Sequence[MemoryItem], recalled: int) -> str:
+    """ "Thinking in Systems (cited, annotated, recalled twice)"."""
+    named = next((m for m in group if getattr(m.details, "work_title", None)), None) or next(
+        (m for m in group if getattr(m.details, "source_reference", None)), group[0]
+    )
+    details = research_details(named)
+    label = (details.work_title or details.source_reference) if details is not None else None
+    label = (label or named.content).strip()
+    done = list(dict.fromkeys(_DONE.get(getattr(m.details, "source_type", "note"), "noted") for m in group))
+    if recalled:
+        done.append(
+            "recalled once" if recalled == 1 else "recalled twice" if recalled == 2 else f"recalled {recalled} times"
+        )
+    return f"{label} ({', '.join(done)})"
 
 
 def by_storyline(exchanges: Sequence[MemoryItem]) -> list[tuple[int | None, list[MemoryItem]]]:

@@ -17,6 +17,7 @@ from narrative.errors import InvalidTransition
 from narrative.store.protocol import Store
 from narrative.write import history
 from narrative.write.embedding import Embed, remade_vectors, routing_vectors
+from narrative.write.passages import backfill_passages, embed_passages
 
 __all__ = ["REEMBED_CHUNK", "Tables", "restore_user"]
 
@@ -78,7 +79,11 @@ def _vectors_to_keep(
         held = set(store.vector_models())
         keep = held if len(held) == 1 else export_models if not held and len(export_models) == 1 else set()
     dropped: dict[str, set[int]] = {}
-    for table, key in (("memory_vectors", "memory_id"), ("storyline_vectors", "storyline_id")):
+    for table, key in (
+        ("memory_vectors", "memory_id"),
+        ("storyline_vectors", "storyline_id"),
+        ("passage_vectors", "passage_id"),
+    ):
         rows = tables.get(table, [])
         dropped[table] = {r[key] for r in rows if r.get("model") not in keep and isinstance(r.get(key), int)}
         tables[table] = [r for r in rows if r.get("model") in keep]
@@ -96,8 +101,9 @@ def _reembed(
 ) -> dict[str, int]:
     """Embed what came without a usable vector: memories without one, and the storylines whose vector was
     dropped (fresh ids follow the export's id order, so old and new ids pair up sorted)."""
+    backfill_passages(store, user_id, None, None)  # an export made before passages: its messages get them
     if embed is None or identity is None:
-        return {"memories": 0, "storylines": 0}
+        return {"memories": 0, "storylines": 0, "passages": 0}
     memories = store.memories_without_vectors(user_id, model=identity)
     for start in range(0, len(memories), REEMBED_CHUNK):
         chunk = memories[start : start + REEMBED_CHUNK]
@@ -110,4 +116,5 @@ def _reembed(
     storylines = [store.get_storyline(user_id, renamed[i]) for i in sorted(dropped_storylines) if i in renamed]
     for sid, vector in routing_vectors(store, embed, storylines).items():
         store.put_storyline_vector(user_id, sid, identity, vector)
-    return {"memories": len(memories), "storylines": len(storylines)}
+    passages = embed_passages(store, user_id, identity, embed, store.passages_without_vectors(user_id, identity))
+    return {"memories": len(memories), "storylines": len(storylines), "passages": passages}

@@ -19,14 +19,15 @@ Only the same speaker (and role) corrects a statement: one person's news does no
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from narrative.model import Conflict, Message, Passage, Storyline
+from narrative.model import Conflict, EventKind, MemoryItem, Message, Passage, Storyline, Stream
+from narrative.store.filters import MemoryFilter
 from narrative.store.protocol import Store
 from narrative.text import statements as S
-from narrative.write import storylines
+from narrative.write import history, storylines
 
 __all__ = ["Settled", "Superseded", "restore", "settle"]
 
@@ -54,9 +55,12 @@ class Settled:
     storylines: dict[int, Storyline] = field(default_factory=dict)  # storylines changed (as stored now)
 
 
-def settle(store: Store, message: Message, passages: Sequence[Passage]) -> Settled:
+def settle(store: Store, message: Message, passages: Sequence[Passage], judge: Judge | None = None) -> Settled:
     """Compare ``message``'s cue and denial sentences with the speaker's earlier statements; record what they
-    supersede or contradict.  Runs inside the turn's transaction."""
+    supersede or contradict.  Runs inside the turn's transaction.
+
+    With an LLM (``judge``), the model decides each pair that shares a subject (its answer validated; no answer
+    or a malformed one: the rules decide); without one, the rules of :mod:`narrative.text.statements`."""
     settled = Settled()
     everything = S.statements(message.content)
     said = [s for s in everything if s.cue or s.denied]
@@ -64,18 +68,16 @@ def settle(store: Store, message: Message, passages: Sequence[Passage]) -> Settl
     if not said or not passages:
         return settled
     earlier: dict[int, Message] = {}
+    asks = list(range(JUDGED))  # the model is asked about this many pairs at most
     for statement in said:
         mine = _passage_at(passages, statement.start)
         for candidate in _candidates(store, message, statement, earlier):
             before = earlier[candidate.message_id]
             for old in _statements_of(before, candidate):
-                if not (statement.cue or statement.denied or old.denied):
-                    continue  # a plain statement only meets an earlier denial
-                change = S.update(statement, old)
+                change, reason = _relation(judge, asks, message, before, candidate, statement, old)
                 if change is not None:
                     settled.superseded.append(_supersede(store, message, candidate, mine, change, settled))
                     break
-                reason = S.contradiction(statement, old)
                 if reason is not None:
                     conflict = store.insert_conflict(
                         message.user_id,
@@ -92,6 +94,55 @@ def settle(store: Store, message: Message, passages: Sequence[Passage]) -> Settl
     return settled
 
 
+#: How an LLM judges two statements: (speaker, earlier, earlier's time, new, new's time) → relation or None.
+Judge = Callable[[str, str, str, str, str], "str | None"]
+JUDGED = 4  # pairs a turn asks the model about, at most (the per-turn budget may stop it sooner)
+
+
+def _judged(
+    judge: Judge | None,
+    asks: list[int],
+    message: Message,
+    before: Message,
+    passage: Passage,
+    new: S.Statement,
+    old: S.Statement,
+) -> str | None:
+    """The model's verdict on a pair that shares a subject, or None (no model, nothing shared, no answer)."""
+    if judge is None or len(new.keys & old.keys) < 2 or not asks:
+        return None
+    asks.pop()
+    earlier = before.content[passage.start : passage.end][old.start : old.end]
+    return judge(
+        message.speaker,
+        earlier,
+        before.created_at.date().isoformat(),
+        message.content[new.start : new.end],
+        message.created_at.date().isoformat(),
+    )
+
+
+def _relation(
+    judge: Judge | None,
+    asks: list[int],
+    message: Message,
+    before: Message,
+    passage: Passage,
+    new: S.Statement,
+    old: S.Statement,
+) -> tuple[S.Change | None, str | None]:
+    """(the update, or the contradiction's reason) between two statements: the model's verdict when it gives a
+    valid one, else the rules (a plain statement only meets an earlier denial)."""
+    verdict = _judged(judge, asks, message, before, passage, new, old)
+    if verdict == "update":
+        return S.Change("the model judged it an update" + (f" ({new.cue})" if new.cue else "")), None
+    if verdict == "contradiction":
+        return None, "the model judged they disagree"
+    if verdict == "none" or not (new.cue or new.denied or old.denied):
+        return None, None
+    return S.update(new, old), S.contradiction(new, old)
+
+
 def _passage_at(passages: Sequence[Passage], offset: int) -> Passage:
     for passage in passages:
         if passage.start <= offset < passage.end:
@@ -100,15 +151,21 @@ def _passage_at(passages: Sequence[Passage], offset: int) -> Passage:
 
 
 def _candidates(store: Store, message: Message, statement: S.Statement, seen: dict[int, Message]) -> list[Passage]:
-    """Current passages of the same speaker's earlier messages that share the sentence's words, best first."""
+    """Current passages of the same speaker's earlier messages that share the sentence's words, best first: whole
+    messages through their conversation memories' keyword entries, parts of long ones through their own."""
     if not statement.keys:
         return []
+    user_id = message.user_id
     query = " ".join(sorted(statement.keys | set(statement.not_values)))
-    hits = store.keyword_search_passages(message.user_id, query, limit=CANDIDATES + 4)
-    found = [p for p in store.get_passages(message.user_id, [i for i, _ in hits]) if p.is_current]
-    found = [p for p in found if p.message_id != message.id]
+    exchanges = store.keyword_search_memories(
+        user_id, query, MemoryFilter(streams=[Stream.CONVERSATION], current_only=True), limit=CANDIDATES
+    )
+    sources = [m for memory in store.get_memories(user_id, [i for i, _ in exchanges]) for m in memory.message_ids]
+    whole = [p for ps in store.passages_of_messages(user_id, sources).values() for p in ps if p.parts == 1]
+    parts = store.get_passages(user_id, [i for i, _ in store.keyword_search_passages(user_id, query, limit=CANDIDATES)])
+    found = [p for p in dict.fromkeys([*whole, *parts]) if p.is_current and p.message_id != message.id]
     missing = sorted({p.message_id for p in found} - seen.keys())
-    seen.update({m.id: m for m in store.get_messages(message.user_id, missing)} if missing else {})
+    seen.update({m.id: m for m in store.get_messages(user_id, missing)} if missing else {})
     return [
         p
         for p in found
@@ -116,7 +173,7 @@ def _candidates(store: Store, message: Message, statement: S.Statement, seen: di
         and seen[p.message_id].position < message.position
         and seen[p.message_id].role is message.role
         and seen[p.message_id].speaker.strip().casefold() == message.speaker.strip().casefold()
-    ][:CANDIDATES]
+    ][: 2 * CANDIDATES]
 
 
 def _statements_of(message: Message, passage: Passage) -> list[S.Statement]:
@@ -137,6 +194,17 @@ def _supersede(
             if m.id == old.memory_id or (m.message_ids == (old.message_id,) and m.id != by.memory_id)
         ]
         memories = store.supersede_memories(user_id, stating, by.memory_id, message.created_at)
+        for memory in store.get_memories(user_id, memories):
+            history.record(
+                store,
+                user_id,
+                memory.id,
+                EventKind.SUPERSEDED,
+                memory.content,
+                memory.content,
+                message.created_at,
+                {"superseded_by": by.memory_id, "reason": change.reason},
+            )
     storyline = storylines.forget_superseded(store, user_id, earlier_message(store, user_id, old), change.gone, message)
     if storyline is not None:
         settled.storylines[storyline.id] = storyline
@@ -147,9 +215,9 @@ def earlier_message(store: Store, user_id: str, passage: Passage) -> Message:
     return store.get_message(user_id, passage.message_id)
 
 
-def restore(store: Store, user_id: str, memory_id: int) -> list[int]:
+def restore(store: Store, user_id: str, memory_id: int, now: datetime) -> list[int]:
     """Make a superseded memory current again, with the passages of its messages that its superseder took;
-    returns the memories restored (the memory, and what was superseded with it by the same statement)."""
+    returns the memories restored.  An event in its history says so."""
     memory = store.get_memory(user_id, memory_id)
     if memory.superseded_by is None:
         return []
@@ -157,7 +225,12 @@ def restore(store: Store, user_id: str, memory_id: int) -> list[int]:
     own = [p for p in store.passages_of_memories(user_id, [memory_id]) if not p.is_current]
     taken = [p.id for p in own if p.superseded_by is not None and _belongs(store, user_id, p.superseded_by, by)]
     store.restore_passages(user_id, taken)
-    return store.restore_memories(user_id, [memory_id])
+    restored = store.restore_memories(user_id, [memory_id])
+    for ident in restored:
+        history.record(
+            store, user_id, ident, EventKind.RESTORED, memory.content, memory.content, now, {"superseded_by": by}
+        )
+    return restored
 
 
 def _belongs(store: Store, user_id: str, passage_id: int, memory_id: int) -> bool:
@@ -177,3 +250,43 @@ def describe(settled: Settled, when: datetime | None = None) -> list[str]:
         )
     lines += [f"  conflicts with memory #{c.other_memory_id}: {c.reason}" for c in settled.conflicts]
     return lines
+
+
+def settle_memory(store: Store, memory: MemoryItem, now: datetime) -> Settled:
+    """A memory written by hand (a fact, a decision an agent noted): the same reading as for a turn, against the
+    earlier current memories of its stream.  An update supersedes the earlier memory; a denial is a conflict."""
+    settled = Settled()
+    said = [s for s in S.statements(memory.content) if s.cue or s.denied or s.personal]
+    for statement in said:
+        if not statement.keys:
+            continue
+        query = " ".join(sorted(statement.keys | set(statement.not_values)))
+        where = MemoryFilter(streams=[memory.stream], current_only=True)
+        hits = store.keyword_search_memories(memory.user_id, query, where, limit=CANDIDATES)
+        for old in store.get_memories(memory.user_id, [i for i, _ in hits if i != memory.id]):
+            if old.created_at > memory.created_at or old.valid_to is not None:
+                continue
+            for before in S.statements(old.content):
+                if not (statement.cue or statement.denied or before.denied):
+                    continue
+                change = S.update(statement, before)
+                if change is not None:
+                    for ident in store.supersede_memories(memory.user_id, [old.id], memory.id, now):
+                        history.record(
+                            store,
+                            memory.user_id,
+                            ident,
+                            EventKind.SUPERSEDED,
+                            old.content,
+                            old.content,
+                            now,
+                            {"superseded_by": memory.id, "reason": change.reason},
+                        )
+                    break
+                reason = S.contradiction(statement, before)
+                if reason is not None:
+                    conflict = store.insert_conflict(memory.user_id, memory.id, old.id, now, reason=reason)
+                    if conflict is not None:
+                        settled.conflicts.append(conflict)
+                    break
+    return settled

@@ -24,6 +24,7 @@ import numpy as np
 
 from narrative.errors import NotFound
 from narrative.model import (
+    Binding,
     ConversationDetails,
     Entity,
     EntityType,
@@ -58,6 +59,7 @@ class TurnAssist(Protocol):
     def continuity(self, storyline: Storyline, previous: str, text: str) -> bool | None: ...
     def storyline_summary(self, storyline: Storyline, text: str) -> dict[str, Any] | None: ...
     def narrative_sentence(self, topic: str, previous_summary: str, text: str) -> str | None: ...
+    def judge_statement(self, speaker: str, earlier: str, earlier_said: str, new: str, new_said: str) -> str | None: ...
 
 
 @dataclass
@@ -72,6 +74,9 @@ class TurnResult:
     sealed: list[Narrative] = field(default_factory=list)
     reflections: list[MemoryItem] = field(default_factory=list)
     settled: supersede.Settled = field(default_factory=supersede.Settled)
+    # NarraNexus: the storyline's live bindings, and the binding names of up to two other recent storylines
+    bindings: list[Binding] = field(default_factory=list)
+    auxiliary: list[dict[str, Any]] = field(default_factory=list)
 
     def describe(self) -> str:
         lines = [
@@ -84,6 +89,7 @@ class TurnResult:
         lines += [f"  sealed narrative #{n.id}: {n.summary}" for n in self.sealed]
         lines += [f"  reflection #{m.id}: {m.content[:90]}" for m in self.reflections]
         lines += supersede.describe(self.settled)
+        lines += [f"  bound {b.kind.value} #{b.id}: {b.name} ({b.status})" for b in self.bindings]
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
@@ -108,6 +114,11 @@ class TurnResult:
                 for x in self.settled.superseded
             ],
             "conflicts": [{"memory_id": c.other_memory_id, "reason": c.reason} for c in self.settled.conflicts],
+            "bindings": [
+                {"id": b.id, "kind": b.kind.value, "name": b.name, "status": b.status, "payload": b.payload}
+                for b in self.bindings
+            ],
+            "auxiliary": self.auxiliary,
         }
 
 
@@ -197,6 +208,7 @@ class TurnWriter:
         alone = vector if routing_vector is None else routing_vector
         topic, routed = self._without_cue(message, extraction, alone)  # what the storyline may learn from
         with self.store.transaction():
+            self.store.lock_user(user_id)  # one writer per user at a time (other processes' too)
             previous = self._previous_message(message, previous, context)
             route = self._route(message, routed, topic, previous, defaults, your_story_id, context)
             storyline = self._apply_route(message, route, routed, topic, context)
@@ -222,7 +234,8 @@ class TurnWriter:
             if vectors is None and self.embed is not None:
                 vectors = self._embed_passages(message, spans)
             passages = store_passages(self.store, self.model, message, own.id, spans, vectors)
-            result.settled = supersede.settle(self.store, message, passages)
+            judge = None if self.assist is None else self.assist.judge_statement
+            result.settled = supersede.settle(self.store, message, passages, judge)
             for changed in result.settled.storylines.values():  # a correction rewrote a storyline's summary
                 if context is not None:
                     context.remember(changed)
@@ -700,6 +713,7 @@ class TurnWriter:
         if not messages:
             return end
         with self.store.transaction():
+            self.store.lock_user(user_id)
             touched = list(dict.fromkeys(m.storyline_id for m in messages if m.storyline_id is not None))
             end.sealed = narrate.seal_open_links(self.store, user_id, touched, now, retell=self.assist is None)
         return end

@@ -18,7 +18,7 @@ from narrative.interfaces.serialize import to_json
 def _register() -> None:
     from narrative.interfaces.cli import conversations, demo, memories  # noqa: F401
 
-    for optional in ("closing", "storylines", "context", "bench", "serving", "admin", "maintenance", "model"):
+    for optional in ("closing", "storylines", "context", "bench", "serving", "admin", "maintenance", "model", "agenda"):
         try:
             __import__(f"narrative.interfaces.cli.{optional}")
         except ModuleNotFoundError as error:

@@ -250,6 +250,15 @@ def memory_history(ctx: Context, memory_id: int) -> None:
     ctx.emit({"memory_id": memory_id, "deleted": deleted, "events": events}, text)
 
 
+@memory.command("restore", help="Make a memory a later statement superseded current again (undo a correction).")
+@click.argument("memory_id", type=int)
+@json_option
+@pass_ctx
+def memory_restore(ctx: Context, memory_id: int) -> None:
+    restored = ctx.existing(user=True).restore_memory(memory_id)
+    ctx.emit(restored, lambda: f"restored {_memory_line(restored)}")
+
+
 @cli.command(help="The narrative chain: latest link (default), --id N, --search WORDS, --walk N, --forward N.")
 @click.option("--id", "narrative_id", type=int, default=None, help="One link by id.")
 @click.option("--search", "query", default=None, help="Keyword search over summaries and topics.")

@@ -11,12 +11,16 @@ immutable) and cascading foreign keys (deletes leave nothing behind).
 
 from __future__ import annotations
 
+from narrative.store.postgres.integrity import PostgresIntegrity
 from narrative.store.postgres.portability import PostgresPortability
 from narrative.store.postgres.rows import PostgresRows
 from narrative.store.postgres.search import PostgresSearch
+from narrative.store.sqlite.bindings import BindingRows
 from narrative.store.sqlite.conversations import ConversationRows
 from narrative.store.sqlite.entities import EntityRows
 from narrative.store.sqlite.events import MemoryEventRows
+from narrative.store.sqlite.integrity import IntegrityRows
+from narrative.store.sqlite.links import LinkRows
 from narrative.store.sqlite.memories import MemoryRows
 from narrative.store.sqlite.narratives import NarrativeRows
 from narrative.store.sqlite.passages import PassageRows
@@ -30,6 +34,7 @@ class PostgresStore(  # type: ignore[misc]  # the PostgreSQL base replaces the S
     PostgresSearch,
     PostgresRows,
     PostgresPortability,
+    PostgresIntegrity,
     ConversationRows,
     MemoryRows,
     MemoryEventRows,
@@ -37,7 +42,10 @@ class PostgresStore(  # type: ignore[misc]  # the PostgreSQL base replaces the S
     NarrativeRows,
     StorylineRows,
     EntityRows,
+    BindingRows,
+    LinkRows,
     PortabilityRows,
+    IntegrityRows,
 ):
     """Every concept's rows in one PostgreSQL database.  See :class:`narrative.store.protocol.Store`."""
 

@@ -25,9 +25,12 @@ from narrative.errors import EmbeddingMismatch, StoreError
 from narrative.store.filters import MemoryFilter
 from narrative.store.keyword_index import KeywordIndex, query_terms
 from narrative.store.passage_index import PassageKeywords, PassageVectors
+from narrative.store.sqlite.bindings import BindingRows
 from narrative.store.sqlite.conversations import ConversationRows
 from narrative.store.sqlite.entities import EntityRows
 from narrative.store.sqlite.events import MemoryEventRows
+from narrative.store.sqlite.integrity import IntegrityRows
+from narrative.store.sqlite.links import LinkRows
 from narrative.store.sqlite.memories import MemoryRows
 from narrative.store.sqlite.narratives import NarrativeRows
 from narrative.store.sqlite.passages import PassageRows
@@ -46,7 +49,10 @@ class SqliteStore(
     NarrativeRows,
     StorylineRows,
     EntityRows,
+    BindingRows,
+    LinkRows,
     PortabilityRows,
+    IntegrityRows,
 ):
     """Every concept's rows in one file.  See :class:`narrative.store.protocol.Store`."""
 

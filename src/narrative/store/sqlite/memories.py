@@ -33,6 +33,7 @@ from narrative.store.sqlite.base import (
     to_text,
     to_time,
     to_time_required,
+    vector_blob,
 )
 
 _DETAILS: dict[str, type[Any]] = {
@@ -72,6 +73,11 @@ def details_from_json(text: str | None) -> Details | None:
     return result
 
 
+def _column(row: sqlite3.Row | Mapping[str, Any], name: str) -> Any:
+    """A column that rows made by hand (an insert's own values) may lack: None then."""
+    return row[name] if name in list(row.keys()) else None
+
+
 def _memory(
     row: sqlite3.Row | Mapping[str, Any], message_ids: tuple[int, ...], positions: tuple[int, ...]
 ) -> MemoryItem:
@@ -98,8 +104,8 @@ def _memory(
         extraction_confidence=row["extraction_confidence"],
         event_at=to_time(row["event_at"]),
         created_at=to_time_required(row["created_at"]),
-        valid_to=to_time(row["valid_to"]) if "valid_to" in row else None,
-        superseded_by=row.get("superseded_by", None),
+        valid_to=to_time(_column(row, "valid_to")),
+        superseded_by=_column(row, "superseded_by"),
     )
 
 
@@ -406,7 +412,7 @@ class MemoryRows(SqliteBase):
                 self._exec(
                     "INSERT OR REPLACE INTO memory_vectors(memory_id, user_id, model, vector)"
                     " SELECT id, user_id, ?, ? FROM memories WHERE id = ? AND user_id = ?",
-                    (model, np.asarray(vector, dtype=np.float32).tobytes(), memory_id, user_id),
+                    (model, vector_blob(vector), memory_id, user_id),
                 )
 
     def vectors_by_id(self, user_id: str, model: str, memory_ids: Iterable[int]) -> dict[int, np.ndarray]:

@@ -15,7 +15,7 @@ import numpy as np
 
 from narrative.errors import NotFound
 from narrative.model import Conflict, MemoryItem, Passage
-from narrative.store.sqlite.base import SqliteBase, placeholders, to_text, to_time, to_time_required
+from narrative.store.sqlite.base import SqliteBase, placeholders, to_text, to_time, to_time_required, vector_blob
 
 _CHUNK = 500
 
@@ -31,10 +31,11 @@ def _passage(row: sqlite3.Row | Sequence[Any]) -> Passage:
         end=int(row[6]),
         valid_to=to_time(row[7]),
         superseded_by=None if row[8] is None else int(row[8]),
+        parts=int(row[9]),
     )
 
 
-_COLUMNS = "id, user_id, message_id, memory_id, seq, char_start, char_end, valid_to, superseded_by"
+_COLUMNS = "id, user_id, message_id, memory_id, seq, char_start, char_end, valid_to, superseded_by, parts"
 
 
 def _conflict(row: sqlite3.Row | Sequence[Any]) -> Conflict:
@@ -65,11 +66,11 @@ class PassageRows(SqliteBase):
             self._exec("DELETE FROM passages WHERE message_id = ? AND user_id = ?", (message_id, user_id))
             for seq, (start, end) in enumerate(spans):
                 passage_id = self._insert(
-                    "INSERT INTO passages(user_id, message_id, memory_id, seq, char_start, char_end)"
-                    " VALUES (?, ?, ?, ?, ?, ?)",
-                    (user_id, message_id, memory_id, seq, start, end),
+                    "INSERT INTO passages(user_id, message_id, memory_id, seq, parts, char_start, char_end)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (user_id, message_id, memory_id, seq, len(spans), start, end),
                 )
-                made.append(Passage(passage_id, user_id, message_id, memory_id, seq, start, end))
+                made.append(Passage(passage_id, user_id, message_id, memory_id, seq, start, end, parts=len(spans)))
         return made
 
     def get_passages(self, user_id: str, passage_ids: Iterable[int]) -> list[Passage]:
@@ -145,10 +146,11 @@ class PassageRows(SqliteBase):
         return found
 
     def passage_texts_of(self, memory_ids: Iterable[int] | None = None) -> list[tuple[int, int, str, str]]:
-        """(passage id, memory id, user id, searchable text: speaker and the passage) for the in-process index."""
+        """(passage id, memory id, user id, searchable text: speaker and the passage) for the in-process keyword
+        index: the passages of messages cut into several (a whole message's words are in its memory's entry)."""
         sql = (
             "SELECT p.id, p.memory_id, p.user_id, m.speaker, m.content, p.char_start, p.char_end"
-            " FROM passages p JOIN messages m ON m.id = p.message_id"
+            " FROM passages p JOIN messages m ON m.id = p.message_id WHERE p.parts > 1"
         )
         rows: list[Any] = []
         if memory_ids is None:
@@ -157,7 +159,7 @@ class PassageRows(SqliteBase):
             ids = list(memory_ids)
             for start in range(0, len(ids), _CHUNK):
                 chunk = ids[start : start + _CHUNK]
-                rows += self._all(f"{sql} WHERE p.memory_id IN ({placeholders(chunk)})", chunk)
+                rows += self._all(f"{sql} AND p.memory_id IN ({placeholders(chunk)})", chunk)
         return [(int(r[0]), int(r[1]), str(r[2]), f"{r[3]} {str(r[4])[int(r[5]) : int(r[6])]}".strip()) for r in rows]
 
     # --- vectors (BLOBs here; pgvector on PostgreSQL) -------------------------------------------
@@ -168,7 +170,7 @@ class PassageRows(SqliteBase):
                 self._exec(
                     "INSERT OR REPLACE INTO passage_vectors(passage_id, user_id, model, vector)"
                     " SELECT id, user_id, ?, ? FROM passages WHERE id = ? AND user_id = ?",
-                    (model, np.asarray(vector, dtype=np.float32).tobytes(), passage_id, user_id),
+                    (model, vector_blob(vector), passage_id, user_id),
                 )
 
     def passage_vectors_by_id(self, user_id: str, model: str, passage_ids: Iterable[int]) -> dict[int, np.ndarray]:

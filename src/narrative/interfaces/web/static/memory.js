@@ -53,8 +53,11 @@ const M = (() => {
     if (m.narrative_id) links.push(el("a", { href: `#/chain/${m.narrative_id}` }, "narrative link"));
     links.push(el("a", { href: `#/influence/memory/${id}` }, "influence"));
     links.push(el("a", { href: `#/history/${id}`, "aria-label": `history of memory #${id}` }, "history"));
-    const content = el("p", { class: "content" }, m.text ?? m.content); // a list shows each turn once (`text`)
-    content.dataset.full = m.content ?? ""; // what an edit starts from: the whole memory
+    // a search hit shows what answers (hit.text: the turns and passages no better hit shows); the editor
+    // always starts from the memory's own text
+    // a list shows each turn once (`text`: the turns no memory above it showed)
+    const content = el("p", { class: "content" }, m.shown_text || m.text || m.content);
+    content.dataset.full = m.content;
     const edited = el("span", { class: "edited" }, m.user_edited ? " · edited by you" : "");
     const item = el("li", { class: "memory" }, content,
       el("p", { class: "meta" },
@@ -82,7 +85,7 @@ const M = (() => {
       el("label", { for: textId }, `Text of memory #${id}`), el("textarea", { id: textId, rows: 4 }),
       el("div", { class: "row" }, el("button", { type: "submit" }, "Save"),
         el("button", { type: "button", class: "cancel" }, "Cancel")));
-    form.querySelector("textarea").value = content.dataset.full || content.textContent;
+    form.querySelector("textarea").value = content.dataset.full ?? content.textContent;
     bar.hidden = true;
     item.append(form);
     form.querySelector("textarea").focus();
@@ -94,7 +97,8 @@ const M = (() => {
       if (!text) { say("The memory needs some text; use Delete to remove it.", "error"); return; }
       try {
         const saved = await patch(`/memories/${id}`, { content: text });
-        content.textContent = content.dataset.full = saved.content;
+        content.textContent = saved.content;
+        content.dataset.full = saved.content;
         edited.textContent = saved.user_edited ? " · edited by you" : "";
         close();
         say(`Memory #${id} saved.`, "ok");

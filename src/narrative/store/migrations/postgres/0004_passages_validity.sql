@@ -6,6 +6,7 @@ CREATE TABLE passages (
     message_id     BIGINT NOT NULL,
     memory_id      BIGINT NOT NULL,
     seq            INTEGER NOT NULL,
+    parts          INTEGER NOT NULL DEFAULT 1,
     char_start     INTEGER NOT NULL,
     char_end       INTEGER NOT NULL,
     valid_to       TEXT,

@@ -8,6 +8,7 @@ CREATE TABLE passages (
     message_id     INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
     memory_id      INTEGER NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
     seq            INTEGER NOT NULL,
+    parts          INTEGER NOT NULL DEFAULT 1,
     char_start     INTEGER NOT NULL,
     char_end       INTEGER NOT NULL,
     valid_to       TEXT,
