@@ -58,6 +58,11 @@ def _open_phrase(e: PreviewEntity, name: str) -> str:
     return f"“{e.label}”" if e.entity_type is EntityType.QUESTION_OPENED else retold(e.label, name)
 
 
+def _still_open(still: Sequence[PreviewEntity], name: str) -> str:
+    more = f"; and {len(still) - 3} more" if len(still) > 3 else ""
+    return as_sentence("Still open: " + "; ".join(_open_phrase(e, name) for e in still[:3]) + more)
+
+
 def compose_narrative(
     messages: Sequence[Message],
     entities: Sequence[PreviewEntity],
@@ -109,13 +114,7 @@ def compose_narrative(
         if not set(e.entity_ids) & settled_ids
     ]
     if still:
-        sentences.append(
-            as_sentence(
-                "Still open: "
-                + "; ".join(_open_phrase(e, name) for e in still[:3])
-                + (f"; and {len(still) - 3} more" if len(still) > 3 else "")
-            )
-        )
+        sentences.append(_still_open(still, name))
     feelings = list(dict.fromkeys(x for m in exchanges if user_said(m) for x in m.emotions))
     if feelings:
         sentences.append(as_sentence(f"It carried {_listing(feelings[:3])}"))
