@@ -179,6 +179,64 @@ def test_preview_shows_the_commands_and_resume_warns_before_discarding_edits(run
     assert code == 1 and "use `narrative confirm` for one" in err
 
 
+def memories_of(run: Run, *base: str) -> list[dict[str, object]]:
+    listed: list[dict[str, object]] = json.loads(ok(run, *base, "memories", "--limit", "500", "--json"))
+    return listed
+
+
+def test_split_stores_the_parts_and_nothing_else(run: Run) -> None:
+    """The review is the gate: a split stores exactly the parts you wrote, no machine summary beside them."""
+    base = ("--db", "notes.db", "--user", "maya")
+    ok(run, *base, "add", "message", "We decided to paint the hall green because it is calm.")
+    ok(run, *base, "add", "message", "I'm waiting on Dana to send the paint samples.")
+    ok(run, *base, "add", "message", "Also my sister Lena wants to help with the seed swap in May.")
+    before = {m["id"] for m in memories_of(run, *base)}
+    ok(run, *base, "close")
+    home = json.loads(ok(run, *base, "storylines", "create", "Home", "--json"))["id"]
+    done = json.loads(
+        ok(
+            run,
+            *base,
+            "split",
+            "--part",
+            f"{home}:The hall goes green; Dana sends samples.",
+            "--part",
+            ":Lena helps in May.",
+            "--json",
+        )
+    )
+    made = {m["id"]: m["content"] for m in done["memories"]}
+    assert sorted(made.values()) == ["Lena helps in May.", "The hall goes green; Dana sends samples."]
+    after = memories_of(run, *base)
+    assert {m["id"] for m in after} - before == set(made)
+    assert [m["id"] for m in after if m["stream"] in ("narrative", "reflection")] == sorted(made, reverse=True)
+
+
+def test_memories_lists_each_fact_once(run: Run) -> None:
+    base = ("--db", "notes.db", "--user", "maya")
+    said = [
+        "We decided to paint the hall green because it is calm.",
+        "Which green, though?",
+        "Sage green, like the door.",
+    ]
+    for i, text in enumerate(said):
+        ok(
+            run,
+            *base,
+            "add",
+            "message",
+            text,
+            "--role",
+            "user" if i != 1 else "assistant",
+            "--speaker",
+            "maya" if i != 1 else "rook",
+        )
+    shown = ok(run, *base, "memories")
+    assert all(shown.count(text) == 1 for text in said), shown
+    listed = memories_of(run, *base)
+    assert any(m["folded_into"] for m in listed) and all("text" in m for m in listed)
+
+
 def test_narratives_forward_prints_every_branch_as_a_tree(run: Run, tmp_path: Path) -> None:
     with Memory(tmp_path / "notes.db", user="maya", embedder="none", env={}) as mem:
         n1 = mem.narrative_update("Chose SQLite", [], None, "storage")

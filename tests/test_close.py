@@ -18,7 +18,7 @@ from llm_server import Reply, ScriptedLLMServer, scripted_llm_server
 from narrative.errors import ConversationAlreadyActive, InvalidTransition, NotFound, ValidationError
 from narrative.model import ConversationStatus, DeltaType, EntityType, Source, Stream
 from narrative.write import lifecycle
-from narrative.write.close import Preview
+from narrative.write.preview import Preview
 
 Snap = Callable[[Any], dict[str, list[tuple[Any, ...]]]]
 llm_server = pytest.fixture(scripted_llm_server)
@@ -476,7 +476,13 @@ def test_cli_confirm_with_options(mem: narrative.Memory, db: str) -> None:
     done = runner.invoke(cli, [*base, "confirm", "--to", "1", "--narrative", "Moved to Postgres.", "--json"])
     assert done.exit_code == 0, done.output
     [memory] = json.loads(done.output)["memories"]
-    assert memory == {"id": memory["id"], "storyline_id": 1, "content": "Moved to Postgres.", "user_edited": True}
+    assert memory == {
+        "id": memory["id"],
+        "storyline_id": 1,
+        "content": "Moved to Postgres.",
+        "user_edited": True,
+        "existing": False,
+    }
 
 
 def test_confirm_refuses_a_destination_deleted_since_the_preview(mem: narrative.Memory, snapshot: Snap) -> None:

@@ -219,7 +219,7 @@ def test_decision_confidence_hedges_and_finality() -> None:
 def test_decided_against_and_chose() -> None:
     ((_, against),) = X.extract_turn("We decided against the online survey.").decisions
     assert against.decision == "not the online survey"
-    assert against.alternatives_considered == ("online survey",)
+    assert against.alternatives_considered == ("the online survey",)
     ((_, chose),) = X.extract_turn("I chose them 'cause they help LGBTQ+ folks with adoption.").decisions
     assert chose.decision == "chose them" and chose.rationale == "they help LGBTQ+ folks with adoption"
 

@@ -500,19 +500,16 @@ def test_returning_to_a_storyline_continues_its_own_chain(chain: Chain) -> None:
     assert walked[:2] == [back.narrative.id, first_link.id]
 
 
-def test_finishing_the_conversation_seals_running_links_as_narrative_memories(chain: Chain) -> None:
+def test_finishing_the_conversation_seals_running_links_and_copies_none_into_memories(chain: Chain) -> None:
+    """The links stay in the chain; the memory a person confirms is the conversation's closing summary, so no
+    link summary is stored as a memory beside it (docs/decisions.md, "What a close stores")."""
     end = chain.end
     back = chain.turns["garden 5"].narrative
     assert back is not None
     assert [n.id for n in end.sealed] == [back.id] and end.sealed[0].sealed
-    [memory] = end.narrative_memories
-    assert memory.stream is Stream.NARRATIVE and memory.source is Source.NARRATIVE
-    assert memory.content == link(chain.mem, back.id).summary
-    assert (memory.narrative_id, memory.storyline_id) == (back.id, back.storyline_id)
-    # provenance: the messages the sealed link covers (the return to the garden), not the earlier garden link's
-    assert memory.message_ids == (chain.turns["garden 4"].message.id, chain.turns["garden 5"].message.id)
     assert all(n.sealed for n in chain.mem.list_narratives())
     assert chain.mem.store.open_narrative("maya", back.storyline_id) is None
+    assert chain.mem.list_memories(stream="narrative", limit=100) == []
 
 
 def test_small_talk_between_two_topics_does_not_keep_the_first_thread_open(mem: narrative.Memory) -> None:
@@ -529,14 +526,14 @@ def test_small_talk_between_two_topics_does_not_keep_the_first_thread_open(mem: 
 def test_finishing_twice_adds_nothing(chain: Chain) -> None:
     before = len(chain.mem.list_memories(limit=500))
     again = chain.mem._turns.writer().finish_conversation("maya", chain.conversation_id, chain.mem.clock())
-    assert again.sealed == [] and again.narrative_memories == [] and again.reflections == []
+    assert again.sealed == []
     assert len(chain.mem.list_memories(limit=500)) == before
 
 
 def test_finishing_an_empty_conversation_is_a_no_op(mem: narrative.Memory) -> None:
     conversation = mem.start_conversation()
     end = mem._turns.writer().finish_conversation("alice", conversation.id, mem.clock())
-    assert end.sealed == [] and end.narrative_memories == [] and end.reflections == []
+    assert end.sealed == []
 
 
 def test_a_long_arc_seals_its_link_and_the_next_one_follows(mem: narrative.Memory) -> None:

@@ -16,6 +16,7 @@ import pytest
 import narrative
 from conftest import FakeClock
 from narrative.text import patterns as P
+from narrative.text.words import restated_in
 from narrative.write.retell import retold
 
 TALK = [
@@ -77,15 +78,22 @@ def test_a_sealed_link_says_what_was_decided_and_why(mem: narrative.Memory) -> N
 def test_reflections_are_sentences_about_who_said_what(mem: narrative.Memory) -> None:
     reflections = [m.content for m in mem.list_memories(stream="reflection", limit=100)]
     assert reflections
-    assert any("Maya decided to use SQLite instead of Firebase, because" in r for r in reflections)
-    assert any("Maya realized that" in r for r in reflections)
-    assert len(reflections) == len(set(reflections))  # the questions never retell what the positions tell
+    assert any("Maya is planning the community garden app" in r for r in reflections)
+    said = [s for m in mem.messages(limit=100) for s in P.split_sentences(m.content)]
+    assert all(restated_in(r, said, names=["maya", "rook"]) is None for r in reflections)  # each says more than one
+    assert len(reflections) == len(set(reflections))
 
 
-def test_the_closing_memory_retells_rather_than_lists(mem: narrative.Memory) -> None:
-    [closing] = [m for m in mem.list_memories(stream="narrative", limit=100) if m.user_reviewed]
-    assert closing.content.startswith("Maya decided to use SQLite instead of Firebase")
-    assert not KEYWORD_LIST.search(closing.content)
+def test_the_closing_memories_retell_each_topic_rather_than_list(mem: narrative.Memory) -> None:
+    """Two topics (the garden app, then "Completely different topic": the seminar) are two memories, each told
+    from its own turns and filed under its own storyline, not one memory that merges them."""
+    closing = sorted((m for m in mem.list_memories(limit=100) if m.user_reviewed), key=lambda m: m.id)
+    assert [m.stream.value for m in closing] == ["narrative", "narrative"]
+    garden, seminar = (m.content for m in closing)
+    assert garden.startswith("Maya decided to use SQLite instead of Firebase") and "seminar" not in garden
+    assert "Maya hates public speaking" in seminar and "SQLite" not in seminar
+    assert len({m.storyline_id for m in closing}) == 2
+    assert not any(KEYWORD_LIST.search(m.content) for m in closing)
 
 
 @pytest.mark.parametrize(

@@ -164,6 +164,32 @@ def test_review_edit_redirect_confirm_then_find_it(page: Any, site: dict[str, An
     page.get_by_role("heading", name="Your Story", exact=True).wait_for()
 
 
+def test_edit_then_confirm_stores_exactly_the_edited_memory(page: Any, site: dict[str, Any]) -> None:
+    """The review is the gate: after an edit, Confirm stores the edited memory and no machine text beside it
+    (no sealed link's summary, no closing reflection), and the storyline lists each turn once."""
+    engine, cid = site["engine"], site["pending"]
+    before = {m.id for m in engine.list_memories(conversation_id=cid, limit=500)}
+    page.goto(f"{site['server'].url}/#key={site['key']}")
+    page.get_by_role("heading", name="Memory from “Volunteer rota”").wait_for()
+    page.get_by_role("button", name="✎ Edit memory").click()
+    edited = "Watering shifts rotate weekly from now on; Sam still has to say who takes Saturday."
+    page.get_by_label("Narrative memory").fill(edited)
+    page.get_by_role("button", name="Save edit").click()
+    page.get_by_text("Edit saved.").wait_for()
+    page.get_by_role("button", name="✓ Confirm").click()
+    highlighted = page.locator("li.memory.highlight")
+    highlighted.wait_for()
+    assert edited in highlighted.inner_text()
+    after = engine.list_memories(conversation_id=cid, limit=500)
+    made = [m for m in after if m.id not in before]
+    assert [m.content for m in made] == [edited] and made[0].user_reviewed and made[0].user_edited
+    assert [m.id for m in after if m.stream.value in ("narrative", "reflection")] == [made[0].id]
+    listed = page.locator("#storyline-memories").inner_text()
+    for text in ("We decided to rotate the watering shifts weekly", "I'm waiting on Sam to confirm"):
+        assert listed.count(text) <= 1, listed  # each fact once, however many memories hold it
+    shot(page, "confirmed-edit.png")
+
+
 def close_another(engine: narrative.Memory, title: str, turns: list[str]) -> int:
     conversation = engine.start_conversation(title)
     engine.remember_many([Turn(text, "user", speaker="Maya") for text in turns])
@@ -207,6 +233,32 @@ def test_split_and_resume(page: Any, site: dict[str, Any]) -> None:
     page.get_by_text("Resumed: the conversation is active again.").wait_for()
     assert engine.get_conversation(again).status.value == "active"
     page.get_by_role("button", name="Close and review").wait_for()
+
+
+def test_two_topics_are_reviewed_and_stored_as_two_memories(page: Any, site: dict[str, Any]) -> None:
+    engine = site["engine"]
+    engine.confirm_memory(site["pending"])
+    cid = close_another(
+        engine,
+        "Garden and taxes",
+        [
+            "Let's plan the new bed: tomatoes along the south fence.",
+            "The beans go by the shed, and the herbs near the kitchen door.",
+            "Also, completely different topic: my tax return is due on April 30.",
+            "I need to ask my accountant for the P60 by next week.",
+        ],
+    )
+    preview = engine.get_memory_preview(cid)
+    assert preview.proposes_parts
+    page.goto(f"{site['server'].url}/#key={site['key']}")
+    page.get_by_role("heading", name="Memory from “Garden and taxes”").wait_for()
+    parts = page.locator("#preview-narrative li")
+    assert parts.count() == 2 and "April 30" in parts.nth(1).inner_text() and "tomatoes" in parts.nth(0).inner_text()
+    assert "each memory to its topic's storyline" in page.locator("#preview-destination").inner_text()
+    page.get_by_role("button", name="✓ Confirm").click()
+    page.locator("li.memory.highlight").wait_for()
+    made = engine.get_conversation_archive(cid)["memories"]
+    assert sorted(m.storyline_id for m in made) == sorted(p["storyline_id"] for p in preview.parts)
 
 
 def test_search_chain_and_influence(page: Any, site: dict[str, Any]) -> None:
@@ -355,8 +407,9 @@ def test_conversations_list(page: Any, site: dict[str, Any]) -> None:
 def test_edit_and_delete_a_memory(page: Any, site: dict[str, Any]) -> None:
     engine = site["engine"]
     story = max(engine.list_storylines(), key=lambda s: len(engine.list_memories(storyline_id=s.id, limit=100)))
-    memories = engine.list_memories(storyline_id=story.id, limit=100)
-    first, second = memories[-1], memories[-2]  # the page lists them oldest first
+    listed = engine.one_fact_once([m.id for m in engine.list_memories(storyline_id=story.id, limit=100)])
+    shown = [item.memory for item in listed if item.folded_into is None]  # each fact once: the rest is folded
+    first, second = shown[-1], shown[-2]  # the page lists them oldest first
     open_page(page, site, f"/story/{story.id}")
     item = page.locator(f"#story-memory-{first.id}")
     item.get_by_role("button", name=f"Edit memory #{first.id}").click()

@@ -373,9 +373,10 @@ def test_closing_embeds_in_one_call_and_keeps_what_it_compared(tmp_path: Path) -
             before = len(embedder.calls)
             confirmed = mem.confirm_memory()
             assert confirmed.end is not None
-            made = [*confirmed.memories, *confirmed.end.narrative_memories, *confirmed.end.reflections]
-            texts = [m.content for m in made if not composed_summary(m)]  # the rest: from what they summarise
-            assert len(made) >= 2 and embedder.calls[before:] == ([texts] if texts else [])  # one call at most
+            made = confirmed.memories  # what the person confirmed, and nothing beside it
+            new = [m for m in made if m.id not in confirmed.existing]  # a memory pointed to has its vector
+            texts = [m.content for m in new if not composed_summary(m)]  # the rest: from what they summarise
+            assert made and embedder.calls[before:] == ([texts] if texts else [])  # one call at most
             assert {m.id for m in made} <= set(vectors_of(mem))
     assert compared == [[], [[question, "We decided to paint the shed green."]], [["We decided to buy a new hose."]]]
 
@@ -405,7 +406,7 @@ def test_summaries_take_the_mean_of_the_memories_they_summarise(tmp_path: Path) 
         mem.close_conversation()
         confirmed = mem.confirm_memory()
         assert confirmed.end is not None
-        made = [*confirmed.memories, *confirmed.end.narrative_memories, *confirmed.end.reflections]
+        made = confirmed.memories
         summaries = [m for m in mem.list_memories(limit=1000) if m.stream.value in ("reflection", "narrative")]
         assert summaries and {m.id for m in made} <= {m.id for m in summaries}
         assert all(m.content not in call for m in summaries for call in embedder.calls[before:])

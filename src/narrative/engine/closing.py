@@ -20,9 +20,10 @@ from narrative.read.greeting import Greeting
 from narrative.read.open_items import open_entities, stale_entities
 from narrative.store.filters import MemoryFilter
 from narrative.write import close, lifecycle, resolve
-from narrative.write.close import ConfirmResult, Part, Preview
+from narrative.write.close import ConfirmResult, Part
 from narrative.write.compress import CloseTools, LLMCloseAssist, destination_for
 from narrative.write.embedding import TextVectors
+from narrative.write.preview import Preview
 from narrative.write.turn import ConversationEnd
 
 
@@ -208,8 +209,24 @@ class Closing:
             preview.destination = destination_for(self.rt.store, user_id, destination_storyline_id, "chosen by you")
         else:  # it may have been deleted or archived since the preview
             destination_for(self.rt.store, user_id, preview.destination.storyline_id, "")
-        part = Part(preview.narrative, preview.destination.storyline_id, tuple(e.key for e in preview.kept))
-        return self._commit(user_id, preview, [part], now)
+        parts = self._proposed(user_id, preview) or [
+            Part(preview.narrative, preview.destination.storyline_id, tuple(e.key for e in preview.kept))
+        ]
+        return self._commit(user_id, preview, parts, now)
+
+    def _proposed(self, user_id: str, preview: Preview) -> list[Part]:
+        """The preview's one memory per topic, when it proposes them and every topic's storyline still takes
+        memories; else [] (one memory)."""
+        if not preview.proposes_parts:
+            return []
+        try:
+            for part in preview.parts:
+                destination_for(self.rt.store, user_id, int(part["storyline_id"]), "")
+        except (NotFound, InvalidTransition):
+            return []
+        return [
+            Part(str(x["narrative"]), int(x["storyline_id"]), tuple(x.get("entity_keys") or ())) for x in preview.parts
+        ]
 
     def split_memory(
         self,
@@ -308,8 +325,8 @@ class Closing:
         return {
             "conversation": conversation,
             "messages": self.rt.store.list_messages(user_id, conversation_id=conversation_id),
-            "memories": [m for m in made if m.user_reviewed and m.stream is model.Stream.NARRATIVE],
-            "derived": [m for m in made if not (m.user_reviewed and m.stream is model.Stream.NARRATIVE)],
+            "memories": [m for m in made if m.user_reviewed],
+            "derived": [m for m in made if not m.user_reviewed],
             "entities": self.rt.store.list_entities(user_id, conversation_id=conversation_id, limit=100_000),
             "deltas": self.rt.store.list_state_deltas(user_id, conversation_id=conversation_id),
         }

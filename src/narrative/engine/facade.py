@@ -75,10 +75,12 @@ if TYPE_CHECKING:
     from narrative.read.decision_chain import DecisionChain
     from narrative.read.greeting import Greeting
     from narrative.read.linked import LinkedMemory
+    from narrative.read.listing import Listed
     from narrative.read.popularity import SourceUse
     from narrative.read.reasoning import ReasoningContext
     from narrative.read.search import SearchHit
-    from narrative.write.close import ConfirmResult, Preview
+    from narrative.write.close import ConfirmResult
+    from narrative.write.preview import Preview
     from narrative.write.turn import TurnResult
 
 
@@ -337,6 +339,10 @@ class Memory:
             offset=offset,
             user=user,
         )
+
+    def one_fact_once(self, memory_ids: Sequence[int], *, user: str | None = None) -> list[Listed]:
+        """These memories, in this order, as a list shows them: each fact once (``read.listing``)."""
+        return self._memories.one_fact_once(memory_ids, user=user)
 
     def restore_memory(self, memory_id: int, *, user: str | None = None) -> model.MemoryItem:
         """Make a memory a later statement superseded current again (undo a correction); returns it."""

@@ -14,7 +14,8 @@ from narrative.checks import require_choice, require_importance, require_text
 from narrative.engine.core import Runtime
 from narrative.errors import ValidationError
 from narrative.model import Narrative, Source, Stream
-from narrative.read import chain
+from narrative.read import chain, listing
+from narrative.read.listing import Listed
 from narrative.store.filters import MemoryFilter
 from narrative.write import by_hand, narrate, supersede
 from narrative.write.history import history as events_of
@@ -167,6 +168,14 @@ class Memories:
             offset=offset,
         )
         return self.rt.store.list_memories(self.rt.user_id(user), where)
+
+    def one_fact_once(self, memory_ids: Sequence[int], *, user: str | None = None) -> list[Listed]:
+        """The memories ``memory_ids`` names, in that order, each with the text it shows in a list and what it
+        folds in (an id of no memory of the user is left out)."""
+        user_id = self.rt.user_id(user)
+        wanted = list(dict.fromkeys(memory_ids))
+        found = {m.id: m for m in self.rt.store.get_memories(user_id, wanted)}
+        return listing.one_fact_once(self.rt.store, user_id, [found[i] for i in wanted if i in found])
 
     def restore_memory(self, memory_id: int, *, user: str | None = None) -> model.MemoryItem:
         """Make a superseded memory current again (undo a correction the detector made); nothing else changes."""

@@ -40,7 +40,12 @@ Depth = Annotated[int | None, Query(ge=1, le=1000)]
 # --- memories ---------------------------------------------------------------------------------
 
 
-@router.get("/memories", tags=["memories"], summary="List memories, newest first", response_model=S.Page[S.MemoryItem])
+@router.get(
+    "/memories",
+    tags=["memories"],
+    summary="List memories, newest first; each fact once (`text`, `folded_into`, `also`)",
+    response_model=S.Page[S.MemoryItem],
+)
 def list_memories(
     who: Who,
     at: Paging,
@@ -49,7 +54,7 @@ def list_memories(
     conversation_id: Annotated[int | None, Query(ge=1)] = None,
 ) -> JSONResponse:
     def fetch(limit: int, offset: int) -> list[Any]:
-        return who.memory.list_memories(
+        found = who.memory.list_memories(
             stream=stream,
             storyline_id=storyline_id,
             conversation_id=conversation_id,
@@ -57,6 +62,8 @@ def list_memories(
             offset=offset,
             user=who.user,
         )
+        page, probe = found[: at.limit], found[at.limit :]  # ``probe``: the one beyond the page, if any
+        return [*who.memory.one_fact_once([m.id for m in page], user=who.user), *probe]  # each fact once on the page
 
     if storyline_id is not None:
         who.memory.get_storyline(storyline_id, user=who.user)

@@ -121,7 +121,7 @@ def _storyline_section(
     memories: list[MemoryItem],
     conversations: dict[int, Conversation],
 ) -> list[str]:
-    closing = [m for m in memories if m.stream is Stream.NARRATIVE and m.user_reviewed]
+    closing = [m for m in memories if m.user_reviewed]
     others = [m for m in memories if m not in closing and m.stream is not Stream.CONVERSATION]
     title = storyline.name if storyline is not None else "Not in a storyline"
     lines = [f"## {title}", ""]

@@ -220,9 +220,15 @@ def _clip(text: str, limit: int = 160) -> str:
 
 
 def _latest_memory(store: Store, user_id: str) -> MemoryItem | None:
-    """The newest user-reviewed memory of a closed conversation."""
+    """The newest user-reviewed memory of a closed conversation: a closing memory, or the memory of what was said
+    that a confirmation kept instead of a copy (docs/decisions.md, "What a close stores")."""
     where = MemoryFilter(streams=[Stream.NARRATIVE], sources=[Source.NARRATIVE], current_only=True, limit=50)
-    return next((m for m in store.list_memories(user_id, where) if m.user_reviewed), None)
+    found = [next((m for m in store.list_memories(user_id, where) if m.user_reviewed), None)]
+    for conversation in store.list_conversations(user_id, status=ConversationStatus.ARCHIVED, limit=1):
+        where = MemoryFilter(conversation_ids=[conversation.id], current_only=True, limit=500)
+        found.append(next((m for m in store.list_memories(user_id, where) if m.user_reviewed), None))
+    reviewed = [m for m in found if m is not None]
+    return max(reviewed, key=lambda m: (m.created_at, m.id)) if reviewed else None
 
 
 def _fresh(

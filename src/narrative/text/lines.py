@@ -28,8 +28,13 @@ def entity_label(entity_type: EntityType, name: str, data: dict[str, Any]) -> st
     """How an item reads in a sentence: "waiting on Sam to send the measurements", a bare question, …"""
     if entity_type is EntityType.WAITING_ON:
         who, what = str(data.get("who") or "").strip(), str(data.get("what") or "").strip()
-        if who and what:
-            return f"waiting on {who} to {what}"
-        return f"waiting on {who or what or name}"
+        text = f"waiting on {who} to {what}" if who and what else f"waiting on {who or what or name}"
+        return _with_due(text, data)
     text = _OPEN_PREFIX.sub("", name.strip())
-    return text[:1].lower() + text[1:] if entity_type is EntityType.TASK else text
+    return _with_due(text[:1].lower() + text[1:], data) if entity_type is EntityType.TASK else text
+
+
+def _with_due(text: str, data: dict[str, Any]) -> str:
+    """The item, with its deadline when its words lost it ("finish the slides (by Thursday)")."""
+    due = str(data.get("due") or "").strip()
+    return f"{text} (by {due})" if due and due.casefold() not in text.casefold() else text

@@ -112,8 +112,32 @@ NON_PERSON_LEFT = lex(
     learn learning learned play playing played watch watching watched read reading speak speaking spoke
     install installed installing run running try trying tried called named titled like love loved my your our
     his her their some any fellow this that every each local
+    pick picked choose chose chosen prefer preferred over versus vs adopt adopted adopting switch switched
+    migrate migrated migrating deploy deployed deploying upgrade upgraded uses
     """
 )
+#: Words right before a name that make it a tool, a product or a choice (a subset of ``NON_PERSON_LEFT``).
+THING_LEFT = lex(
+    """
+    using use used via install installed installing run running pick picked choose chose chosen prefer preferred
+    over versus vs adopt adopted adopting switch switched migrate migrated migrating deploy deployed deploying
+    upgrade upgraded uses learn learning learned
+    """
+)
+#: Verbs after a name that only a person does ("Priya thinks", "Sam said"): the name is someone.
+PERSON_VERBS = lex(
+    """
+    said says told tells asked asks thinks thought wants wanted promised replied replies wrote writes texted emailed
+    mentioned mentions suggested suggests agreed agrees feels felt loves loved hates hated knows knew believes
+    believed wonders wondered laughed laughs smiled cried called calls offered offers invited invites
+    """
+)
+#: Verbs before a name that one does to a person ("met Tom", "told Sam"): the name is someone.
+SOCIAL_VERBS = lex("met meet meeting told tell asked ask texted emailed invited thanked hugged married dating phoned")
+#: Verbs before "to" that make what follows a thing one moves to ("we switched to Linear").
+SWITCH_TO = lex("switch switched switching migrate migrated migrating upgrade upgraded moving moved port ported")
+#: Verbs before "with" that make what follows a thing one settles on ("we went with Postgres"), not company.
+CHOICE_WITH = lex("stick sticking stuck stay staying stayed replace replaced replacing")
 COMMUNICATION_VERBS = lex(
     """
     talk talked talking spoke speak speaking said say sent send sending gave give giving wrote write writing
@@ -221,9 +245,9 @@ _ABBREV_END = re.compile(
     re.IGNORECASE,
 )
 WORD = re.compile(r"[A-Za-z][A-Za-z'\-]*[A-Za-z]|[A-Za-z]")
-_CAP_RUN = re.compile(r"(?<![\w'\-])[A-Z][a-z]+(?:'s)?(?:[ ][A-Z][a-z]+(?:'s)?){0,3}(?![\w\-])")
+CAP_RUN = re.compile(r"(?<![\w'\-])[A-Z][a-z]+(?:'s)?(?:[ ][A-Z][a-z]+(?:'s)?){0,3}(?![\w\-])")
 QUOTED = re.compile(r"\"[^\"]{1,400}\"")
-_QUOTED_ANY = re.compile(r"\"[^\"]{1,400}\"|(?<![\w'])'[^']{2,80}'(?![\w'])")
+QUOTED_ANY = re.compile(r"\"[^\"]{1,400}\"|(?<![\w'])'[^']{2,80}'(?![\w'])")
 _WH_START = re.compile(
     r"^(?:who|whom|whose|what|when|where|why|how|which|is|are|am|was|were|do|does|did|can|could|should|"
     r"would|will|shall|have|has|had|may|might)\b"
@@ -276,20 +300,20 @@ _CLARIFICATION = re.compile(
 )
 _CLARIFY_START = re.compile(r"^(?:no,? |sorry,? )?i mean\b")
 
-_RELATION_CUE = re.compile(
+RELATION_CUE = re.compile(
     rf"\b(?:[Mm]y|[Oo]ur|[Hh]is|[Hh]er|[Tt]heir) (?:(?:new|old|best|little|older|younger|big|dear) )?({RELATION_WORDS})"
     r"(?:,)? ([A-Z][a-z]+)\b"
 )
-_NAMED_CUE = re.compile(
+NAMED_CUE = re.compile(
     r"\b(?:named|(?:who'?s|guy|girl|man|woman|person|kid|boy|baby|dog|cat|puppy|friend|someone|somebody) called)"
     r" ([A-Z][a-z]+)\b(?![\-'])"
 )
-_TITLE_CUE = re.compile(r"\b(?:Dr|Mr|Mrs|Ms|Prof|Professor)\.? ([A-Z][a-z]+)\b")
-_FIRST_LETTER = re.compile(r"[A-Za-z]")
-_PRODUCT_TAIL = re.compile(r" (?:[A-Z]{2,}|\d)")
-_POSSESSIVE_HINT = re.compile(r"\b(?:[Mm]y|[Oo]ur|[Hh]is|[Hh]er|[Tt]heir) ")
-_CUE_HINT = re.compile(r"named|called|Dr|Mr|Ms|Prof")
-_BY_AUTHOR = re.compile(r"\bby ((?:[A-Z][a-z]+|[A-Z]\.)(?: (?:[A-Z][a-z'\-]+|[A-Z]\.)){0,3})")
+TITLE_CUE = re.compile(r"\b(?:Dr|Mr|Mrs|Ms|Prof|Professor)\.? ([A-Z][a-z]+)\b")
+FIRST_LETTER = re.compile(r"[A-Za-z]")
+PRODUCT_TAIL = re.compile(r" (?:[A-Z]{2,}|\d)")
+POSSESSIVE_HINT = re.compile(r"\b(?:[Mm]y|[Oo]ur|[Hh]is|[Hh]er|[Tt]heir) ")
+CUE_HINT = re.compile(r"named|called|Dr|Mr|Ms|Prof")
+BY_AUTHOR = re.compile(r"\bby ((?:[A-Z][a-z]+|[A-Z]\.)(?: (?:[A-Z][a-z'\-]+|[A-Z]\.)){0,3})")
 
 
 # --- small helpers -----------------------------------------------------------------------------
@@ -440,7 +464,7 @@ def name_ok(word: str) -> bool:
 
 
 @lru_cache(maxsize=8192)
-def _clean_run(run: str) -> tuple[str, ...]:
+def clean_run(run: str) -> tuple[str, ...]:
     """A capitalised run without possessive 's, leading interjections and non-name ends (cached)."""
     toks = [t[:-2] if t.endswith("'s") else t for t in run.split()]
     if len(toks) > 1 and toks[0].lower() in PLACE_PREFIXES:
@@ -450,97 +474,6 @@ def _clean_run(run: str) -> tuple[str, ...]:
     while toks and not name_ok(toks[-1]):
         toks.pop()
     return tuple(toks)
-
-
-def _left_word(sentence: str, start: int) -> tuple[str, str]:
-    left = sentence[max(0, start - 40) : start].lower().split()
-    a = left[-1].strip(",.;:!?\"'") if left else ""
-    b = left[-2].strip(",.;:!?\"'") if len(left) > 1 else ""
-    return a, b
-
-
-def _vocative(sentence: str, start: int, end: int, first_at: int) -> bool:
-    """A name used to address someone: followed by , . ! ? or the end, and preceded by a comma or only
-    by interjections ("Thanks, Joanna!", "Totally agree, Mel.", "Yeah Mel, let's …", "Caroline, …")."""
-    if sentence[end : end + 1] not in ("", ",", ".", "!", "?"):
-        return False
-    before = sentence[first_at:start].rstrip()
-    if before.endswith(",") or all(w.strip(",.!").lower() in INTERJECTIONS for w in before.split()):
-        return True
-    return before.rsplit(" ", 1)[-1].lower() not in MENTION_LEFT
-
-
-def _is_person_run(sentence: str, start: int, toks: Sequence[str], initial: bool, vocative: bool) -> bool:
-    """Decide whether a cleaned capitalised run names a person (see ``find_people``)."""
-    if len(toks) > 1:
-        if toks[-1].lower() in PLACE_SUFFIXES or toks[0].lower() in PLACE_PREFIXES:
-            return False
-        left, _ = _left_word(sentence, start)
-        return not initial and left not in ("the", "a", "an", "in", "at", "to", "from", "of")
-    if vocative:
-        return True
-    if _PRODUCT_TAIL.match(sentence, start + len(toks[0])):
-        return False  # "Scene UI", "Windows 11"
-    if initial:
-        tail = sentence[start + len(toks[0]) : start + len(toks[0]) + 1]
-        return tail == "," and toks[0].lower() not in STOPWORDS
-    left, left2 = _left_word(sentence, start)
-    if left == "to":
-        return left2 in COMMUNICATION_VERBS
-    return left not in NON_PERSON_LEFT
-
-
-_RELATION_RANK = {"addressee": 0, "": 1}
-
-
-def find_people(sentences: Sequence[str]) -> list[tuple[str, str, str]]:
-    """``(name, relation, sentence)`` for each person mentioned, first mention first, deduplicated.
-
-    ``relation`` is "addressee" for a name only ever used to address someone ("Thanks, Joanna!"), ""
-    for a plain mention, or the cue word ("friend", "colleague", "author", …).
-
-    Cues, strongest first: "my friend/colleague/… X" (relation recorded), "named/called X",
-    "Dr./Mr./Prof. X", "by Author".  Otherwise a Title-case run (1–4 words) counts when it is not at the
-    sentence start (unless it is a vocative: "Hey Mel!", "Thanks, Joanna", "Caroline, that's …"), is not
-    a stopword, pronoun, weekday, month, holiday or demonym, is not inside double quotes (titles), is not
-    preceded by a place/thing word ("in", "at", "the", "visited", "using", "playing"…; "to" only after
-    "talked/said/sent…"), and, for multi-word runs, does not end like a place ("… Canyon", "… Park") or
-    start like one ("New …", "San …").
-    """
-    seen: dict[str, tuple[str, str, str]] = {}
-
-    def add(name: str, relation: str, sentence: str) -> None:
-        key = name.lower()
-        if key not in seen:
-            seen[key] = (name, relation, sentence)
-        elif _RELATION_RANK.get(relation, 2) > _RELATION_RANK.get(seen[key][1], 2):
-            seen[key] = (seen[key][0], relation, sentence)
-
-    for sentence in sentences:
-        for m in _RELATION_CUE.finditer(sentence) if _POSSESSIVE_HINT.search(sentence) else ():
-            if name_ok(m.group(2)):
-                add(m.group(2), m.group(1), sentence)
-        for rx in (_NAMED_CUE, _TITLE_CUE):
-            for m in rx.finditer(sentence) if _CUE_HINT.search(sentence) else ():
-                if name_ok(m.group(1)):
-                    add(m.group(1), "", sentence)
-        for m in _BY_AUTHOR.finditer(sentence) if "by " in sentence else ():
-            toks = _clean_run(m.group(1))
-            if toks:
-                add(" ".join(toks), "author", sentence)
-        bare = _QUOTED_ANY.sub(lambda q: " " * len(q.group(0)), sentence)
-        first = _FIRST_LETTER.search(bare)
-        first_at = first.start() if first else 0
-        for m in _CAP_RUN.finditer(bare):
-            toks = _clean_run(m.group(0))
-            if not toks:
-                continue
-            start = m.start() + m.group(0).find(toks[0])
-            initial = start == first_at
-            vocative = _vocative(bare, start, start + len(" ".join(toks)), first_at)
-            if _is_person_run(bare, start, toks, initial, vocative):
-                add(" ".join(toks), "addressee" if vocative or initial else "", sentence)
-    return list(seen.values())
 
 
 # --- topic tags --------------------------------------------------------------------------------
@@ -600,8 +533,8 @@ def topic_tags(sentences: Sequence[str], exclude: Iterable[str] = (), limit: int
     pos = 0
     for sentence in sentences:
         bare = QUOTED.sub(" ", sentence)
-        for m in _CAP_RUN.finditer(bare):
-            toks = _clean_run(m.group(0))
+        for m in CAP_RUN.finditer(bare):
+            toks = clean_run(m.group(0))
             if toks and m.start() == 0 and toks[0].lower().endswith(("ing", "ed")):
                 toks = toks[1:]  # "Adopting Gadamer's …" is about Gadamer
             phrase = " ".join(toks).lower()

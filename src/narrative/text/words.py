@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterable
 
 from narrative.text import patterns as P
 
-__all__ = ["past_forms", "word_keys"]
+__all__ = ["new_words", "past_forms", "restated_in", "word_keys"]
 
 _IRREGULAR: dict[str, tuple[str, ...]] = {
     "send": ("sent",), "write": ("wrote", "written"), "draw": ("drew", "drawn"), "buy": ("bought",),
@@ -20,6 +21,13 @@ _IRREGULAR: dict[str, tuple[str, ...]] = {
     "spend": ("spent",), "win": ("won",), "book": ("booked",), "fix": ("fixed",),
 }  # fmt: skip
 _VOWELS = frozenset("aeiou")
+#: Words a retelling adds around what was said ("Maya decided …", "Still open: waiting on …", "… was answered"):
+#: they are not part of the fact, so they do not make a summary say more than its source.
+_FRAMING = frozenset(
+    "said asked answered decided settled realized realised still open waiting left nothing involved carried "
+    "people note noted mentioned told wait source play decision verdict final deadline due cited annotated quoted "
+    "recalled once twice times".split()
+)
 
 
 def word_keys(text: str) -> set[str]:
@@ -48,3 +56,29 @@ def past_forms(verb: str) -> tuple[str, ...]:
     if len(verb) >= 3 and verb[-1] not in _VOWELS | {"w", "x", "y"} and verb[-2] in _VOWELS and verb[-3] not in _VOWELS:
         forms.append(verb + verb[-1] + "ed")
     return tuple(forms)
+
+
+def new_words(text: str, said: Iterable[str], *, names: Iterable[str] = ()) -> set[str]:
+    """The content words of ``text`` that none of ``said`` holds (a word's first five letters are enough:
+    "measurements" and "measured", "planted" and "planting"), the words a retelling adds set aside (the
+    speakers' ``names``, "decided", "still open", "asked", …)."""
+    ignore = _FRAMING | {key for name in names for key in _word_keys(name)}
+    held: set[str] = set()
+    for sentence in said:
+        held |= _word_keys(sentence)
+    stems = {key[:5] for key in held}
+    return {key for key in _word_keys(text) - ignore if key not in held and key[:5] not in stems}
+
+
+def restated_in(summary: str, sentences: Iterable[str], *, names: Iterable[str] = ()) -> str | None:
+    """The one sentence of ``sentences`` that ``summary`` only restates, or None.
+
+    A summary restates a sentence when that sentence holds every content word of the summary
+    (:func:`new_words`: framing and names aside).  None when no single sentence does: the summary joins several
+    sentences, or says something none of them says (a summary of nothing but framing restates nothing either).
+    """
+    names = list(names)
+    ignore = _FRAMING | {key for name in names for key in _word_keys(name)}
+    if not set(_word_keys(summary)) - ignore:
+        return None
+    return next((s for s in sentences if not new_words(summary, [s], names=names)), None)

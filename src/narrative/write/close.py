@@ -36,171 +36,30 @@ from narrative.model import (
     Message,
     Source,
     StateDelta,
+    StorylineKind,
     Stream,
 )
 from narrative.store.filters import MemoryFilter
 from narrative.store.protocol import Store
-from narrative.write import history, lifecycle, resolve
+from narrative.write import forget, history, lifecycle, resolve, review
+from narrative.write.compose import compose_narrative, topic_parts, user_said
 from narrative.write.compress import (
-    CATEGORIES,
     LABELS,
     CloseTools,
-    Destination,
     PreviewEntity,
-    ProposedDelta,
-    compose_narrative,
     compute_deltas,
     duration_text,
     extracted_summary,
     gather_entities,
     importance_of,
     merge_entities,
-    public_data,
     suggest_destination,
     transcript,
-    user_said,
 )
+from narrative.write.preview import Preview
 
 if TYPE_CHECKING:
     from narrative.write.turn import ConversationEnd
-
-# --- the preview -------------------------------------------------------------------------------
-
-
-@dataclass
-class Preview:
-    """What confirming would store; kept on the conversation while it is ready_to_close."""
-
-    conversation_id: int
-    title: str
-    narrative: str
-    entities: list[PreviewEntity]
-    deltas: list[ProposedDelta]
-    destination: Destination
-    suggestion: Destination
-    message_ids: list[int]
-    computed_at: datetime
-    model: str = "heuristic"
-    passes: int = 1
-    duration_ms: int = 0
-    importance: int = 3
-    emotions: list[str] = field(default_factory=list)
-    original_narrative: str | None = None
-    user_edited: bool = False
-    removed: list[str] = field(default_factory=list)
-
-    @property
-    def kept(self) -> list[PreviewEntity]:
-        return [e for e in self.entities if e.key not in self.removed]
-
-    def extracted(self) -> dict[str, list[dict[str, Any]]]:
-        """The kept entities by the seed's categories (people, tasks, decisions, …)."""
-        out: dict[str, list[dict[str, Any]]] = {}
-        for e in self.kept:
-            out.setdefault(CATEGORIES[e.entity_type], []).append({"key": e.key, "name": e.name, **public_data(e.data)})
-        return out
-
-    def changes(self) -> dict[str, list[dict[str, Any]]]:
-        """The deltas by the seed's categories (new_waiting_ons, resolved_threads, …)."""
-        names = {
-            DeltaType.NEW_WAITING_ON: "new_waiting_ons",
-            DeltaType.RESOLVED_WAITING_ON: "resolved_waiting_ons",
-            DeltaType.NEW_THREAD: "new_open_threads",
-            DeltaType.RESOLVED_THREAD: "resolved_threads",
-            DeltaType.PRIORITY_CHANGE: "priority_changes",
-            DeltaType.STORYLINE_UPDATE: "storyline_updates",
-        }
-        out: dict[str, list[dict[str, Any]]] = {}
-        for d in self.deltas:
-            out.setdefault(names[d.delta_type], []).append(d.data)
-        return out
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "conversation_id": self.conversation_id,
-            "title": self.title,
-            "narrative": self.narrative,
-            "original_narrative": self.original_narrative,
-            "user_edited": self.user_edited,
-            "entities": [e.to_dict() for e in self.entities],
-            "removed": self.removed,
-            "extracted": self.extracted(),
-            "deltas": [d.to_dict() for d in self.deltas],
-            "changes": self.changes(),
-            "destination": self.destination.to_dict(),
-            "suggestion": self.suggestion.to_dict(),
-            "message_ids": self.message_ids,
-            "importance": self.importance,
-            "emotions": self.emotions,
-            "model": self.model,
-            "passes": self.passes,
-            "duration_ms": self.duration_ms,
-            "computed_at": self.computed_at.isoformat(),
-        }
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Preview:
-        return cls(
-            conversation_id=d["conversation_id"],
-            title=d.get("title", ""),
-            narrative=d["narrative"],
-            entities=[PreviewEntity.from_dict(e) for e in d["entities"]],
-            deltas=[ProposedDelta(DeltaType(x["type"]), dict(x["data"])) for x in d["deltas"]],
-            destination=Destination(**d["destination"]),
-            suggestion=Destination(**d["suggestion"]),
-            message_ids=list(d["message_ids"]),
-            computed_at=datetime.fromisoformat(d["computed_at"]),
-            model=d.get("model", "heuristic"),
-            passes=d.get("passes", 1),
-            duration_ms=d.get("duration_ms", 0),
-            importance=d.get("importance", 3),
-            emotions=list(d.get("emotions", [])),
-            original_narrative=d.get("original_narrative"),
-            user_edited=d.get("user_edited", False),
-            removed=list(d.get("removed", [])),
-        )
-
-    def text(self, actions: Sequence[str] | None = None) -> str:
-        """The review step as the seed draws it; ``actions`` replaces the closing "[confirm] [edit] …" line
-        (an interface lists its own commands there)."""
-        title = f' "{self.title}"' if self.title else ""
-        lines = [f"Memory from conversation #{self.conversation_id}{title}:", "", f"  {self.narrative}", ""]
-        edited = " (edited by you)" if self.user_edited else ""
-        if edited:
-            lines[-2] += edited
-        lines.append("Extracted:")
-        lines += [f"  • [{e.key}] {LABELS[e.entity_type]}: {e.label}" for e in self.kept] or ["  • nothing"]
-        lines.append("Changes:")
-        lines += [f"  • {_delta_line(d)}" for d in self.deltas]
-        if not any(d.delta_type in (DeltaType.NEW_WAITING_ON, DeltaType.RESOLVED_WAITING_ON) for d in self.deltas):
-            lines.append("  • No new waiting-ons")
-        dest, how = self.destination, "suggested" if self.destination == self.suggestion else "chosen by you"
-        lines += [
-            "",
-            f"Destination: {dest.name} (#{dest.storyline_id}, {how}; confidence {dest.confidence:.2f}: {dest.reason})",
-            "",
-            *(actions if actions is not None else ["[confirm] [edit] [redirect] [split] [resume]"]),
-        ]
-        return "\n".join(lines)
-
-    def __str__(self) -> str:
-        return self.text()
-
-
-def _delta_line(d: ProposedDelta) -> str:
-    data = d.data
-    if d.delta_type in (DeltaType.RESOLVED_WAITING_ON, DeltaType.RESOLVED_THREAD):
-        origin = f" (open since conversation #{data['from_conversation']})" if data.get("from_conversation") else ""
-        kind = "waiting-on" if d.delta_type is DeltaType.RESOLVED_WAITING_ON else "thread"
-        return f"Resolved {kind}: {data['thread']}{origin} — “{data['evidence']}”"
-    if d.delta_type is DeltaType.NEW_WAITING_ON:
-        return f"New waiting-on: {data['thread']}"
-    if d.delta_type is DeltaType.NEW_THREAD:
-        return f"New open thread: {data['thread']}"
-    if d.delta_type is DeltaType.PRIORITY_CHANGE:
-        return f"Priority: {data['item']} {data.get('old') or '—'} → {data['new']}"
-    return f"{d.delta_type.value}: {data}"
-
 
 # --- building the preview ----------------------------------------------------------------------
 
@@ -224,11 +83,13 @@ def build_preview(store: Store, user_id: str, conversation: Conversation, now: d
     if assist is not None and messages:
         when = f"{conversation.started_at:%Y-%m-%d}"
         narrative = assist.narrative(extracted_summary(entities), suggestion.name, when, duration_text(messages))
-    narrative = narrative or compose_narrative(messages, entities, resolutions, exchanges)
+    parts: list[dict[str, Any]] = []
+    if narrative is None:
+        narrative, parts = _by_rule(store, user_id, messages, entities, resolutions, exchanges)
     if assist is not None and messages:
         suggestion = assist.route(narrative, extracted_summary(entities), store.list_storylines(user_id)) or suggestion
     felt = [x for m in exchanges if user_said(m) for x in m.emotions]
-    return Preview(
+    preview = Preview(
         conversation_id=conversation.id,
         title=conversation.title,
         narrative=narrative,
@@ -243,7 +104,40 @@ def build_preview(store: Store, user_id: str, conversation: Conversation, now: d
         duration_ms=int((time.perf_counter() - started) * 1000),
         importance=importance_of(entities, resolutions, exchanges),
         emotions=list(dict.fromkeys(felt))[:4],
+        parts=parts,
     )
+    return _note_restated(store, user_id, preview, messages)
+
+
+def _by_rule(
+    store: Store,
+    user_id: str,
+    messages: Sequence[Message],
+    entities: Sequence[PreviewEntity],
+    resolutions: Sequence[resolve.Resolution],
+    exchanges: Sequence[MemoryItem],
+    removed: Sequence[PreviewEntity] = (),
+) -> tuple[str, list[dict[str, Any]]]:
+    """The narrative by rule, and one part per topic when the conversation held two (their texts joined);
+    nothing is retold from the sentence a ``removed`` item came from."""
+    kinds = (StorylineKind.YOUR_STORY, StorylineKind.DEFAULT)
+    own = {s.id: s.name for s in store.list_storylines(user_id) if s.kind not in kinds}
+    avoid = [str(e.data.get("sentence") or "") for e in removed]
+    parts = topic_parts(messages, entities, resolutions, exchanges, own, avoid)
+    if parts:
+        return " ".join(p["narrative"] for p in parts), parts
+    return compose_narrative(messages, entities, resolutions, exchanges, avoid), []
+
+
+def _note_restated(store: Store, user_id: str, preview: Preview, messages: Sequence[Message]) -> Preview:
+    """Which memory already says all the narrative (and each proposed part) says: confirming points to it."""
+    cid = preview.conversation_id
+    held = review.restated_memory(store, user_id, cid, preview.narrative, messages)
+    preview.restates = None if held is None or preview.user_edited else held.id
+    for part in preview.parts:
+        held = review.restated_memory(store, user_id, cid, str(part["narrative"]), messages)
+        part["restates"] = None if held is None else held.id
+    return preview
 
 
 def _resolutions(
@@ -319,8 +213,11 @@ def recompose(store: Store, user_id: str, conversation: Conversation, preview: P
     if tools.assist is not None and messages:
         when = f"{conversation.started_at:%Y-%m-%d}"
         text = tools.assist.narrative(extracted_summary(kept), preview.destination.name, when, duration_text(messages))
-    preview.narrative = text or compose_narrative(messages, kept, resolutions, exchanges)
-    return preview
+    removed = [e for e in preview.entities if e.key in preview.removed]
+    preview.narrative, preview.parts = (
+        (text, []) if text else _by_rule(store, user_id, messages, kept, resolutions, exchanges, removed)
+    )
+    return _note_restated(store, user_id, preview, messages)
 
 
 def edit(preview: Preview, narrative: str | None, remove: Sequence[str] = ()) -> Preview:
@@ -334,7 +231,7 @@ def edit(preview: Preview, narrative: str | None, remove: Sequence[str] = ()) ->
         if text != preview.narrative:
             if preview.original_narrative is None:
                 preview.original_narrative = preview.narrative
-            preview.narrative, preview.user_edited = text, True
+            preview.narrative, preview.user_edited, preview.restates = text, True, None
     preview.removed = list(dict.fromkeys([*preview.removed, *remove]))
     return preview
 
@@ -371,6 +268,7 @@ class ConfirmResult:
     deltas: list[StateDelta]
     resolved: list[Entity]
     end: ConversationEnd | None = None
+    existing: list[int] = field(default_factory=list)  # memories already stored that the confirmation points to
 
     def to_dict(self) -> dict[str, Any]:
         end = self.end
@@ -378,14 +276,19 @@ class ConfirmResult:
             "conversation_id": self.conversation.id,
             "status": self.conversation.status.value,
             "memories": [
-                {"id": m.id, "storyline_id": m.storyline_id, "content": m.content, "user_edited": m.user_edited}
+                {
+                    "id": m.id,
+                    "storyline_id": m.storyline_id,
+                    "content": m.content,
+                    "user_edited": m.user_edited,
+                    "existing": m.id in self.existing,
+                }
                 for m in self.memories
             ],
             "entity_ids": [e.id for e in self.entities],
             "deltas": [{"id": d.id, "type": d.delta_type.value, "applied": d.applied} for d in self.deltas],
             "resolved_entity_ids": [e.id for e in self.resolved],
             "sealed_narrative_ids": [] if end is None else [n.id for n in end.sealed],
-            "reflection_ids": [] if end is None else [m.id for m in end.reflections],
             "compression": {
                 "model": self.conversation.compression_model,
                 "passes": self.conversation.compression_passes,
@@ -395,7 +298,12 @@ class ConfirmResult:
 
     def text(self) -> str:
         lines = [f"conversation #{self.conversation.id} archived"]
-        lines += [f"  memory #{m.id} (storyline {m.storyline_id}): {m.content}" for m in self.memories]
+        lines += [
+            f"  memory #{m.id} (storyline {m.storyline_id}"
+            + (", kept as it was said: the preview said no more" if m.id in self.existing else "")
+            + f"): {m.content}"
+            for m in self.memories
+        ]
         lines += [f"  resolved: #{e.id} {e.name}" for e in self.resolved]
         lines.append(f"  {len(self.entities)} entities attached, {len(self.deltas)} changes applied")
         return "\n".join(lines)
@@ -411,7 +319,11 @@ def commit(
     finish: Callable[[], ConversationEnd],
     stamp: Callable[[int], int | None],
 ) -> ConfirmResult:
-    """ready_to_close → compressing → archived, storing ``parts`` (one memory each) atomically."""
+    """ready_to_close → compressing → archived, storing ``parts`` (one memory each) atomically.
+
+    What is stored is what the person confirmed (:mod:`narrative.write.review`): the parts, a part the machine
+    wrote that only restates one sentence as the memory already holding it, and none of the items removed.
+    """
     started = time.perf_counter()
     cid = preview.conversation_id
     with store.transaction():
@@ -419,23 +331,36 @@ def commit(
         lifecycle.begin_compressing(store, user_id, cid)
         messages = store.list_messages(user_id, conversation_id=cid)
         memories: list[MemoryItem] = []
+        existing: list[int] = []
         if messages and parts:
             owners = [_owner(e, parts) for e in preview.kept]
-            memories = store_memories(
-                [
-                    _memory(
-                        user_id,
-                        preview,
-                        p,
-                        [e for e, o in zip(preview.kept, owners, strict=True) if o == i],
-                        messages,
-                        now,
-                        stamp(p.storyline_id),
-                    )
-                    for i, p in enumerate(parts)
-                ]
+            made = [
+                _memory(
+                    user_id,
+                    preview,
+                    p,
+                    [e for e, o in zip(preview.kept, owners, strict=True) if o == i],
+                    messages,
+                    now,
+                    stamp(p.storyline_id),
+                )
+                for i, p in enumerate(parts)
+            ]
+            machine = (
+                {preview.narrative, *(str(x["narrative"]) for x in preview.parts)} if not preview.user_edited else set()
             )
+            held = [
+                review.restated_memory(store, user_id, cid, p.narrative, messages) if p.narrative in machine else None
+                for p in parts
+            ]
+            new = iter(store_memories([m for m, h in zip(made, held, strict=True) if h is None]))
+            memories = [
+                next(new) if h is None else review.adopt(store, user_id, h, m) for m, h in zip(made, held, strict=True)
+            ]
+            existing = [h.id for h in held if h is not None]
             history.confirmed(store, memories, cid, now)
+        notes = review.removed_turn_notes(store, user_id, preview)  # a removed decision takes its turn note
+        forget.forget_memories(store, user_id, notes, now=now, with_="memory")
         entities, key_ids = attach_entities(store, user_id, preview, parts, memories, now)
         deltas, resolved = apply_deltas(store, user_id, preview, memories, key_ids, now)
         end = finish()
@@ -444,7 +369,7 @@ def commit(
         conversation = lifecycle.archive(
             store, user_id, cid, now, model=preview.model, passes=preview.passes, duration_ms=spent
         )
-    return ConfirmResult(conversation, memories, entities, deltas, resolved, end)
+    return ConfirmResult(conversation, memories, entities, deltas, resolved, end, existing)
 
 
 def _memory(
@@ -498,9 +423,13 @@ def _owner(e: PreviewEntity, parts: Sequence[Part]) -> int:
 def attach_entities(
     store: Store, user_id: str, preview: Preview, parts: Sequence[Part], memories: Sequence[MemoryItem], now: datetime
 ) -> tuple[list[Entity], dict[str, int]]:
-    """Point the kept entities at their memory (and its storyline); store new ones; drop removed ones."""
-    existing = {e.id for e in store.list_entities(user_id, conversation_id=preview.conversation_id, limit=100_000)}
+    """Point the kept entities at their memory (and its storyline); store new ones; drop removed ones, and the
+    people the preview left out as things ("we picked Postgres": a product, not a person)."""
+    rows = store.list_entities(user_id, conversation_id=preview.conversation_id, limit=100_000)
+    existing = {e.id for e in rows}
+    held = {i for e in preview.entities for i in e.entity_ids}
     removed = [i for e in preview.entities if e.key in preview.removed for i in e.entity_ids if i in existing]
+    removed += [e.id for e in rows if e.entity_type is EntityType.PERSON and e.id not in held]
     store.delete_entities(user_id, removed)
     attached: list[Entity] = []
     key_ids: dict[str, int] = {}

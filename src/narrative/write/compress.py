@@ -3,7 +3,7 @@
 1. **entities** — the per-turn entities the write path already stored for the conversation,
    consolidated by (type, name); messages the write path never processed go through the heuristic
    extractor; with an LLM the ``entity_extraction`` pass adds what no existing entity covers;
-2. **narrative memory** — :func:`compose_narrative`: 2–4 sentences, most significant first —
+2. **narrative memory** — :func:`narrative.write.compose.compose_narrative`: 2–4 sentences, most significant first —
    decisions and why (or the key moment when nothing was decided), an insight, what the conversation
    settled, what stays open, the feeling, who was involved; or the ``narrative_memory`` prompt;
 3. **state deltas** — :func:`compute_deltas`, by rule: resolutions of open items
@@ -20,15 +20,13 @@ Every LLM step returns None on any failure and the rule is used instead (:class:
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from narrative.errors import InvalidTransition, ValidationError
 from narrative.model import (
-    ConversationDetails,
     DeltaType,
     EntityType,
     MemoryItem,
@@ -41,11 +39,10 @@ from narrative.model import (
 from narrative.store.protocol import Store
 from narrative.text import patterns as P
 from narrative.text.lines import entity_label
+from narrative.text.people import find_things
 from narrative.text.words import word_keys
 from narrative.write import resolve
 from narrative.write.answers import prose
-from narrative.write.retell import as_sentence, decision_clause, retold
-from narrative.write.retell import listing as _listing
 
 if TYPE_CHECKING:
     from narrative.providers.llm import LLM
@@ -194,7 +191,49 @@ def gather_entities(
                     continue
                 add(x.entity_type, x.name, {**x.data, "message_id": m.id, "speaker": m.speaker}, None, None, m.id)
         previous = m.content
-    return list(items.values())
+    things = named_things(messages, list(items.values()))
+    kept = [e for e in items.values() if not (e.entity_type is EntityType.PERSON and e.name.casefold() in things)]
+    return [replace(e, key=f"e{i + 1}") for i, e in enumerate(_one_each(kept))]
+
+
+_RESTATED_TYPES = (EntityType.TASK, EntityType.WAITING_ON, EntityType.QUESTION_OPENED)
+
+
+def _one_each(entities: list[PreviewEntity]) -> list[PreviewEntity]:
+    """Open items said twice ("I'm waiting on Dana to send the samples", then "Dana will send the samples on
+    Monday") are one item: the one that says more keeps the other's rows."""
+    kept = list(entities)
+    for e in entities:
+        if e.entity_type not in _RESTATED_TYPES:
+            continue
+        keys = word_keys(e.label)
+        fuller = next(
+            (
+                o
+                for o in kept
+                if o is not e
+                and o.entity_type is e.entity_type
+                and keys <= word_keys(o.label)
+                and (keys != word_keys(o.label) or len(e.label) < len(o.label))
+            ),
+            None,
+        )
+        if fuller is not None and keys:
+            fuller.entity_ids.extend(e.entity_ids)
+            kept.remove(e)
+    return kept
+
+
+def named_things(messages: Sequence[Message], entities: Sequence[PreviewEntity]) -> set[str]:
+    """Lowercase names the conversation uses as things, not people: a tool or product ("we picked Postgres",
+    "using Figma"), or what a decision chose or set aside — so "People involved" never lists Postgres."""
+    things = {t for m in messages for t in find_things(P.split_sentences(P.normalize(m.content)))}
+    for e in entities:
+        if e.entity_type is EntityType.DECISION:
+            said = [str(e.data.get("what") or e.name), *(str(a) for a in e.data.get("alternatives") or [])]
+            words = [w.strip('.,;:!?()"“”') for text in said for w in text.split()]
+            things.update(w.casefold() for w in words if w[:1].isupper() and not w.endswith(("'s", "’s")))
+    return things
 
 
 def merge_entities(entities: list[PreviewEntity], extra: Sequence[ExtractedEntity]) -> None:
@@ -373,151 +412,6 @@ def destination_for(store: Store, user_id: str, storyline_id: int, reason: str) 
     if storyline.status is StorylineStatus.ARCHIVED:
         raise InvalidTransition(f"storyline {storyline_id} is archived: unarchive it or choose another")
     return Destination(storyline.id, storyline.name, 1.0, reason)
-
-
-# --- the narrative memory (rules) --------------------------------------------------------------
-
-
-def _decision_clause(e: PreviewEntity, name: str) -> str:
-    alternatives = [str(a) for a in e.data.get("alternatives") or [] if a]
-    return decision_clause(str(e.data.get("what") or e.name), str(e.data.get("why") or ""), alternatives, name)
-
-
-def _thread_phrase(r: resolve.Resolution) -> str:
-    if r.entity.entity_type is EntityType.TASK:
-        return f"the task to {r.label}"
-    if r.entity.entity_type is EntityType.QUESTION_OPENED:
-        return f"the question “{r.label}”"
-    who, what = str(r.entity.data.get("who") or "").strip(), str(r.entity.data.get("what") or "").strip()
-    return f"the wait for {who} to {what}" if who and what else f"the {r.label}"
-
-
-def _open_phrase(e: PreviewEntity) -> str:
-    return f"“{e.label}”" if e.entity_type is EntityType.QUESTION_OPENED else e.label
-
-
-def compose_narrative(
-    messages: Sequence[Message],
-    entities: Sequence[PreviewEntity],
-    resolutions: Sequence[resolve.Resolution],
-    exchanges: Sequence[MemoryItem],
-) -> str:
-    """2–4 sentences of meaning, most significant first: decisions (and why), insights, what was
-    settled, what stays open, the feeling, who was involved; a key moment stands in for decisions."""
-    if not messages:
-        return "Nothing was said in this conversation, so there is nothing to remember."
-    speakers = Counter(m.speaker for m in messages if m.role is Role.USER and m.speaker)
-    name = speakers.most_common(1)[0][0] if speakers else "You"
-    name = name[:1].upper() + name[1:] if name.islower() else name
-    others = {m.speaker for m in messages if m.speaker}
-    by_type: dict[EntityType, list[PreviewEntity]] = {}
-    for e in entities:
-        by_type.setdefault(e.entity_type, []).append(e)
-    sentences: list[str] = []
-    decisions = by_type.get(EntityType.DECISION, [])
-    if decisions:
-        sentences.append(as_sentence(f"{name} " + "; and ".join(_decision_clause(e, name) for e in decisions[:2])))
-    else:
-        moment = max(
-            (m for m in exchanges if m.importance >= 4 and user_said(m)),
-            key=lambda m: (m.importance, -m.id),
-            default=None,
-        )
-        if moment is not None:
-            sentences.append(as_sentence(retold(_strip_aside(moment.key_points or user_said(moment)), name)))
-    for e in by_type.get(EntityType.INSIGHT, [])[:1]:
-        sentences.append(as_sentence(f"{name} realized that {retold(str(e.data.get('what') or e.name), name)}"))
-    settled_by = {r.evidence.sentence for r in resolutions}
-    for e in by_type.get(EntityType.BLOCKER_CLEARED, [])[:1]:
-        said = str(e.data.get("sentence") or e.name)
-        if not any(_same(said, s) for s in settled_by):
-            sentences.append(as_sentence(retold(said, name)))
-    if resolutions:
-        lead = retold(resolutions[0].evidence.sentence, name).rstrip(".!")
-        rest = [_thread_phrase(r) for r in resolutions]
-        sentences.append(as_sentence(f"{lead} — that settled {_listing(rest)}"))
-    settled_ids = {r.entity.id for r in resolutions}
-    still = [
-        e
-        for t in (EntityType.TASK, EntityType.WAITING_ON, EntityType.QUESTION_OPENED)
-        for e in by_type.get(t, [])
-        if not set(e.entity_ids) & settled_ids
-    ]
-    if still:
-        sentences.append(
-            as_sentence(
-                "Still open: "
-                + "; ".join(_open_phrase(e) for e in still[:3])
-                + (f"; and {len(still) - 3} more" if len(still) > 3 else "")
-            )
-        )
-    feelings = list(dict.fromkeys(x for m in exchanges if user_said(m) for x in m.emotions))
-    if feelings:
-        sentences.append(as_sentence(f"It carried {_listing(feelings[:3])}"))
-    people = [e.name for e in by_type.get(EntityType.PERSON, []) if e.name not in others]
-    if people:
-        sentences.append(as_sentence(f"People involved: {_listing(people, 4)}"))
-    if len(sentences) < 2:
-        sentences += _filler(name, exchanges, sentences, decided=bool(decisions), open_left=bool(still))
-    return " ".join(_distinct(sentences)[:4])
-
-
-def _distinct(sentences: Sequence[str]) -> list[str]:
-    """Sentences in order, without one that repeats an earlier one (same content words)."""
-    kept: list[str] = []
-    for sentence in sentences:
-        if all(not _same(sentence, k) for k in kept):
-            kept.append(sentence)
-    return kept
-
-
-def _filler(
-    name: str, exchanges: Sequence[MemoryItem], said: Sequence[str], *, decided: bool, open_left: bool
-) -> list[str]:
-    """Sentences that round a thin memory up to two: the most salient thing the user said (retold), and
-    what the conversation did not do."""
-    from narrative.write.extract import key_points
-    from narrative.write.routing import strip_topic_cue
-
-    out = []
-    told = {s.casefold() for s in said}
-    for memory in sorted(exchanges, key=lambda m: (-m.importance, m.id)):
-        point = key_points(strip_topic_cue(user_said(memory))) if user_said(memory) else ""
-        sentence = as_sentence(retold(point, name)) if point else ""
-        if sentence and sentence.casefold() not in told and not any(sentence in s for s in said):
-            out.append(sentence)
-            break
-    if not out and not said:
-        out.append(as_sentence(f"{name} only exchanged a few words"))
-    if len(said) + len(out) < 2:
-        out.append(
-            "Nothing was decided."
-            if open_left and not decided
-            else "Nothing was left open."
-            if decided
-            else "Nothing was decided and nothing was left open."
-        )
-    return out
-
-
-def user_said(memory: MemoryItem) -> str:
-    """What the user said in a conversation-stream memory of a user's turn ("" for the assistant's)."""
-    details = memory.details
-    if not isinstance(details, ConversationDetails) or details.agent_response:
-        return ""
-    return details.user_input
-
-
-def _strip_aside(text: str) -> str:
-    """Drop a leading topic-change aside ("Completely different topic.")."""
-    parts = P.split_sentences(text)
-    while len(parts) > 1 and re.match(r"^(?:completely\s+)?(?:different|new|other)\s+topic\b", parts[0], re.I):
-        parts = parts[1:]
-    return " ".join(parts)
-
-
-def _same(a: str, b: str) -> bool:
-    return word_keys(a) == word_keys(b)
 
 
 # --- the LLM's passes --------------------------------------------------------------------------

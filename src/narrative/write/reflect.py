@@ -29,7 +29,9 @@ from narrative.model import (
 )
 from narrative.store.filters import MemoryFilter
 from narrative.store.protocol import Store
+from narrative.text import patterns as P
 from narrative.text.sources import research_details, work_key
+from narrative.text.words import restated_in
 
 FULL_WINDOW = 10
 KEY_POINTS_WINDOW = 50
@@ -87,6 +89,7 @@ def heuristic_reflections(store: Store, user_id: str, exchanges: Sequence[Memory
                 str(e.data.get("why") or ""),
                 [str(a) for a in e.data.get("alternatives") or [] if a],
                 _who(e),
+                str(e.data.get("form") or ""),
             )
         )
         for e in _first_of_each(of[EntityType.DECISION])[:2]
@@ -130,7 +133,8 @@ def _salient_points(
     as_sentence: Callable[[str], str],
     retold: Callable[[str, str], str],
 ) -> list[str]:
-    """The first and the most important salient turns of the stretch, retold (at most two)."""
+    """The first and the most important salient turns of the stretch, retold (at most two); when the first is the
+    most important, the first and the last: a stretch is summarised, not one of its sentences repeated."""
     from narrative.write.extract import key_points
     from narrative.write.routing import strip_topic_cue
 
@@ -138,7 +142,8 @@ def _salient_points(
     salient = [m for m in turns if m.importance >= 3] or turns  # nothing stands out: what was said still counts
     if not salient:
         return []
-    chosen = [salient[0], max(salient, key=lambda m: (m.importance, -m.id))]
+    top = max(salient, key=lambda m: (m.importance, -m.id))
+    chosen = [salient[0], top if top is not salient[0] else salient[-1]]
     said = {m.id: m for m in store.get_messages(user_id, [m.message_ids[-1] for m in chosen])}
     points = []
     for memory in dict.fromkeys(chosen):
@@ -223,6 +228,30 @@ def _used(group: Sequence[MemoryItem], recalled: int) -> str:
             "recalled once" if recalled == 1 else "recalled twice" if recalled == 2 else f"recalled {recalled} times"
         )
     return f"{label} ({', '.join(done)})"
+
+
+def by_storyline(exchanges: Sequence[MemoryItem]) -> list[tuple[int | None, list[MemoryItem]]]:
+    """The exchanges grouped by the storyline they belong to, in order (a reflection reflects one topic)."""
+    groups: dict[int | None, list[MemoryItem]] = {}
+    for memory in exchanges:
+        groups.setdefault(memory.storyline_id, []).append(memory)
+    return list(groups.items())
+
+
+def without_restatements(
+    store: Store, user_id: str, exchanges: Sequence[MemoryItem], texts: dict[str, str]
+) -> dict[str, str]:
+    """The reflections that say more than one sentence of the exchanges they cover.
+
+    A reflection that only retells one sentence ("Sam will send the bed measurements on Friday." → "Maya said
+    Sam will send …") would store that fact a second time; the sentence is stored already, so the reflection is
+    not (docs/decisions.md, "One fact once").
+    """
+    covered = list(dict.fromkeys(i for m in exchanges for i in m.message_ids))
+    said = store.get_messages(user_id, covered)
+    sentences = [s for m in said for s in P.split_sentences(P.normalize(m.content))]
+    names = {m.speaker for m in said if m.speaker} | {"you", "the assistant", "someone"}
+    return {kind: text for kind, text in texts.items() if restated_in(text, sentences, names=names) is None}
 
 
 def reflection_memories(

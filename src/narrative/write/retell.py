@@ -76,13 +76,56 @@ def listing(items: Sequence[str], limit: int = 3) -> str:
     return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " and " + shown[-1]
 
 
-def decision_clause(what: str, why: str, alternatives: Sequence[str], name: str) -> str:
-    """ "decided to go with SQLite instead of Firebase, because it works offline" (what was decided and why)."""
+_FUNCTION_WORDS = P.lex(
+    "the a an our my your their his her its this that these those it them him us me up out off on in at to with "
+    "for from into over back down some all every each more less both"
+)
+_DETERMINERS = P.lex("the a an our my your their his her its this that these those some all every each both")
+_PAST_CHOICE = P.lex("picked chose opted settled agreed went preferred prioritized prioritised switched selected")
+
+
+def _action(what: str) -> bool:
+    """Whether ``what`` starts with a verb: a known one, or a lowercase word that a function word or a name
+    follows ("host the launch party", "rotate the shifts weekly"), not a determiner or a describing word."""
+    words = what.split()
+    first = words[0].lower() if words else ""
+    if first in _VERB_START:
+        return True
+    if len(words) < 2 or not first.isalpha() or not words[0].islower() or first in _DETERMINERS:
+        return False
+    second = words[1].strip(",;:")
+    return second.lower() in _FUNCTION_WORDS or second[:1].isupper() or second[:1].isdigit()
+
+
+def decision_clause(what: str, why: str, alternatives: Sequence[str], name: str, form: str = "") -> str:
+    """ "decided to go with SQLite instead of Firebase, because it works offline" (what was decided and why).
+
+    ``form`` is how the decision was said (``to``, ``that``, ``on``, ``go with``, ``verb``, ``not``: see
+    ``narrative.write.extract.decisions.find_decision_form``); without it the words decide: the speaker's own
+    past choice verb is kept ("picked Postgres over MySQL"), an action is "decided to …", a clause "decided that
+    …", a thing "settled on …".
+    """
+    from narrative.write.extract.decisions import clause_like
+
     what = retold(what, name).strip().rstrip(".")
     first = what.split()[0].lower() if what.split() else ""
-    clause = f"decided to {what}" if first in _VERB_START else f"settled on {what}"
-    alternatives = [a for a in alternatives if a]
-    if alternatives and not re.search(r"\b(?:instead of|rather than)\b", what, re.I):
-        clause += f" instead of {listing(alternatives)}"
+    if first.endswith("ing") and what[:1].isupper():  # "Adopting Gadamer's terms …" opened the sentence
+        what = what[:1].lower() + what[1:]
+    if form == "not" and first == "not":
+        clause = f"decided against {what[4:].strip()}"
+    elif form == "verb" or (not form and first in _PAST_CHOICE):
+        clause = what
+    elif form == "go with":
+        clause = f"decided to go with {what}"
+    elif form == "that" or (form != "to" and clause_like(what) and not _action(what)):
+        clause = f"decided that {what}"
+    elif form == "to" or _action(what):
+        clause = f"decided to {what}"
+    else:
+        clause = f"settled on {what}"
+    named = [a for a in alternatives if a and a.casefold() not in what.casefold()]
+    said_against = re.search(r"\b(?:instead of|rather than|over|versus|vs\.?|against)\b", what, re.I)
+    if named and not said_against and len(named) == len([a for a in alternatives if a]):
+        clause += f" instead of {listing(named)}"
     why = retold(why, name).strip().rstrip(".")
     return clause + (f", because {why}" if why else "")

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from narrative.errors import NotFound
 from narrative.model import (
     Binding,
     ConversationDetails,
@@ -123,11 +124,9 @@ class TurnResult:
 
 @dataclass
 class ConversationEnd:
-    """What closing a conversation added to the chain."""
+    """What closing a conversation added to the chain: the running links it sealed."""
 
     sealed: list[Narrative] = field(default_factory=list)
-    narrative_memories: list[MemoryItem] = field(default_factory=list)
-    reflections: list[MemoryItem] = field(default_factory=list)
 
 
 @dataclass
@@ -247,7 +246,7 @@ class TurnWriter:
                 corrected = bool(result.settled.superseded)
                 result.narrative = self._extend(link, storyline, message, topic, result.memories, corrected)
             result.storyline = self._update_storyline(storyline, message, topic, routed, context)
-            result.reflections = self.maybe_reflect(message, storyline)
+            result.reflections = self.maybe_reflect(message)
         if context is not None:
             context.routed[message.id] = storyline.id
         return result
@@ -640,8 +639,13 @@ class TurnWriter:
             self.store.put_storyline_vector(updated.user_id, updated.id, self.model, routing_vector)
         return updated
 
-    def maybe_reflect(self, message: Message, storyline: Storyline, force: bool = False) -> list[MemoryItem]:
-        """Reflect every N exchanges of the conversation, at close (``force``), or past the stream size."""
+    def maybe_reflect(self, message: Message) -> list[MemoryItem]:
+        """Reflect every N exchanges of the conversation, or past the stream size.
+
+        The exchanges reflected on are taken storyline by storyline: each reflection belongs to the storyline of
+        what it reflects (a garden plan is not filed under the tax return that came up after it), and one that
+        would only restate a single sentence is not stored (:func:`reflect.without_restatements`).
+        """
         every = self.settings.reflect_every
         count = self.store.count_memories(
             message.user_id, MemoryFilter(streams=[Stream.CONVERSATION], conversation_ids=[message.conversation_id])
@@ -657,29 +661,30 @@ class TurnWriter:
             message.created_at,
             exchanges=count,
         )
-        if force:  # at close: cover what the last periodic reflection did not (once: closing twice adds nothing)
-            by_count, by_size = False, False
-            force = count % every != 0 and not self._reflected(message)
-        if not (force or by_count or by_size):
+        if not (by_count or by_size):
             return self._store_reflections(message.user_id, themes)
-        window = self.settings.stream_threshold if by_size and not by_count else every
-        where = MemoryFilter(streams=[Stream.CONVERSATION], limit=window)
-        if not by_size or by_count:
-            where = MemoryFilter(
-                streams=[Stream.CONVERSATION],
-                conversation_ids=[message.conversation_id],
-                limit=count % every or every if force else every,
-            )
+        where = MemoryFilter(streams=[Stream.CONVERSATION], conversation_ids=[message.conversation_id], limit=every)
+        if by_size and not by_count:
+            where = MemoryFilter(streams=[Stream.CONVERSATION], limit=self.settings.stream_threshold)
         exchanges = list(reversed(self.store.list_memories(message.user_id, where)))
-        texts = reflect.heuristic_reflections(self.store, message.user_id, exchanges)
-        target = None if storyline.kind is StorylineKind.DEFAULT else storyline.id
-        created = reflect.reflection_memories(message.user_id, exchanges, texts, message.created_at, target)
+        created: list[MemoryItem] = []
+        for storyline_id, group in reflect.by_storyline(exchanges):
+            texts = reflect.heuristic_reflections(self.store, message.user_id, group)
+            texts = reflect.without_restatements(self.store, message.user_id, group, texts)
+            target = self._reflection_storyline(message.user_id, storyline_id)
+            created += reflect.reflection_memories(message.user_id, group, texts, message.created_at, target)
         return self._store_reflections(message.user_id, [*themes, *created])
 
-    def _reflected(self, message: Message) -> bool:
-        """Whether a reflection of the conversation already covers ``message``."""
-        where = MemoryFilter(streams=[Stream.REFLECTION], conversation_ids=[message.conversation_id], limit=10)
-        return any(message.id in m.message_ids for m in self.store.list_memories(message.user_id, where))
+    def _reflection_storyline(self, user_id: str, storyline_id: int | None) -> int | None:
+        """Where a reflection on exchanges of ``storyline_id`` is filed: there, unless it is a default storyline
+        (small talk is nobody's topic) or gone."""
+        if storyline_id is None:
+            return None
+        try:
+            storyline = self.store.get_storyline(user_id, storyline_id)
+        except NotFound:
+            return None
+        return None if storyline.kind is StorylineKind.DEFAULT else storyline.id
 
     def _store_reflections(self, user_id: str, memories: Sequence[MemoryItem]) -> list[MemoryItem]:
         stored = [self.store.insert_memory(m) for m in memories]
@@ -700,7 +705,9 @@ class TurnWriter:
             self.store.put_memory_vectors(user_id, self.model, vectors)
 
     def finish_conversation(self, user_id: str, conversation_id: int, now: datetime) -> ConversationEnd:
-        """Seal the conversation's running links, store each as a ``source:narrative`` memory, reflect."""
+        """Seal the conversation's running links (the chain keeps them).  Nothing else is stored: the memory a
+        person confirmed is the conversation's closing summary, so neither the links' summaries nor a closing
+        reflection are copied into memories beside it (docs/decisions.md, "What a close stores")."""
         messages = self.store.list_messages(user_id, conversation_id=conversation_id)
         end = ConversationEnd()
         if not messages:
@@ -708,33 +715,5 @@ class TurnWriter:
         with self.store.transaction():
             self.store.lock_user(user_id)
             touched = list(dict.fromkeys(m.storyline_id for m in messages if m.storyline_id is not None))
-            for link in narrate.seal_open_links(self.store, user_id, touched, now, retell=self.assist is None):
-                end.sealed.append(link)
-                end.narrative_memories.append(
-                    self.store.insert_memory(
-                        MemoryItem(
-                            id=0,
-                            user_id=user_id,
-                            stream=Stream.NARRATIVE,
-                            source=Source.NARRATIVE,
-                            content=link.summary,
-                            importance=3,
-                            created_at=now,
-                            event_at=messages[-1].created_at,
-                            conversation_id=conversation_id,
-                            storyline_id=link.storyline_id,
-                            narrative_id=link.id,
-                            message_ids=tuple(  # the messages this link covers: its storyline's, since it began
-                                m.id
-                                for m in messages
-                                if m.storyline_id == link.storyline_id and m.created_at >= link.created_at
-                            ),
-                        )
-                    )
-                )
-            self._put_vectors(user_id, end.narrative_memories, [])
-            last = messages[-1]
-            storyline = self.store.get_storyline(user_id, last.storyline_id) if last.storyline_id else None
-            if storyline is not None:
-                end.reflections = self.maybe_reflect(last, storyline, force=True)
+            end.sealed = narrate.seal_open_links(self.store, user_id, touched, now, retell=self.assist is None)
         return end

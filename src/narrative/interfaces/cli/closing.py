@@ -13,7 +13,7 @@ from narrative.interfaces.cli.common import Context, cli, json_option, pass_ctx
 from narrative.interfaces.cli.conversations import message_line
 from narrative.interfaces.cli.text import indented
 from narrative.model import Entity
-from narrative.write.close import Preview
+from narrative.write.preview import Preview
 
 _ID = click.option(
     "--id",

@@ -13,6 +13,7 @@ from narrative.interfaces.serialize import hit_dict
 from narrative.model import EventKind, MemoryEvent, MemoryItem, Narrative
 
 if TYPE_CHECKING:
+    from narrative.read.listing import Listed
     from narrative.read.search import SearchHit
     from narrative.write.turn import TurnResult
 
@@ -21,6 +22,14 @@ def _memory_line(m: MemoryItem, indent: str = "") -> str:
     """A memory in full; the lines of a multi-line exchange stay indented under its header."""
     head = f"{indent}#{m.id} [{m.stream.value}] [{'★' * m.importance}] "
     return head + indented(m.content, " " * len(head))
+
+
+def listed_line(item: Listed) -> str:
+    """A memory of a list as it shows there: only the turns no memory above showed, and what it folds in."""
+    m = item.memory
+    head = f"#{m.id} [{m.stream.value}] [{'★' * m.importance}] "
+    also = f"\n{' ' * len(head)}(also #{', #'.join(map(str, item.also))})" if item.also else ""
+    return head + indented(item.text, " " * len(head)) + also
 
 
 def _hit_line(hit: SearchHit) -> str:
@@ -192,15 +201,17 @@ def search(
     ctx.emit(rows, text)
 
 
-@cli.command(help="List memories, newest first.")
+@cli.command(help="List memories, newest first; each fact once (a memory an earlier one shows is folded in).")
 @click.option("--stream", default=None, help="Only this stream.")
 @click.option("--storyline", "storyline_id", type=int, default=None, help="Only this storyline.")
 @click.option("--limit", default=20, show_default=True, help="How many.")
 @json_option
 @pass_ctx
 def memories(ctx: Context, stream: str | None, storyline_id: int | None, limit: int) -> None:
-    found = ctx.reading.list_memories(stream=stream, storyline_id=storyline_id, limit=limit)
-    ctx.emit(found, lambda: "\n".join(_memory_line(m) for m in found) or "no memories yet")
+    listed = ctx.reading.list_memories(stream=stream, storyline_id=storyline_id, limit=limit)
+    found = ctx.reading.one_fact_once([m.id for m in listed])
+    shown = [item for item in found if item.folded_into is None]
+    ctx.emit(found, lambda: "\n".join(listed_line(item) for item in shown) or "no memories yet")
 
 
 @cli.group(help="One memory by its id.")

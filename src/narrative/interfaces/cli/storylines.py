@@ -49,6 +49,7 @@ def storylines_show(ctx: Context, storyline_id: int, limit: int) -> None:
     mem = ctx.reading
     storyline = mem.get_storyline(storyline_id)
     latest = mem.list_memories(storyline_id=storyline_id, limit=limit)
+    shown = [item for item in mem.one_fact_once([m.id for m in latest]) if item.folded_into is None]  # each fact once
 
     def text() -> str:
         lines = [storyline_line(storyline)]
@@ -56,7 +57,7 @@ def storylines_show(ctx: Context, storyline_id: int, limit: int) -> None:
             lines.append(f"  {storyline.description}")
         if storyline.summary:
             lines += ["  summary:", *(f"    {line}" for line in storyline.summary.splitlines() if line.strip())]
-        lines += [f"  memory #{m.id} [{m.stream.value}] {clip(m.content, 100)}" for m in latest]
+        lines += [f"  memory #{i.memory.id} [{i.memory.stream.value}] {clip(i.text, 100)}" for i in shown]
         return "\n".join(lines)
 
     ctx.emit({"storyline": storyline, "memories": latest}, text)

@@ -29,6 +29,7 @@ HINTS: dict[str, tuple[str, ...]] = {
         "prefer",
         "priorit",
         "choose",
+        "verdict",
     ),
     "task": (
         "need to",
@@ -45,6 +46,7 @@ HINTS: dict[str, tuple[str, ...]] = {
         "next step",
         "action item",
     ),
+    "deadline": ("due", "deadline", "to be "),
     "waiting": ("waiting", "until ", " will ", "'ll ", "promised", "supposed to", "heard back", "pending"),
     "open": (
         "wonder",

@@ -11,9 +11,18 @@ from typing import NamedTuple
 
 from narrative.model import IMPORTANCE_MAX, IMPORTANCE_MIN, EntityType
 from narrative.text import patterns as P
+from narrative.text.people import find_people
 from narrative.write.extract.cues import HINTS, caseless, clip, hint
-from narrative.write.extract.decisions import find_decision
-from narrative.write.extract.items import OPEN_CUE, URGENT, entity_of, find_state_changes, find_tasks, find_waiting
+from narrative.write.extract.decisions import find_decision_form
+from narrative.write.extract.items import (
+    OPEN_CUE,
+    URGENT,
+    entity_of,
+    find_deadlines,
+    find_state_changes,
+    find_tasks,
+    find_waiting,
+)
 from narrative.write.extract.research import find_research
 from narrative.write.extract.results import ExtractedDecision, ExtractedEntity, ExtractedResearch, TurnExtraction
 from narrative.write.extract.salience import compress, score_sentence
@@ -113,7 +122,7 @@ def _analyse(text: str, speaker: str, role: str, previous: str | None) -> _Analy
     real_questions = [s for s, q, small in turn.flags if q and not small]
     kinds = {P.question_kind(q) for q in real_questions}
     emotions, strong = P.find_emotions(lower)
-    found = P.find_people(sentences)
+    found = find_people(sentences)
     entities = [
         entity_of(EntityType.PERSON, name, sentence, relation=rel, context=clip(sentence, 20))
         for name, rel, sentence in found
@@ -179,8 +188,9 @@ def _statements(
             entities.append(entity_of(EntityType.QUESTION_OPENED, clip(sentence, 25), sentence))
         if not (is_q or small):
             following = turn.flags[i + 1][0] if i + 1 < len(turn.flags) else None
-            decision = find_decision(sentence, following) if on["decision"] else None
-            if decision is not None:
+            found = find_decision_form(sentence, following) if on["decision"] else None
+            if found is not None:
+                decision, form = found
                 decisions.append(ExtractedDecision(sentence, decision))
                 entities.append(
                     entity_of(
@@ -190,9 +200,11 @@ def _statements(
                         what=decision.decision,
                         why=decision.rationale,
                         alternatives=list(decision.alternatives_considered),
+                        form=form,
                     )
                 )
-            entities.extend(find_tasks(sentence, owner) if on["task"] else ())
+            tasks = find_tasks(sentence, owner) if on["task"] else []
+            entities.extend(tasks or (find_deadlines(sentence, owner) if on["deadline"] else ()))
             entities.extend(find_waiting(sentence) if on["waiting"] else ())
             entities.extend(find_state_changes(sentence, previous_q) if on["state"] else ())
         life = on["life"] and bool(_LIFE_EVENT.search(sentence))

@@ -40,10 +40,30 @@ _TASK_SKIP = caseless(
     r"make\s+sure\s+to\s+(?:keep\s+you|remember|let\s+you)|love|remember|cherish|think|do\s+my\s+best|try\s+my\s+best|be\s+sure|"
     r"give\s+it\s+a\s+(?:try|shot|go)|check\s+it\s+out|try\s+it|stay|continue\s+to\s+support|go\s*$)"
 )
-_DUE = caseless(
-    r"\bby\s+(?P<due>tomorrow|tonight|(?:next|this|the\s+end\s+of\s+(?:the\s+)?)\s*(?:week|month|monday|tuesday|"
-    r"wednesday|thursday|friday|saturday|sunday)|end\s+of\s+(?:the\s+)?(?:day|week|month)|monday|tuesday|"
-    r"wednesday|thursday|friday|saturday|sunday|\w+\s+\d{1,2}(?:st|nd|rd|th)?)\b"
+_WEEKDAY = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
+_MONTH = (
+    r"(?:january|february|march|april|may|june|july|august|september|october|november|december|jan|feb|mar|apr|"
+    r"jun|jul|aug|sept|sep|oct|nov|dec)\.?"
+)
+_ORDINAL = r"\d{1,2}(?:st|nd|rd|th)?"
+#: a time a deadline names: "Friday", "next week", "April 30", "the 14th", "end of March", "5pm", "2026-04-30"
+DATE = (
+    rf"(?:today|tonight|tomorrow|(?:(?:this|next|on)\s+)?{_WEEKDAY}(?:\s+(?:morning|afternoon|evening|night))?|"
+    rf"(?:this|next)\s+(?:week|weekend|month|year)|(?:the\s+)?end\s+of\s+(?:the\s+)?(?:day|week|month|year|"
+    rf"quarter|{_MONTH})|{_MONTH}\s+{_ORDINAL}(?:,?\s+\d{{4}})?|{_ORDINAL}\s+(?:of\s+)?{_MONTH}(?:,?\s+\d{{4}})?|"
+    rf"the\s+\d{{1,2}}(?:st|nd|rd|th)|\d{{1,2}}(?::\d{{2}})?\s*(?:am|pm)|noon|midnight|\d{{4}}-\d{{2}}-\d{{2}}|"
+    rf"\d{{1,2}}/\d{{1,2}}(?:/\d{{2,4}})?)"
+)
+_DUE = caseless(rf"\b(?:by|before|no\s+later\s+than|due(?:\s+(?:on|by))?|until)\s+(?P<due>{DATE})\b")
+#: a deadline stated about a thing rather than as an action: "my tax return is due on April 30", "the deadline
+#: for the grant is March 3", "the slides have to be in by Thursday"
+_DEADLINE = caseless(
+    r"\b(?P<what>(?:(?:my|our|the|his|her|their|your|this|that)\s+)[^.!?;,]{2,50}?)\s+(?:is|are|'s)\s+"
+    rf"(?:(?:still|also|now)\s+)?due\s+(?:(?:on|by|at|before)\s+)?(?P<due>{DATE})\b"
+    r"|\bdeadline\s+(?:for|of|on)\s+(?P<what2>[^.!?;,]{2,50}?)\s+(?:is|was|'s)\s+(?:(?:on|at)\s+)?"
+    rf"(?P<due2>{DATE})\b"
+    r"|\b(?P<what3>(?:(?:my|our|the|his|her|their|this|that)\s+)[^.!?;,]{2,50}?)\s+(?:has|have|needs?)\s+to\s+be\s+"
+    rf"(?:done|finished|submitted|filed|sent|in|ready|signed|paid|booked)\s+(?:by|before)\s+(?P<due3>{DATE})\b"
 )
 #: "important" as a generic maxim ("it's important to …", "important to me") does not count.
 URGENT = caseless(
@@ -143,6 +163,19 @@ def find_tasks(sentence: str, owner: str) -> list[ExtractedEntity]:
                 due=due.group("due") if due else None,
             )
         )
+    return out
+
+
+def find_deadlines(sentence: str, owner: str) -> list[ExtractedEntity]:
+    """A deadline said of a thing ("my tax return is due on April 30"): an open task with its due date."""
+    out: list[ExtractedEntity] = []
+    for m in _DEADLINE.finditer(sentence):
+        what = next((m.group(g) for g in ("what", "what2", "what3") if m.group(g)), "").strip()
+        due = next((m.group(g) for g in ("due", "due2", "due3") if m.group(g)), "").strip()
+        if not what or not due or P.negated_before(sentence.lower(), m.start()):
+            continue
+        name = clip(f"{what} due {due}", 14)
+        out.append(entity_of(EntityType.TASK, name, sentence, description=name, owner=owner, status="open", due=due))
     return out
 
 

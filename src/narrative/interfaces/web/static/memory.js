@@ -55,7 +55,8 @@ const M = (() => {
     links.push(el("a", { href: `#/history/${id}`, "aria-label": `history of memory #${id}` }, "history"));
     // a search hit shows what answers (hit.text: the turns and passages no better hit shows); the editor
     // always starts from the memory's own text
-    const content = el("p", { class: "content" }, m.shown_text || m.content);
+    // a list shows each turn once (`text`: the turns no memory above it showed)
+    const content = el("p", { class: "content" }, m.shown_text || m.text || m.content);
     content.dataset.full = m.content;
     const edited = el("span", { class: "edited" }, m.user_edited ? " · edited by you" : "");
     const item = el("li", { class: "memory" }, content,

@@ -41,15 +41,26 @@
     const f = previewFields(p);
     $("preview").hidden = false;
     fill("preview-title", p.title ? `Memory from “${p.title}”` : `Memory from conversation #${p.conversation_id}`);
-    fill("preview-narrative", f.narrative);
-    if (p.user_edited) $("preview-narrative").append(el("span", { class: "muted" }, " (edited by you)"));
+    const restating = (id) => id == null ? null : el("span", { class: "muted" },
+      ` (it says no more than memory #${id}, what was said: confirming keeps that memory, no copy)`);
+    if (p.one_per_topic) { // two topics: one memory each, in its own storyline
+      fill("preview-narrative", el("ul", {}, ...p.parts.map((part) => el("li", {},
+        el("strong", {}, `${part.name}: `), part.narrative, restating(part.restates)))));
+    } else {
+      fill("preview-narrative", f.narrative);
+      if (p.user_edited) $("preview-narrative").append(el("span", { class: "muted" }, " (edited by you)"));
+      const note = restating(p.restates);
+      if (note) $("preview-narrative").append(note);
+    }
     const items = kept(p);
     fill("preview-entities", items.length ? items.map((e) => el("li", {}, entityText(e)))
       : [el("li", { class: "muted" }, "nothing extracted")]);
     fill("preview-deltas", f.deltas.length ? f.deltas.map((d) => el("li", {}, deltaText(d)))
       : [el("li", { class: "muted" }, "no new or resolved threads")]);
     const suggested = f.suggestion.storyline_id === f.destination;
-    fill("preview-destination", el("strong", {}, f.destinationName || M.storylineName(f.destination)),
+    if (p.one_per_topic) fill("preview-destination", "each memory to its topic's storyline ",
+      el("span", { class: "muted" }, "(Redirect, or Edit the text, to keep one memory)"));
+    else fill("preview-destination", el("strong", {}, f.destinationName || M.storylineName(f.destination)),
       suggested ? " (suggested)" : "", f.reason ? el("span", { class: "muted" }, ` — ${f.reason}`) : null,
       !suggested && f.suggestion.name ? el("span", { class: "muted" }, ` · suggested: ${f.suggestion.name}`) : null);
     for (const form of ["edit-form", "redirect-form", "split-form"]) $(form).hidden = true;

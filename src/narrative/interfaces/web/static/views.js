@@ -35,7 +35,8 @@
 
   async function loadStoryPage() {
     const page = await get(`/memories?storyline_id=${story.id}&limit=100&offset=${story.offset}`);
-    story.items = page.items.slice().reverse().concat(story.items); // oldest first
+    // oldest first; a memory an earlier one already shows (an overlapping exchange, a decision note) is folded
+    story.items = page.items.filter((m) => m.folded_into == null).reverse().concat(story.items);
     story.offset = page.next_offset ?? story.offset + page.items.length;
     $("storyline-earlier").hidden = page.next_offset === null;
     fill("storyline-memories", story.items.length ? story.items.map((m) => {

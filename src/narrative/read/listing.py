@@ -1,0 +1,61 @@
+"""A list of memories that shows each fact once (the memories list, a storyline's memories, the page).
+
+An exchange holds the turn it answers and the turn itself, so consecutive exchanges share a turn; a decision or
+research note is made from one turn an exchange also holds.  Listed as they are stored, a 20-message storyline
+would show most sentences twice.  Walking the list in its order (memories a person reviewed first), each memory
+shows only the messages no memory above it showed; one whose messages were all shown already is folded into the
+memory that showed the first of them (``folded_into``; that one names it in ``also``).  Summaries (reflections,
+closing memories) are always listed: they quote no single message.  Nothing is hidden from the API: a folded
+memory is still in the list, marked, so it can be opened, edited or deleted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from narrative.model import SUMMARY_STREAMS, MemoryItem
+from narrative.store.protocol import Store
+from narrative.text.lines import turn_line
+
+__all__ = ["Listed", "one_fact_once"]
+
+
+@dataclass
+class Listed:
+    """One memory of a list: the text it shows there and what it folds in (or which memory folds it in)."""
+
+    memory: MemoryItem
+    text: str
+    folded_into: int | None = None
+    also: list[int] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        memory = {f.name: getattr(self.memory, f.name) for f in fields(self.memory)}
+        return {**memory, "text": self.text, "folded_into": self.folded_into, "also": self.also}
+
+
+def one_fact_once(store: Store, user_id: str, memories: Sequence[MemoryItem]) -> list[Listed]:
+    """``memories`` in their order, each with the text it shows and what it folds in (see the module text)."""
+    listed = [Listed(m, m.content) for m in memories]
+    order = sorted(range(len(listed)), key=lambda i: (not memories[i].user_reviewed, i))
+    quoting = [m for m in memories if m.stream not in SUMMARY_STREAMS and len(m.message_ids) > 1]
+    wanted = sorted({i for m in quoting for i in m.message_ids})
+    said = {m.id: m for m in store.get_messages(user_id, wanted)} if wanted else {}
+    owner: dict[int, Listed] = {}
+    for index in order:
+        item = listed[index]
+        memory = item.memory
+        if memory.stream in SUMMARY_STREAMS or not memory.message_ids:
+            continue
+        new = [i for i in memory.message_ids if i not in owner]
+        if not new and not memory.user_reviewed:
+            holder = owner[memory.message_ids[0]]
+            item.folded_into = holder.memory.id
+            holder.also.append(memory.id)
+            continue
+        if len(new) < len(memory.message_ids) and all(i in said for i in new):
+            item.text = "\n".join(turn_line(said[i]) for i in new)
+        owner.update(dict.fromkeys(new, item))
+    return listed
