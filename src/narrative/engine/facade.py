@@ -290,9 +290,11 @@ class Memory:
         storyline_id: int | None = None,
         conversation_id: int | None = None,
         event_at: datetime | None = None,
+        metadata: Mapping[str, Any] | None = None,
         user: str | None = None,
     ) -> model.MemoryItem:
-        """Store one memory, stamped with the narrative active now, embedded when an embedder is set."""
+        """Store one memory, stamped with the narrative active now, embedded when an embedder is set;
+        ``metadata``: your own keys and JSON values (at most 64 keys, 16 KiB), for filters."""
         return self._memories.add_memory(
             content,
             stream=stream,
@@ -304,6 +306,7 @@ class Memory:
             storyline_id=storyline_id,
             conversation_id=conversation_id,
             event_at=event_at,
+            metadata=metadata,
             user=user,
         )
 
@@ -328,17 +331,26 @@ class Memory:
         conversation_id: int | None = None,
         limit: int = 50,
         offset: int = 0,
+        filters: Mapping[str, Any] | None = None,
+        current_only: bool = False,
         user: str | None = None,
     ) -> list[model.MemoryItem]:
-        """Memories newest first, optionally of one stream, storyline or conversation."""
+        """Memories newest first, optionally of one stream, storyline or conversation, matching ``filters``
+        (AND/OR/NOT over fields and metadata: docs/http.md, Filters); ``current_only``: not superseded."""
         return self._memories.list_memories(
             stream=stream,
             storyline_id=storyline_id,
             conversation_id=conversation_id,
             limit=limit,
             offset=offset,
+            filters=filters,
+            current_only=current_only,
             user=user,
         )
+
+    def count_memories(self, *, filters: Mapping[str, Any] | None = None, user: str | None = None) -> int:
+        """How many memories match ``filters`` (every memory of the user without)."""
+        return self._memories.count_memories(filters=filters, user=user)
 
     def restore_memory(self, memory_id: int, *, user: str | None = None) -> model.MemoryItem:
         """Make a memory a later statement superseded current again (undo a correction); returns it."""
@@ -353,9 +365,11 @@ class Memory:
         emotions: Sequence[str] | None = None,
         entities_to_remove: Iterable[int] = (),
         entities_to_add: Iterable[dict[str, Any]] = (),
+        metadata: Mapping[str, Any] | None = None,
         user: str | None = None,
     ) -> model.MemoryItem:
-        """Change a memory after the fact: text (the first edit keeps the original and marks it user_edited),"""
+        """Change a memory after the fact: text (the first edit keeps the original and marks it user_edited),
+        importance, emotions, metadata (replaced whole), entities; the history records the edit."""
         return self._memories.edit_memory(
             memory_id,
             content=content,
@@ -363,6 +377,7 @@ class Memory:
             emotions=emotions,
             entities_to_remove=entities_to_remove,
             entities_to_add=entities_to_add,
+            metadata=metadata,
             user=user,
         )
 
@@ -430,10 +445,11 @@ class Memory:
         min_score: float = 0.0,
         include_superseded: bool = False,
         as_of: datetime | None = None,
+        filters: Mapping[str, Any] | None = None,
         user: str | None = None,
     ) -> list[SearchHit]:
         """Hybrid search over this user's memories (what is current, unless ``include_superseded`` or ``as_of``
-        a past time); every hit carries ``why()``."""
+        a past time); every hit carries ``why()``.  ``filters``: AND/OR/NOT over fields and metadata."""
         return self._search.search(
             query,
             k,
@@ -450,6 +466,7 @@ class Memory:
             min_score=min_score,
             include_superseded=include_superseded,
             as_of=as_of,
+            filters=filters,
             user=user,
         )
 

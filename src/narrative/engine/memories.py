@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+from dataclasses import replace
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -10,11 +11,19 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from narrative import model
-from narrative.checks import require_choice, require_importance, require_text
+from narrative.checks import (
+    require_choice,
+    require_flag,
+    require_importance,
+    require_metadata,
+    require_positive,
+    require_text,
+)
 from narrative.engine.core import Runtime
 from narrative.errors import ValidationError
 from narrative.model import Narrative, Source, Stream
 from narrative.read import chain
+from narrative.store.filter_tree import parse_filters
 from narrative.store.filters import MemoryFilter
 from narrative.write import by_hand, narrate, supersede
 from narrative.write.history import history as events_of
@@ -50,6 +59,7 @@ class Memories:
         storyline_id: int | None = None,
         conversation_id: int | None = None,
         event_at: datetime | None = None,
+        metadata: Mapping[str, Any] | None = None,
         user: str | None = None,
     ) -> model.MemoryItem:
         """Store one memory, stamped with the narrative active now, embedded when an embedder is set."""
@@ -66,6 +76,7 @@ class Memories:
             storyline_id=storyline_id,
             conversation_id=conversation_id,
             event_at=event_at,
+            metadata=metadata,
         )
         return self._followed(user_id, by_hand.add_memories(self.rt.store, user_id, [memory], self._embedder()))[0]
 
@@ -110,6 +121,7 @@ class Memories:
         storyline_id: int | None = None,
         conversation_id: int | None = None,
         event_at: datetime | None = None,
+        metadata: Mapping[str, Any] | None = None,
     ) -> model.MemoryItem:
         if isinstance(emotions, str):
             emotions = [emotions]
@@ -129,6 +141,7 @@ class Memories:
             conversation_id=conversation_id,
             event_at=event_at,
             created_at=self.rt.clock(),
+            metadata={} if metadata is None else require_metadata(metadata),
         )
 
     def _embedder(self) -> by_hand.Embedder:
@@ -156,17 +169,36 @@ class Memories:
         conversation_id: int | None = None,
         limit: int = 50,
         offset: int = 0,
+        filters: Mapping[str, Any] | None = None,
+        current_only: bool = False,
         user: str | None = None,
     ) -> list[model.MemoryItem]:
-        """Memories newest first, optionally of one stream, storyline or conversation."""
-        where = MemoryFilter(
+        """Memories newest first, optionally of one stream, storyline or conversation, matching ``filters``
+        (:mod:`narrative.store.filter_tree`); ``current_only``: leave out what a later statement superseded."""
+        where = self.where(stream, storyline_id, conversation_id, filters, current_only=current_only)
+        paged = replace(where, limit=require_positive(limit, "limit"), offset=require_positive(offset, "offset", True))
+        return self.rt.store.list_memories(self.rt.user_id(user), paged)
+
+    def count_memories(self, *, filters: Mapping[str, Any] | None = None, user: str | None = None) -> int:
+        """How many memories match ``filters`` (all of the user's without)."""
+        return self.rt.store.count_memories(self.rt.user_id(user), self.where(None, None, None, filters))
+
+    @staticmethod
+    def where(
+        stream: str | None,
+        storyline_id: int | None,
+        conversation_id: int | None,
+        filters: Mapping[str, Any] | None,
+        *,
+        current_only: bool = False,
+    ) -> MemoryFilter:
+        return MemoryFilter(
             streams=None if stream is None else [require_choice(Stream, stream, "stream")],
             storyline_ids=None if storyline_id is None else [storyline_id],
             conversation_ids=None if conversation_id is None else [conversation_id],
-            limit=limit,
-            offset=offset,
+            match=parse_filters(filters),
+            current_only=require_flag(current_only, "current_only"),
         )
-        return self.rt.store.list_memories(self.rt.user_id(user), where)
 
     def restore_memory(self, memory_id: int, *, user: str | None = None) -> model.MemoryItem:
         """Make a superseded memory current again (undo a correction the detector made); nothing else changes."""
@@ -184,15 +216,16 @@ class Memories:
         emotions: Sequence[str] | None = None,
         entities_to_remove: Iterable[int] = (),
         entities_to_add: Iterable[dict[str, Any]] = (),
+        metadata: Mapping[str, Any] | None = None,
         user: str | None = None,
     ) -> model.MemoryItem:
         """Change a memory after the fact: text (the first edit keeps the original and marks it user_edited),
-        importance, emotions and its entities.
+        importance, emotions, metadata (replaced whole) and its entities.
 
         ``entities_to_add``: ``[{"type": "task", "name": "…", "data": {...}}]``.
         """
         user_id = self.rt.user_id(user)
-        changes = by_hand.memory_changes(self.rt.store, user_id, memory_id, content, importance, emotions)
+        changes = by_hand.memory_changes(self.rt.store, user_id, memory_id, content, importance, emotions, metadata)
         return by_hand.edit_memory(
             self.rt.store,
             user_id,
