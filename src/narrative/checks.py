@@ -127,7 +127,8 @@ def require_metadata(value: object, field: str = "metadata") -> dict[str, Any]:
             " memory's text or a message)",
             field=field,
         )
-    return json.loads(json.dumps(dict(value), ensure_ascii=False))
+    copied: dict[str, Any] = json.loads(json.dumps(dict(value), ensure_ascii=False))
+    return copied
 
 
 def _require_json(value: object, field: str, depth: int) -> None:
@@ -173,4 +174,5 @@ def carried_metadata(meta: Mapping[str, Any]) -> dict[str, Any]:
         except ValidationError:
             continue
         kept[key] = value
-    return json.loads(json.dumps(kept, ensure_ascii=False))
+    copied: dict[str, Any] = json.loads(json.dumps(kept, ensure_ascii=False))
+    return copied

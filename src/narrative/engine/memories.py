@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import inspect
-from dataclasses import replace
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 

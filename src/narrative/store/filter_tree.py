@@ -87,7 +87,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
     "metadata": OPERATORS,
 }
 _CHOICES: dict[str, type[StrEnum]] = {"stream": Stream, "source": Source, "entity_type": EntityType}
-_LOGICAL = {"AND": AllOf, "OR": AnyOf}
+_LOGICAL = ("AND", "OR")
 
 
 def parse_filters(value: object, field: str = "filters") -> Node | None:
@@ -125,7 +125,7 @@ def _node(value: object, where: str, depth: int) -> Node:
             if not items:
                 raise ValidationError(f"{here} must be a non-empty list of filters", field="filters")
             nodes = tuple(_node(x, f"{here}[{i}]", depth + 1) for i, x in enumerate(items))
-            parts.append(nodes[0] if len(nodes) == 1 else _LOGICAL[name](nodes))
+            parts.append(nodes[0] if len(nodes) == 1 else AllOf(nodes) if name == "AND" else AnyOf(nodes))
         elif name == "NOT":
             listed = item if isinstance(item, list) else [item]
             inner = [

@@ -23,7 +23,6 @@ from narrative.model import (
     Stream,
 )
 from narrative.store.filters import MemoryFilter
-from narrative.store.sqlite.filter_sql import tree_sql
 from narrative.store.sqlite.base import (
     SqliteBase,
     dumps,
@@ -35,6 +34,7 @@ from narrative.store.sqlite.base import (
     to_time,
     to_time_required,
 )
+from narrative.store.sqlite.filter_sql import tree_sql
 
 _DETAILS: dict[str, type[Any]] = {
     "conversation": ConversationDetails,
