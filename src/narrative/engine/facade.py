@@ -381,6 +381,13 @@ class Memory:
             user=user,
         )
 
+    def update_memories(
+        self, updates: Sequence[Mapping[str, Any]], *, user: str | None = None
+    ) -> list[model.MemoryItem]:
+        """Edit several memories at once (``[{"id": N, "content"?, "importance"?, "emotions"?, "metadata"?}]``),
+        in one transaction: all of them, or none when one is refused."""
+        return self._memories.update_memories(updates, user=user)
+
     def history(self, memory_id: int, *, user: str | None = None) -> list[model.MemoryEvent]:
         """Every change to a memory, oldest first: created, edited, confirmed, superseded, restored, deleted (each
         with its time, the text before and after, a detail); after a delete, its tombstone without text."""
@@ -538,6 +545,17 @@ class Memory:
     def delete_memory(self, memory_id: int, *, user: str | None = None) -> dict[str, int]:
         """Delete one memory with its entities, deltas, sources, vector and full-text entry."""
         return self._sovereignty.delete_memory(memory_id, user=user)
+
+    def delete_memories(
+        self,
+        memory_ids: Sequence[int] | None = None,
+        *,
+        filters: Mapping[str, Any] | None = None,
+        user: str | None = None,
+    ) -> dict[str, Any]:
+        """Delete several memories at once, by id or by ``filters`` (one of the two), all or none; returns the
+        counts and the ``ids`` deleted."""
+        return self._sovereignty.delete_memories(memory_ids, filters=filters, user=user)
 
     def delete_conversation(self, conversation_id: int, *, user: str | None = None) -> dict[str, int]:
         """Delete a conversation and what came only from it: messages, memories, links, entities, uses."""

@@ -237,6 +237,36 @@ class Memories:
             self.rt.clock(),
         )
 
+    def update_memories(
+        self, updates: Sequence[Mapping[str, Any]], *, user: str | None = None
+    ) -> list[model.MemoryItem]:
+        """Edit several memories in one transaction, each as :meth:`edit_memory` edits one (``{"id": N,
+        "content"?, "importance"?, "emotions"?, "metadata"?}``): all of them, or none when one is refused."""
+        user_id = self.rt.user_id(user)
+        if isinstance(updates, str | bytes | Mapping) or not isinstance(updates, Sequence) or not updates:
+            raise ValidationError("updates must be a non-empty list of {id, content?, ...} objects", field="updates")
+        plans: list[tuple[int, dict[str, Any]]] = []
+        for index, item in enumerate(updates):
+            where = f"updates[{index}]"
+            if not isinstance(item, Mapping):
+                raise ValidationError(f"{where} must be an object", field="updates")
+            unknown = sorted(set(map(str, item)) - _UPDATE_KEYS)
+            memory_id = item.get("id", item.get("memory_id"))
+            if unknown or isinstance(memory_id, bool) or not isinstance(memory_id, int):
+                said = f"unknown {', '.join(unknown)}" if unknown else "no id"
+                raise ValidationError(
+                    f"{where}: {said}; each update takes id and content, importance, emotions, metadata",
+                    field="updates",
+                )
+            changes = {k: item[k] for k in ("content", "importance", "emotions", "metadata") if k in item}
+            if not changes:
+                raise ValidationError(f"{where}: nothing to change for memory {memory_id}", field="updates")
+            plans.append((memory_id, changes))
+        if len({i for i, _ in plans}) != len(plans):
+            raise ValidationError("updates name a memory twice: merge its changes into one", field="updates")
+        with self.rt.store.transaction():
+            return [self.edit_memory(memory_id, **changes, user=user_id) for memory_id, changes in plans]
+
     def history(self, memory_id: int, *, user: str | None = None) -> list[model.MemoryEvent]:
         """Every change to a memory, oldest first; after a delete, its tombstone (kinds and times, no text)."""
         return events_of(self.rt.store, self.rt.user_id(user), memory_id)
@@ -295,5 +325,7 @@ class Memories:
         return self.rt.store.list_narratives(user_id, storyline_id=storyline_id, limit=limit, offset=offset)
 
 
+#: The keys an ``update_memories`` item may carry.
+_UPDATE_KEYS = frozenset({"id", "memory_id", "content", "importance", "emotions", "metadata"})
 #: The keys an ``add_memories`` item may carry (``add_memory``'s arguments).
 _ITEM_KEYS = frozenset(inspect.signature(Memories._new_memory).parameters) - {"self", "user_id"}
