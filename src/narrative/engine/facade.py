@@ -533,7 +533,8 @@ class Memory:
 
     # --- Sovereignty (sovereignty.py) --------------------------------------------------------------
     def export(self, format: str = "json", *, user: str | None = None) -> str:
-        """Everything of one user: ``json`` (lossless, re-importable) or ``markdown`` (readable)."""
+        """Everything of one user: ``json`` (lossless, re-importable) or ``markdown`` (readable); the memories
+        one a line: ``jsonl`` or ``csv`` (for spreadsheets and pipelines; docs/export-format.md)."""
         return self._sovereignty.export(format, user=user)
 
     def import_data(

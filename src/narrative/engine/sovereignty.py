@@ -27,6 +27,8 @@ from narrative.write import forget, restore
 class _Format(StrEnum):
     JSON = "json"
     MARKDOWN = "markdown"
+    JSONL = "jsonl"
+    CSV = "csv"
 
 
 class Sovereignty:
@@ -38,12 +40,17 @@ class Sovereignty:
     # --- export / import -------------------------------------------------------------------
 
     def export(self, format: str = "json", *, user: str | None = None) -> str:
-        """Everything of one user: ``json`` (lossless, re-importable) or ``markdown`` (readable)."""
+        """Everything of one user: ``json`` (lossless, re-importable) or ``markdown`` (readable); or the
+        memories alone, one a line: ``jsonl`` or ``csv`` (columns ``read.export.MEMORY_COLUMNS``)."""
         user_id = self.rt.user_id(user)
         kind = require_choice(_Format, format, "format")
-        if kind is _Format.JSON:
-            return export.export_json(self.rt.store, user_id)
-        return export.export_markdown(self.rt.store, user_id)
+        writers = {
+            _Format.JSON: export.export_json,
+            _Format.MARKDOWN: export.export_markdown,
+            _Format.JSONL: export.export_jsonl,
+            _Format.CSV: export.export_csv,
+        }
+        return writers[kind](self.rt.store, user_id)
 
     def import_data(
         self, text: str, *, user: str | None = None, progress: Callable[[int, int], None] | None = None
