@@ -17,6 +17,7 @@ services, each a plain class in its own module that receives the runtime and the
     Decisions      decisions.py       decision chains, the decision audit
     Research       research.py        consolidation, linked items, source popularity
     Followups      followups.py       what follows a write (Turns, Memories, Closing hand it their work)
+    Imports        imports.py         chat logs into a user (uses Conversations, Turns, Closing)
 
 Every public method below only hands the call to its service; the domain work is in ``write/`` and
 ``read/``.  ``@validated`` checks every public call's arguments first (``narrative.validate``).
@@ -37,6 +38,7 @@ from narrative.engine.conversations import Conversations
 from narrative.engine.core import Runtime
 from narrative.engine.decisions import Decisions
 from narrative.engine.followups import Followups
+from narrative.engine.imports import Imports
 from narrative.engine.keys import Keys
 from narrative.engine.maintenance import Maintenance
 from narrative.engine.memories import Memories
@@ -123,6 +125,7 @@ class Memory:
         self._sovereignty = Sovereignty(rt)
         self._context = Context(rt, self._conversations, self._search)
         self._closing = Closing(rt, self._turns, self._memories)
+        self._imports = Imports(rt, self._conversations, self._turns, self._closing)
 
     # --- the runtime --------------------------------------------------------------------------------
 
@@ -542,6 +545,19 @@ class Memory:
     ) -> dict[str, Any]:
         """Restore a JSON export into an empty user (refused otherwise), under fresh ids."""
         return self._sovereignty.import_data(text, user=user, progress=progress)
+
+    def import_chat(
+        self,
+        text: str,
+        format: str = "auto",
+        *,
+        user: str | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> dict[str, Any]:
+        """Import a chat log (``jsonl`` of messages, ChatGPT's or Claude's ``conversations.json``; ``auto`` tells
+        them apart) into this user, existing data kept: each conversation remembered turn by turn, then closed
+        and confirmed.  Checked whole first: a bad line is named and nothing is stored (docs/ingest.md)."""
+        return self._imports.import_chat(text, format, user=user, progress=progress)
 
     def delete_memory(self, memory_id: int, *, user: str | None = None) -> dict[str, int]:
         """Delete one memory with its entities, deltas, sources, vector and full-text entry."""

@@ -9,6 +9,7 @@ import click
 
 from narrative.interfaces.cli.common import Context, cli, json_option, pass_ctx
 from narrative.interfaces.cli.progress import progress
+from narrative.interfaces.cli.text import counted
 
 
 @cli.command(help="Export everything of the user: json (lossless, re-importable) or markdown (readable).")
@@ -33,18 +34,48 @@ def export(ctx: Context, fmt: str, output: Path | None) -> None:
     ctx.emit({"file": str(output), "format": fmt, "bytes": len(text.encode("utf-8"))}, f"exported {fmt} to {output}")
 
 
+IMPORT_FORMATS = ("auto", "narrative", "jsonl", "chatgpt", "claude")
+
+
 @cli.command(
-    "import", help="Restore a JSON export into an empty user (fresh ids, every row checked); '-' reads standard input."
+    "import",
+    help="Import a file ('-' reads standard input): a narrative JSON export restores an empty user (fresh ids, every"
+    " row checked); a chat log (JSONL of messages, ChatGPT's or Claude's conversations.json) is added to the"
+    " user's memory, conversation by conversation, through the write path.  --format auto tells them apart.",
 )
 @click.argument("source", type=click.Path(dir_okay=False, allow_dash=True))
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(IMPORT_FORMATS),
+    default="auto",
+    show_default=True,
+    help="What the file holds (docs/ingest.md).",
+)
 @json_option
 @pass_ctx
-def import_(ctx: Context, source: str) -> None:
+def import_(ctx: Context, source: str, fmt: str) -> None:
     text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
-    with progress("import", enabled=not ctx.as_json) as report_progress:  # drawn only when vectors are re-made
-        result = ctx.memory.import_data(text, progress=report_progress)
-    rows = sum(result["rows"].values())
-    ctx.emit(result, f"imported {rows} rows for {result['user']} (exported as {result['exported_user']})")
+    if fmt == "narrative" or (fmt == "auto" and _is_export(text)):
+        with progress("import", enabled=not ctx.as_json) as report_progress:  # drawn only when vectors are re-made
+            result = ctx.memory.import_data(text, progress=report_progress)
+        rows = sum(result["rows"].values())
+        ctx.emit(result, f"imported {rows} rows for {result['user']} (exported as {result['exported_user']})")
+        return
+    with progress("import", enabled=not ctx.as_json) as report_progress:
+        summary = ctx.memory.import_chat(text, fmt, progress=report_progress)
+    skipped = f", {summary['skipped']} skipped" if summary["skipped"] else ""
+    what = "a JSONL log" if summary["format"] == "jsonl" else f"a {summary['format']} export"
+    ctx.emit(
+        summary,
+        f"imported {counted(summary['conversations'], 'conversation')} ({counted(summary['messages'], 'message')}"
+        f"{skipped}) from {what}: {counted(summary['memories'], 'memory', 'memories')} for {ctx.memory.user}",
+    )
+
+
+def _is_export(text: str) -> bool:
+    """A narrative export names its format in its first lines."""
+    return text.lstrip().startswith("{") and '"format": "narrative-export"' in text[:4000]
 
 
 @cli.group(help="Delete a memory, a conversation, a storyline or a whole user; nothing is left behind.")

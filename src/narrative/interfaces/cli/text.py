@@ -23,3 +23,8 @@ def indented(text: str, indent: str) -> str:
     """``text`` with every line after the first indented, so it stays under the line it starts on."""
     lines = [line for line in text.splitlines() if line.strip()] or [""]
     return "\n".join([lines[0], *(indent + line.strip() for line in lines[1:])])
+
+
+def counted(count: int, word: str, plural: str | None = None) -> str:
+    """``1 message``, ``2 messages`` (``plural`` when adding an s is wrong: memory → memories)."""
+    return f"{count} {word if count == 1 else plural or word + 's'}"
