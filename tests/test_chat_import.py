@@ -41,7 +41,7 @@ def test_jsonl_into_a_user_that_has_data(mem: narrative.Memory) -> None:
     first, second = (mem.get_conversation(i) for i in summary["conversation_ids"])
     assert first.status.value == second.status.value == "archived" and second.title == "Seeds"
     assert first.started_at.isoformat().startswith("2025-09-01T08:00")
-    assert [m.content for m in mem.messages(first.id)][0] == "I want to plant garlic in October."
+    assert next(m.content for m in mem.messages(first.id)) == "I want to plant garlic in October."
     assert mem.search("garlic", filters={"metadata.source": "notes"})
     assert len(mem.list_conversations()) == 3  # the user's own conversation stays
 

@@ -88,10 +88,7 @@ def parse_chat_log(text: str, format: str = "auto") -> ChatLog:
         document = _json_document(text, required=format != "auto")
     if format == "auto":
         format = _detect(document)
-    if format == "jsonl":
-        log = _jsonl(text)
-    else:
-        log = _export(document, format)
+    log = _jsonl(text) if format == "jsonl" else _export(document, format)
     log.conversations = [c for c in log.conversations if c.turns]
     if not log.conversations:
         raise ValidationError("the chat log holds no message with text", field="text")
