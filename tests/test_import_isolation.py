@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 import narrative
@@ -65,6 +66,21 @@ def shorter_vector(doc: dict[str, Any], _alice: dict[str, Any]) -> None:
     row["vector"] = base64.b64encode(base64.b64decode(row["vector"])[:40]).decode()
 
 
+def nan_vector(doc: dict[str, Any], _alice: dict[str, Any]) -> None:
+    """One NaN in a vector of the right length (issue 24, F1: on SQLite it broke every user's search)."""
+    row = doc["tables"]["memory_vectors"][0]
+    values = np.frombuffer(base64.b64decode(row["vector"]), dtype="<f4").copy()
+    values[7] = np.nan
+    row["vector"] = base64.b64encode(values.tobytes()).decode()
+
+
+def infinite_vector(doc: dict[str, Any], _alice: dict[str, Any]) -> None:
+    row = doc["tables"]["memory_vectors"][-1]
+    values = np.frombuffer(base64.b64decode(row["vector"]), dtype="<f4").copy()
+    values[0] = -np.inf
+    row["vector"] = base64.b64encode(values.tobytes()).decode()
+
+
 def unknown_model_short_vector(doc: dict[str, Any], _alice: dict[str, Any]) -> None:
     row = doc["tables"]["memory_vectors"][0]
     row["model"], row["vector"] = "evil:3", base64.b64encode(b"\0" * 12).decode()
@@ -112,6 +128,8 @@ def bad_details(doc: dict[str, Any], _alice: dict[str, Any]) -> None:
 
 REFUSED: dict[str, Craft] = {
     "vector of the wrong length": shorter_vector,
+    "a NaN in a vector": nan_vector,
+    "an infinity in a vector": infinite_vector,
     "another user's conversation": foreign_conversation,
     "another user's message and memory in a source row": foreign_memory_source,
     "a use reference to a memory not in the export": foreign_use_reference,
@@ -205,3 +223,34 @@ def test_reindex_repairs_a_vector_of_the_wrong_length(tmp_path: Path) -> None:
         assert mem.reindex()["memories"] == 1
         assert mem.search("ferry island", mode="vector", user="bob", record=False)
         assert mem.search("lighthouse railing", mode="vector", record=False)[0].memory.id == kept.id
+
+
+def test_no_store_keeps_a_vector_that_is_not_finite(mem: narrative.Memory) -> None:
+    """Issue 24 (F1): the stores refuse NaN and infinite vectors, whoever writes them."""
+    kept = mem.add_memory("the lighthouse keeper painted the railing blue")
+    for bad in (np.nan, np.inf, -np.inf):
+        vector = np.ones(8, dtype=np.float32)
+        vector[3] = bad
+        with pytest.raises(narrative.ValidationError, match="finite"):
+            mem.store.put_memory_vectors("alice", "hashing-test:8", {kept.id: vector})
+        with pytest.raises(narrative.ValidationError, match="finite"):
+            mem.store.put_storyline_vector("alice", mem.your_story().id, "hashing-test:8", vector)
+    assert mem.store.memory_vector_models() == {}
+
+
+class NaNEmbedder:
+    """A broken embedder: every vector holds a NaN."""
+
+    identity, dims, batch_size = "broken:4", 4, 8
+
+    def embed_batch(self, texts: Any) -> np.ndarray:
+        return np.full((len(list(texts)), 4), np.nan, dtype=np.float32)
+
+
+def test_an_embedder_that_returns_nan_is_refused(db: str) -> None:
+    with narrative.Memory(db, user="alice", embedder=NaNEmbedder(), env={}) as mem:
+        with pytest.raises(narrative.NarrativeError):
+            mem.add_memory("the ferry leaves for the island on Friday")
+        with pytest.raises(narrative.ProviderError):
+            mem.search("ferry", mode="vector", record=False)
+        assert mem.store.count_rows("memory_vectors") == 0

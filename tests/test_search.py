@@ -531,3 +531,16 @@ def test_relative_time_words_are_not_matched_as_words(hmem: narrative.Memory, cl
     plain = {h.memory.id: h.bm25_score for h in hmem.search("what did we fix", 5, mode="keyword", record=False)}
     assert {h.memory.id: h.bm25_score for h in hits} == plain  # the words "last" and "week" were not asked for
     assert hits[0].why()["recency_to"] == "last week"
+
+
+def test_a_large_k_answers_alike_on_both_stores(db: str) -> None:
+    """Issue 24 (F9): ``search(k=501)`` asked PostgreSQL for hnsw.ef_search = 1002 (past its 1,000) and failed."""
+    with narrative.Memory(db, user="alice", embedder="hashing", env={}) as mem:
+        made = {mem.add_memory(f"note {i} about the garden and the bicycle").id for i in range(5)}
+        for k in (501, 1_000, 5_000):
+            for mode in ("vector", "hybrid"):
+                assert {h.memory.id for h in mem.search("garden bicycle", k, mode=mode, record=False)} == made
+        embedder = mem.embedder
+        assert embedder is not None
+        query = embedder.embed_batch(["garden"])[0]
+        assert len(mem.store.vector_search("alice", query, embedder.identity, k=100_000)) == 5

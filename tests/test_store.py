@@ -6,7 +6,9 @@ itself refuses, to its raw connection).
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import stat
 import threading
 import time
 from datetime import UTC, datetime, timedelta
@@ -38,6 +40,24 @@ def memory(user: str, content: str, seconds: int = 0) -> MemoryItem:
         importance=2,
         created_at=at(seconds),
     )
+
+
+def test_a_new_database_file_and_its_wal_are_readable_by_the_owner_only(tmp_path: Path) -> None:
+    """Issue 24 (item 11): files were created 0644 (with the usual umask), readable by every local user."""
+    previous = os.umask(0o022)
+    try:
+        path = tmp_path / "private.db"
+        store = SqliteStore(path)
+        store.ensure_user("alice", datetime(2026, 3, 2, tzinfo=UTC))
+        modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in tmp_path.iterdir()}
+        store.close()
+    finally:
+        os.umask(previous)
+    assert modes == {"private.db": 0o600, "private.db-wal": 0o600, "private.db-shm": 0o600}
+    shared = tmp_path / "shared.db"
+    shared.touch(mode=0o640)  # an existing file keeps the mode its owner gave it
+    SqliteStore(shared).close()
+    assert stat.S_IMODE(shared.stat().st_mode) == 0o640
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 import narrative
+from conftest import pg_server
 from http_server import Client, LiveServer
 from narrative.errors import NotFound, ValidationError
 from narrative.interfaces.http import create_app
@@ -199,3 +200,46 @@ def test_the_mcp_stdio_server_answers_requests_with_bad_text(tmp_path: Path) -> 
         process.stdin.close()
         process.wait(timeout=30)
         process.stdout.close()
+
+
+# --- one rule for NUL on both stores (issue 24, item 12) -------------------------------------------
+
+
+def test_nul_is_refused_alike_by_both_stores(mem: narrative.Memory) -> None:
+    """PostgreSQL cannot store U+0000 and SQLite could: an SQLite export holding one did not import into
+    PostgreSQL.  Now every entry point refuses it, on both stores, naming the field."""
+    for call, field in (
+        (lambda: mem.add_memory("the code is 12\x0034"), "content"),
+        (lambda: mem.remember("hello\x00"), "content"),
+        (lambda: mem.add_message("hi", speaker="Ana\x00"), "speaker"),
+        (lambda: mem.add_message("hi", meta={"note": "a\x00b"}), "meta.note"),
+        (lambda: mem.create_storyline("Garden\x00"), "name"),
+    ):
+        with pytest.raises(ValidationError, match="NUL") as refused:
+            call()
+        assert refused.value.field == field
+    assert mem.list_memories() == []
+
+
+def test_an_export_moves_between_the_stores_and_nul_is_refused_on_import(tmp_path: Path) -> None:
+    """An SQLite export imports into PostgreSQL and back; a NUL smuggled into an export is refused by both."""
+    server = pg_server()
+    url = server.fresh_schema()
+    try:
+        with narrative.Memory(tmp_path / "a.db", user="ana", embedder="none", env={}) as lite:
+            lite.remember("We planted the tomatoes — 🍅 — beside the shed.", speaker="Ana")
+            lite.add_memory("Ünïcödé, tabs\tand\nnew lines survive the trip")
+            exported = lite.export("json")
+            with narrative.Memory(url, user="ana", embedder="none", env={}) as pg:
+                pg.import_data(exported)
+                back = pg.export("json")
+                assert json.loads(back)["counts"] == json.loads(exported)["counts"]
+            lite.import_data(back, user="ana-again")
+            document = json.loads(exported)
+            document["tables"]["messages"][0]["content"] = "smuggled \x00 byte"
+            with narrative.Memory(url, user="ana", embedder="none", env={}) as pg:
+                for target in (lite, pg):
+                    with pytest.raises(ValidationError, match="NUL"):
+                        target.import_data(json.dumps(document), user="mallory")
+    finally:
+        server.release(url)

@@ -6,11 +6,14 @@ each argument (and everything inside it: lists, dicts, dataclasses such as ``Tur
 
 * an id (a parameter named ``id``, ``…_id`` or ``…_ids``): an ``int`` from 1 to 2**63 − 1, never a ``bool``;
 * any other integer: within SQLite's signed 64-bit range;
-* text: valid Unicode (no lone surrogates) and at most :data:`MAX_TEXT` characters, names and
+* text: valid Unicode (no lone surrogates, no NUL) and at most :data:`MAX_TEXT` characters, names and
   labels (``user``, ``speaker``, ``label``, …) at most :data:`MAX_NAME`;
 * a float: finite;
 * a datetime: from year :data:`MIN_YEAR` up to (not including) :data:`MAX_YEAR`;
-* a number of days (``days``, ``…_days``): from 0 to :data:`MAX_DAYS`.
+* a number of days (``days``, ``…_days``): from 0 to :data:`MAX_DAYS`;
+* of the type its annotation names (:func:`require_type`): ``search(since=date(2020, 1, 1))``,
+  ``create_api_key(label=None)`` or ``remember_many(["hello"])`` are refused by name, never answered with
+  a ``TypeError`` or ``AttributeError`` from deep inside.
 
 A refusal is a :class:`~narrative.errors.ValidationError` naming the argument; its message never
 repeats the offending text (it may not even be encodable).  The method-specific checks
@@ -19,11 +22,14 @@ repeats the offending text (it may not even be encodable).  The method-specific 
 
 from __future__ import annotations
 
+import collections.abc
 import dataclasses
 import functools
 import inspect
 import math
-from collections.abc import Callable, Mapping
+import types
+import typing
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, date, datetime
 from typing import Any, TypeVar
 
@@ -64,14 +70,19 @@ def require_id(value: object, field: str) -> int:
 
 
 def require_unicode(value: str, field: str) -> str:
-    """Text that can be stored and sent: no lone surrogates, no U+FFFE/U+FFFF (noncharacters; the MCP
-    stdio transport marks lone surrogates it received with U+FFFF)."""
+    """Text that can be stored and sent: no lone surrogates, no NUL (U+0000: PostgreSQL cannot store it, and one
+    rule holds for both stores), no U+FFFE/U+FFFF (noncharacters; the MCP stdio transport marks lone surrogates
+    it received with U+FFFF)."""
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as error:
         raise ValidationError(
             f"{field} is not valid Unicode (a lone surrogate at position {error.start})", field=field
         ) from None
+    if "\x00" in value:  # PostgreSQL cannot store it, so neither store takes it (an export moves between them)
+        raise ValidationError(
+            f"{field} holds a NUL character (U+0000) at position {value.index(chr(0))}: no store keeps it", field=field
+        )
     for mark in ("\uffff", "\ufffe"):
         if mark in value:
             raise ValidationError(
@@ -156,12 +167,108 @@ def check_argument(name: str, value: Any, depth: int = 0) -> None:
         check_value(value, name, max_text=limit, depth=depth)
 
 
+def require_type(value: Any, hint: Any, field: str) -> None:
+    """ValidationError unless ``value`` fits the type ``hint`` (a resolved annotation).
+
+    Builtins, ``X | None``, classes, ``Sequence[...]``, ``Iterable[...]``, ``Mapping[...]``, ``dict[...]``,
+    ``tuple[X, ...]`` and ``Callable`` are checked (the items of a list, tuple or set, never of a
+    generator: it would be used up); ``Any`` and ``object`` take anything.  A float parameter takes an int;
+    an int parameter never takes a bool.
+    """
+    if not _fits(value, hint):
+        raise ValidationError(f"{field} must be {describe(hint)}, got {type(value).__name__}", field=field)
+
+
+def _fits(value: Any, hint: Any) -> bool:
+    if hint is Any or hint is object:
+        return True
+    if hint is None or hint is type(None):
+        return value is None
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (types.UnionType, typing.Union):
+        return any(_fits(value, arm) for arm in args)
+    if hint is bool:
+        return isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if hint is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if origin is None:
+        return not isinstance(hint, type) or isinstance(value, hint)
+    if origin is collections.abc.Callable:
+        return callable(value)
+    if origin in (dict, collections.abc.Mapping):
+        return (
+            isinstance(value, Mapping) and all(_fits(k, args[0]) and _fits(v, args[1]) for k, v in value.items())
+            if len(args) == 2
+            else isinstance(value, Mapping)
+        )
+    if origin is tuple:
+        item = args[0] if len(args) == 2 and args[1] is Ellipsis else Any
+        return isinstance(value, list | tuple) and all(_fits(v, item) for v in value)
+    if origin in (list, collections.abc.Sequence, collections.abc.Iterable, set, frozenset):
+        kind = Sequence if origin in (list, collections.abc.Sequence) else Iterable
+        if not isinstance(value, kind) or isinstance(value, bytes | Mapping):
+            return False
+        if isinstance(value, str):
+            return bool(args) and args[0] is str  # a bare string is a sequence of strings only
+        concrete = isinstance(value, list | tuple | set | frozenset)
+        return not (args and concrete) or all(_fits(v, args[0]) for v in value)
+    return isinstance(value, origin) if isinstance(origin, type) else True
+
+
+def describe(hint: Any) -> str:
+    """A type for messages: ``an integer``, ``a list of text``, ``a datetime or null``."""
+    if hint is type(None) or hint is None:
+        return "null"
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (types.UnionType, typing.Union):
+        return " or ".join(describe(arm) for arm in args)
+    names = {str: "text", int: "an integer", float: "a number", bool: "true or false", datetime: "a datetime"}
+    if hint in names:
+        return names[hint]
+    if origin in (dict, collections.abc.Mapping):
+        return "a mapping"
+    if origin is collections.abc.Callable:
+        return "a function"
+    if origin in (list, tuple, set, frozenset, collections.abc.Sequence, collections.abc.Iterable):
+        return f"a list of {_plural(args[0])}" if args else "a list"
+    return f"a {getattr(hint, '__name__', str(hint))}"
+
+
+def _plural(hint: Any) -> str:
+    named = {str: "text", int: "integers", float: "numbers", bool: "booleans"}
+    if hint in named:
+        return named[hint]
+    return f"{hint.__name__} objects" if isinstance(hint, type) else describe(hint)
+
+
+def _resolved(method: Callable[..., Any], signature: inspect.Signature) -> dict[str, Any]:
+    """Each parameter's annotation as a type (names only imported for type checkers are left unchecked)."""
+    hints: dict[str, Any] = {}
+    for name, parameter in signature.parameters.items():
+        annotation = parameter.annotation
+        if annotation is inspect.Parameter.empty or parameter.kind is inspect.Parameter.VAR_KEYWORD:
+            continue
+        if isinstance(annotation, str):
+            try:
+                annotation = eval(annotation, method.__globals__)  # the method's own annotation, in its module
+            except (NameError, AttributeError, SyntaxError, TypeError):
+                continue
+        hints[name] = annotation
+    return hints
+
+
 def checked(method: Callable[..., Any]) -> Callable[..., Any]:
-    """Wrap one public method: its arguments are checked before it runs."""
+    """Wrap one public method: its arguments are checked (type, then value) before it runs."""
     signature = inspect.signature(method)
+    hints: dict[str, Any] | None = None
 
     @functools.wraps(method)
     def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        nonlocal hints
+        if hints is None:
+            hints = _resolved(method, signature)
         try:
             bound = signature.bind(self, *args, **kwargs)
         except TypeError as error:
@@ -171,10 +278,27 @@ def checked(method: Callable[..., Any]) -> Callable[..., Any]:
                 for key, item in value.items():
                     check_argument(key, item)
             else:
+                if name in hints:
+                    require_type(value, hints[name], name)
                 check_argument(name, value)
         return method(self, *args, **kwargs)
 
+    def check_keywords(values: Mapping[str, Any], taken: Iterable[str] = ()) -> None:
+        """Check keyword arguments meant for this method (another method's ``**filters``) by name and type."""
+        nonlocal hints
+        if hints is None:
+            hints = _resolved(method, signature)
+        for name, value in values.items():
+            parameter = signature.parameters.get(name)
+            keyword = (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+            if name == "self" or name in taken or parameter is None or parameter.kind not in keyword:
+                raise ValidationError(f"{method.__name__} takes no argument named {name[:60]!r}", field=name[:60])
+            if name in hints:
+                require_type(value, hints[name], name)
+            check_argument(name, value)
+
     call.__validated__ = True  # type: ignore[attr-defined]
+    call.check_keywords = check_keywords  # type: ignore[attr-defined]
     return call
 
 
@@ -189,4 +313,13 @@ def validated(cls: C) -> C:
     return cls
 
 
-__all__ = ["MAX_ID", "MAX_TEXT", "check_argument", "check_value", "checked", "require_id", "validated"]
+__all__ = [
+    "MAX_ID",
+    "MAX_TEXT",
+    "check_argument",
+    "check_value",
+    "checked",
+    "require_id",
+    "require_type",
+    "validated",
+]

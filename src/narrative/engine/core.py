@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from narrative.checks import require_user
 from narrative.config import Settings
+from narrative.errors import NotFound
 from narrative.store.protocol import Store
 from narrative.write import storylines
 
@@ -122,12 +123,27 @@ class Runtime:
         return self.settings.user
 
     def user_id(self, user: str | None) -> str:
-        """Resolve and validate the user; first sight creates the user and Your Story."""
+        """Resolve and validate the user; first sight creates the user and Your Story.
+
+        A user this memory has seen is looked up again (one indexed read): when another process deleted it
+        meanwhile, what is cached about it is dropped and the user is made again, as on first sight, instead
+        of every later call failing on the missing row until a restart.
+        """
         user_id = require_user(self.settings.user if user is None else user)
+        if user_id in self.known_users and not self._still_there(user_id):
+            log.info("user %r was deleted by another connection: starting it afresh", user_id)
+            self.forget_user(user_id, known=False)
         if user_id not in self.known_users:
             self.bootstrap_user(user_id)
             self.known_users.add(user_id)
         return user_id
+
+    def _still_there(self, user_id: str) -> bool:
+        try:
+            self.store.get_user(user_id)
+        except NotFound:
+            return False
+        return True
 
     def bootstrap_user(self, user_id: str) -> None:
         storylines.ensure_user(self.store, user_id, self.clock())
@@ -146,6 +162,7 @@ class Runtime:
         self.defaults.pop(user_id, None)
         if not known:
             self.known_users.discard(user_id)
+            self.message_vectors = None  # keyed by conversation id: a new user's ids may repeat the old ones
 
     def close(self) -> None:
         """Close the database connection."""

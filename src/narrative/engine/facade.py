@@ -20,16 +20,20 @@ services, each a plain class in its own module that receives the runtime and the
     Imports        imports.py         chat logs into a user (uses Conversations, Turns, Closing)
 
 Every public method below only hands the call to its service; the domain work is in ``write/`` and
-``read/``.  ``@validated`` checks every public call's arguments first (``narrative.validate``).
+``read/``.  ``@validated`` checks every public call's arguments first (``narrative.validate``): their types against
+the annotations below (so the names those use are imported at run time), then their values.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
+import numpy as np
+
+from narrative import model
 from narrative.config import Settings
 from narrative.engine.bindings import Bindings
 from narrative.engine.closing import Closing
@@ -46,17 +50,11 @@ from narrative.engine.research import Research
 from narrative.engine.searching import Search
 from narrative.engine.sovereignty import Sovereignty
 from narrative.engine.storylines import Storylines
-from narrative.engine.turns import Turns
+from narrative.engine.turns import Turn, Turns
 from narrative.store.protocol import Store
 from narrative.validate import validated
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
-
-    import numpy as np
-
-    from narrative import model
-    from narrative.engine.turns import Turn
     from narrative.model import (
         Binding,
         Conversation,
@@ -484,6 +482,7 @@ class Memory:
         self, query: str, k: int = 10, *, depth: int = 1, user: str | None = None, **filters: object
     ) -> list[tuple[SearchHit, chain.RecallChain]]:
         """Search, then open each hit into its recall chain (narrative, siblings, earlier links)."""
+        Memory.search.check_keywords(filters, taken=("query", "k", "user"))  # type: ignore[attr-defined]
         return self._search.recall(query, k, depth=depth, user=user, **filters)
 
     # --- Turns (turns.py) --------------------------------------------------------------------------
@@ -533,6 +532,10 @@ class Memory:
     def compact(self, *, keep_changes: int = 1_000) -> dict[str, int]:
         """Prune the memory change log to its newest ``keep_changes`` entries, merge the full-text"""
         return self._maintenance.compact(keep_changes=keep_changes)
+
+    def check(self) -> dict[str, Any]:
+        """Is the database whole (after a crash, say)?  Schema, pages, full-text, vectors, references, pending"""
+        return self._maintenance.check()
 
     # --- Sovereignty (sovereignty.py) --------------------------------------------------------------
     def export(self, format: str = "json", *, user: str | None = None) -> str:

@@ -20,6 +20,7 @@ from narrative.checks import require_positive, require_user
 from narrative.engine.core import Runtime
 from narrative.errors import ValidationError
 from narrative.read import vectors
+from narrative.store.opening import safe_name
 from narrative.write import reindex
 
 DEFAULT_BATCH = 256  # memories per transaction: an interrupted reindex keeps what it finished
@@ -92,6 +93,34 @@ class Maintenance:
             "search_blocked": status["search_blocked"],
         }
 
+    def check(self) -> dict[str, Any]:
+        """Is the database whole?  The store's checks (schema, pages, full-text, vectors, references, pending
+        turns: see ``narrative.store.sqlite.integrity``) and whether the current embedder can search every
+        memory.  ``ok`` is False when any finding is a ``problem``.  Reads only."""
+        findings = [*self.rt.store.check_integrity(), self._embedder_finding()]
+        problems = sum(f["status"] == "problem" for f in findings)
+        return {
+            "db": safe_name(self.rt.settings.db),
+            "backend": self.rt.store.backend,
+            "ok": problems == 0,
+            "problems": problems,
+            "checks": findings,
+        }
+
+    def _embedder_finding(self) -> dict[str, str]:
+        embedder = self.rt.embedder
+        if embedder is None:
+            return {"check": "embedder", "status": "skipped", "detail": "keyword-only memory (embedder 'none')"}
+        status = vectors.vector_status(self.rt.store, embedder.identity, None)
+        if status["reindex_needed"]:
+            reasons = "; ".join(status["reasons"]) or "some memories have no vector of the current embedder"
+            return {"check": "embedder", "status": "problem", "detail": f"{reasons} (run `narrative reindex`)"}
+        return {
+            "check": "embedder",
+            "status": "ok",
+            "detail": f"every memory has a vector of {embedder.identity}, so vector search reaches it",
+        }
+
     # --- internals ---------------------------------------------------------------------
 
     def _existing_user(self, user: str | None) -> str | None:
@@ -104,6 +133,7 @@ class Maintenance:
 
     def compact(self, *, keep_changes: int = 1_000) -> dict[str, int]:
         """Prune the memory change log to its newest ``keep_changes`` entries, merge the full-text
-        indexes and checkpoint the WAL (deletes do this by themselves; ``narrative compact``)."""
+        indexes, rebuild the SQLite file (VACUUM) and checkpoint the WAL (deletes do this by themselves;
+        ``narrative compact``)."""
         require_positive(keep_changes, "keep_changes", allow_zero=True)
         return self.rt.store.scrub_deleted(keep_changes)

@@ -7,6 +7,8 @@ Built on the official ``mcp`` SDK (2.x, ``MCPServer``).  The tools themselves li
   aliases, and a bad call is answered with one plain sentence (:mod:`narrative.interfaces.mcp_args`),
 * results go out as structure plus compact JSON text,
 * calls are serialised (one :class:`narrative.Memory`, one database connection, many worker threads),
+* over stdio every line gets an answer: lone surrogates are marked, and a line that is not a JSON-RPC message
+  is answered with a JSON-RPC error (:mod:`narrative.interfaces.mcp_stdio`),
 * a :class:`~narrative.errors.NarrativeError` comes back as a tool error result (``isError``) carrying the
   engine's message, and any other exception as a tool error too, logged with its traceback here —
   the server never goes down because of one bad call.
@@ -18,14 +20,10 @@ Built on the official ``mcp`` SDK (2.x, ``MCPServer``).  The tools themselves li
 from __future__ import annotations
 
 import functools
-import io
-import json
 import logging
-import re
-import sys
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, BinaryIO, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -36,6 +34,7 @@ from narrative.errors import NarrativeError, ValidationError
 from narrative.interfaces.mcp_agenda import AgendaTools
 from narrative.interfaces.mcp_args import Arguments, compact
 from narrative.interfaces.mcp_review import ReviewTools
+from narrative.interfaces.mcp_stdio import mark_surrogates, serve_stdio
 from narrative.interfaces.mcp_tools import NarrativeTools, ToolSpec, tool_specs
 
 if TYPE_CHECKING:
@@ -118,12 +117,9 @@ def serve(
     """Run the server until the client disconnects (stdio) or the process is stopped (http)."""
     server = build_server(memory)
     if transport == "stdio":
-        original = sys.stdin
-        sys.stdin = marked_stdin(original.buffer)  # requests with lone surrogates get an answer too
-        try:
-            server.run("stdio")
-        finally:
-            sys.stdin = original
+        import anyio
+
+        anyio.run(serve_stdio, server)  # every line gets an answer (lone surrogates, malformed requests)
     elif transport == "http":
         server.run("streamable-http", host=host, port=port, streamable_http_path=HTTP_PATH)
     else:
@@ -166,63 +162,6 @@ def run_workers(db: str, user: str, workers: int, host: str, port: int, embedder
     )
 
 
-class _MarkedLines(io.RawIOBase):
-    """The lines of a binary stream, each JSON message's lone surrogates replaced by U+FFFF.
-
-    The SDK's JSON parser rejects a ``\\ud800`` escape outright and the request is never answered;
-    marked with U+FFFF (a noncharacter the validation layer refuses) it reaches the tool and comes
-    back as a tool error naming the argument.
-    """
-
-    def __init__(self, source: BinaryIO) -> None:
-        super().__init__()
-        self._source = source
-        self._pending = b""
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        if not self._pending:
-            line = self._source.readline()
-            if not line:
-                return 0
-            self._pending = mark_surrogates(line)
-        size = min(len(buffer), len(self._pending))
-        buffer[:size] = self._pending[:size]
-        self._pending = self._pending[size:]
-        return size
-
-
-def marked_stdin(source: BinaryIO) -> io.TextIOWrapper:
-    return io.TextIOWrapper(io.BufferedReader(_MarkedLines(source)), encoding="utf-8", errors="replace")
-
-
-def mark_surrogates(line: bytes) -> bytes:
-    """One JSON-RPC line with every lone surrogate (escaped or not) replaced by U+FFFF."""
-    if b"\\ud" not in line.lower():
-        return line
-    try:
-        message = json.loads(line)
-    except ValueError:
-        return line
-    marked = _mark(message)
-    return line if marked == message else json.dumps(marked, ensure_ascii=False).encode("utf-8") + b"\n"
-
-
-def _mark(value: Any) -> Any:
-    if isinstance(value, str):
-        return _LONE_SURROGATE.sub("\uffff", value)
-    if isinstance(value, list):
-        return [_mark(v) for v in value]
-    if isinstance(value, dict):
-        return {_mark(k): _mark(v) for k, v in value.items()}
-    return value
-
-
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
 def _guarded(method: Callable[..., dict[str, Any]], name: str, lock: threading.Lock) -> Callable[..., Any]:
     """One call at a time; a compact result; engine errors become tool errors with the engine's message."""
 
@@ -260,4 +199,4 @@ def _version() -> str:
         return "0"
 
 
-__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "HTTP_PATH", "INSTRUCTIONS", "build_server", "serve"]
+__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "HTTP_PATH", "INSTRUCTIONS", "build_server", "mark_surrogates", "serve"]

@@ -83,7 +83,10 @@ def embed_one(embedder: Embedder, text: str) -> Vectors:
     """Embed a single text; a 1-D float32 vector of length ``embedder.dims``."""
     if not isinstance(text, str):
         raise ValidationError("text must be a string", field="text")
-    return np.asarray(embedder.embed_batch([text])[0], dtype=np.float32)
+    vector = np.asarray(embedder.embed_batch([text])[0], dtype=np.float32)
+    if not np.isfinite(vector).all():
+        raise ProviderError(f"the embedder {embedder.identity} returned a NaN or an infinite number")
+    return vector
 
 
 def _checked_texts(texts: Sequence[str]) -> list[str]:

@@ -18,6 +18,8 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
+import numpy as np
+
 from narrative.checks import require_metadata
 from narrative.errors import ValidationError
 from narrative.validate import MAX_YEAR, MIN_YEAR, require_unicode
@@ -255,14 +257,17 @@ def check_vectors(tables: Mapping[str, list[dict[str, Any]]], lengths: Mapping[s
             if not isinstance(model, str) or not model:
                 raise ValidationError(f"{where} names no embedding model", field=table)
             try:
-                size = len(base64.b64decode(str(row.get("vector", "")), validate=True))
+                raw = base64.b64decode(str(row.get("vector", "")), validate=True)
             except ValueError:
                 raise ValidationError(f"{where}: the vector is not base64", field=table) from None
+            size = len(raw)
             expected = lengths.get(model) or seen.get(model) or _identity_bytes(model)
             if size == 0 or size % 4 or (expected is not None and size != expected):
                 raise ValidationError(
                     f"{where}: a vector of {size // 4} numbers does not fit the embedder {model}", field=table
                 )
+            if not np.isfinite(np.frombuffer(raw, dtype="<f4")).all():
+                raise ValidationError(f"{where}: the vector holds a NaN or an infinite number", field=table)
             seen[model] = size
 
 

@@ -1,12 +1,29 @@
-"""Open the store a database name points at: a ``postgresql://`` URL or a SQLite file path."""
+"""Open the store a database name points at: a ``postgresql://`` URL or a SQLite file path.
+
+:func:`database_kind` says what is already there without changing it (no migration, no write), so a
+command that replaces or fills a database (``narrative demo``) can refuse one it did not make.
+"""
 
 from __future__ import annotations
 
+import re
+import sqlite3
 from pathlib import Path
+from urllib.parse import quote
 
+from narrative.errors import StoreError
 from narrative.store.protocol import Store
 
-__all__ = ["is_postgres_url", "open_store"]
+__all__ = ["DEMO_KEY", "database_kind", "is_postgres_url", "open_store", "safe_name"]
+
+#: The store_meta key ``narrative demo`` sets on a database it made.
+DEMO_KEY = "demo"
+_SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def safe_name(db: str | Path) -> str:
+    """The database's name for messages: a URL without its password."""
+    return re.sub(r"(://[^:/@]*):[^@]*@", r"\1:***@", str(db))
 
 
 def is_postgres_url(db: str | Path) -> bool:
@@ -22,3 +39,66 @@ def open_store(db: str | Path) -> Store:
     from narrative.store.sqlite import SqliteStore
 
     return SqliteStore(db)
+
+
+def database_kind(db: str | Path) -> str:
+    """What ``db`` holds, read without changing it:
+
+    ``missing``  no file (SQLite), or a PostgreSQL schema without narrative tables;
+    ``demo``     a database ``narrative demo`` made (marked in ``store_meta``);
+    ``empty``    a PostgreSQL narrative schema without any user;
+    ``data``     a narrative database with data (or, on SQLite, any narrative file not marked as a demo);
+    ``foreign``  something else: not a SQLite file, or a SQLite file of another program, or unreadable.
+    """
+    if is_postgres_url(db):
+        return _postgres_kind(str(db))
+    return _sqlite_kind(Path(db))
+
+
+def _sqlite_kind(path: Path) -> str:
+    if not path.exists():
+        return "missing"
+    if not path.is_file():
+        return "foreign"
+    try:
+        with path.open("rb") as file:
+            if file.read(len(_SQLITE_HEADER)) != _SQLITE_HEADER:
+                return "foreign"
+    except OSError:
+        return "foreign"
+    # read-only; without a -wal file every committed page is in the file itself, and ``immutable`` keeps SQLite
+    # from creating -wal and -shm files beside it
+    wal = Path(f"{path}-wal").exists()
+    uri = f"file:{quote(str(path.resolve()))}?{'mode=ro' if wal else 'immutable=1'}"
+    try:
+        conn = sqlite3.connect(uri, uri=True)
+    except sqlite3.Error:
+        return "foreign"
+    try:
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if "store_meta" in tables and conn.execute("SELECT 1 FROM store_meta WHERE key = ?", (DEMO_KEY,)).fetchone():
+            return "demo"
+        return "data" if "schema_migrations" in tables else "foreign"
+    except sqlite3.Error:
+        return "foreign"
+    finally:
+        conn.close()
+
+
+def _postgres_kind(url: str) -> str:
+    import psycopg
+
+    try:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("SET default_transaction_read_only = on")
+            found = conn.execute("SELECT to_regclass('users'), to_regclass('store_meta')").fetchone()
+            users, meta = found if found is not None else (None, None)
+            if meta is not None:
+                marked = conn.execute("SELECT 1 FROM store_meta WHERE key = %s", (DEMO_KEY,)).fetchone()
+                if marked:
+                    return "demo"
+            if users is None:
+                return "missing"
+            return "data" if conn.execute("SELECT 1 FROM users LIMIT 1").fetchone() else "empty"
+    except psycopg.Error as error:
+        raise StoreError(f"cannot read {safe_name(url)}: {error}") from error

@@ -415,6 +415,7 @@ def commit(
     started = time.perf_counter()
     cid = preview.conversation_id
     with store.transaction():
+        store.lock_user(user_id)  # the running links it seals are no other writer's to extend meanwhile
         lifecycle.begin_compressing(store, user_id, cid)
         messages = store.list_messages(user_id, conversation_id=cid)
         memories: list[MemoryItem] = []

@@ -42,6 +42,7 @@ def narrative_update(
     if missing:
         raise NotFound(f"memories not found: {missing}")
     with store.transaction():
+        store.lock_user(user_id)
         if storyline_id is not None:
             store.get_storyline(user_id, storyline_id)  # NotFound for another user's storyline
         if previous_narrative_id is not None:

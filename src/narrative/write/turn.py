@@ -210,6 +210,7 @@ class TurnWriter:
         alone = vector if routing_vector is None else routing_vector
         topic, routed = self._without_cue(message, extraction, alone)  # what the storyline may learn from
         with self.store.transaction():
+            self.store.lock_user(user_id)  # one writer per user at a time (other processes' too)
             previous = self._previous_message(message, previous, context)
             route = self._route(message, routed, topic, previous, defaults, your_story_id, context)
             storyline = self._apply_route(message, route, routed, topic, context)
@@ -708,6 +709,7 @@ class TurnWriter:
         if not messages:
             return end
         with self.store.transaction():
+            self.store.lock_user(user_id)
             touched = list(dict.fromkeys(m.storyline_id for m in messages if m.storyline_id is not None))
             for link in narrate.seal_open_links(self.store, user_id, touched, now, retell=self.assist is None):
                 end.sealed.append(link)

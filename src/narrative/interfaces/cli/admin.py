@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
+from typing import BinaryIO
 
 import click
 
+from narrative.errors import NotFound, ValidationError
 from narrative.interfaces.cli.common import Context, cli, json_option, pass_ctx
 from narrative.interfaces.cli.progress import progress
 from narrative.interfaces.cli.text import counted
+from narrative.validate import MAX_DOCUMENT
 
 
 @cli.command(help="Export everything of the user: json (lossless, re-importable) or markdown (readable).")
@@ -30,7 +34,8 @@ def export(ctx: Context, fmt: str, output: Path | None) -> None:
     if output is None:
         click.echo(text, nl=False)
         return
-    output.write_text(text, encoding="utf-8")
+    with os.fdopen(os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w", encoding="utf-8") as file:
+        file.write(text)  # a new export file is readable by its owner only, as the database is
     ctx.emit({"file": str(output), "format": fmt, "bytes": len(text.encode("utf-8"))}, f"exported {fmt} to {output}")
 
 
@@ -55,7 +60,7 @@ IMPORT_FORMATS = ("auto", "narrative", "jsonl", "chatgpt", "claude")
 @json_option
 @pass_ctx
 def import_(ctx: Context, source: str, fmt: str) -> None:
-    text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
+    text = read_export(source, chat=fmt != "narrative")
     if fmt == "narrative" or (fmt == "auto" and _is_export(text)):
         with progress("import", enabled=not ctx.as_json) as report_progress:  # drawn only when vectors are re-made
             result = ctx.memory.import_data(text, progress=report_progress)
@@ -76,6 +81,56 @@ def import_(ctx: Context, source: str, fmt: str) -> None:
 def _is_export(text: str) -> bool:
     """A narrative export names its format in its first lines."""
     return text.lstrip().startswith("{") and '"format": "narrative-export"' in text[:4000]
+
+
+#: What ``import`` reads at most (the validation layer's limit for an export, in bytes); read in chunks.
+MAX_EXPORT_BYTES = MAX_DOCUMENT
+CHUNK = 1 << 20
+
+
+def read_export(source: str, *, chat: bool = False) -> str:
+    """The text of an export file (or standard input for ``-``), refused early and by name when it cannot be one:
+    missing, a folder, unreadable, binary (a NUL byte, or not starting with ``{``), not UTF-8, or larger than
+    :data:`MAX_EXPORT_BYTES` (it is read in chunks and never past that, so ``/dev/zero`` is refused at once).
+    ``chat``: a chat log may be read too (JSONL, or an export's JSON array: it may start with ``[``)."""
+    if source == "-":
+        return _read_bounded(sys.stdin.buffer, "standard input", chat)
+    path = Path(source)
+    if not path.exists():
+        raise NotFound(
+            f"no file at {source} (give the path of a JSON export made by `narrative export`, or a chat log)"
+        )
+    if path.is_dir():
+        raise ValidationError(f"{source} is a folder, not an export file", field="source")
+    try:
+        with path.open("rb") as file:
+            return _read_bounded(file, source, chat)
+    except OSError as error:
+        raise ValidationError(f"cannot read {source}: {error.strerror or error}", field="source") from None
+
+
+def _read_bounded(stream: BinaryIO, name: str, chat: bool = False) -> str:
+    chunks: list[bytes] = []
+    size = 0
+    starts = (b"{", b"[") if chat else (b"{",)
+    while chunk := stream.read(CHUNK):
+        if not chunks and not chunk.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(starts):
+            said = (
+                "a JSON export or a chat log (JSON or JSONL)" if chat else "a JSON export (an export starts with '{')"
+            )
+            raise ValidationError(f"{name} is not {said}", field="source")
+        if b"\0" in chunk:
+            raise ValidationError(f"{name} is binary, not a JSON export (it holds NUL bytes)", field="source")
+        size += len(chunk)
+        if size > MAX_EXPORT_BYTES:
+            raise ValidationError(f"{name} is larger than {MAX_EXPORT_BYTES:,} bytes: not an export", field="source")
+        chunks.append(chunk)
+    if not chunks:
+        raise ValidationError(f"{name} is empty, not a JSON export", field="source")
+    try:
+        return b"".join(chunks).decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise ValidationError(f"{name} is not UTF-8 text (byte {error.start})", field="source") from None
 
 
 @cli.group(help="Delete a memory, a conversation, a storyline or a whole user; nothing is left behind.")

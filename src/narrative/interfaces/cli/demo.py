@@ -2,34 +2,48 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
+import os
+import shlex
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from narrative import demo as sample_data
-from narrative.engine import Memory
+from narrative.engine.demo_target import DEFAULT_DEMO_DB, open_demo, shown
 from narrative.interfaces.cli.common import Context, cli, json_option, pass_ctx
 from narrative.interfaces.cli.text import clip
 
+if TYPE_CHECKING:
+    from narrative.engine import Memory
 
-@cli.command(help="Load a bundled sample conversation into a fresh database and print what the engine knows.")
-@click.option("--fresh/--keep", default=True, show_default=True, help="Delete the demo database first.")
+
+@cli.command(
+    help=f"Load a bundled sample conversation into a demo database (default {DEFAULT_DEMO_DB}) and print what the"
+    " engine knows.  It only ever writes to a new file or one an earlier demo made: any other database is refused."
+)
+@click.option(
+    "--fresh/--keep",
+    default=True,
+    show_default=True,
+    help="Replace a database an earlier demo made (--keep loads the sample into it again); never any other file.",
+)
 @click.option("--query", default="why SQLite instead of Firebase", show_default=True, help="A search to show.")
 @json_option
 @pass_ctx
 def demo(ctx: Context, fresh: bool, query: str) -> None:
-    db = Path(ctx.db or "narrative-demo.db")
-    if fresh:
-        for suffix in ("", "-wal", "-shm"):
-            Path(f"{db}{suffix}").unlink(missing_ok=True)
+    db = ctx.db or DEFAULT_DEMO_DB
+    named_by = "NARRATIVE_DB" if ctx.db is not None and os.environ.get("NARRATIVE_DB") == ctx.db else "--db"
     data = sample_data.sample()
+    user = ctx.user or data["user"]
     overrides: dict[str, Any] = {"embedder": ctx.embedder} if ctx.embedder else {}
-    with Memory(db, user=ctx.user or data["user"], **overrides) as mem:
+    with open_demo(db, user=user, fresh=fresh, named_by=named_by, **overrides) as mem:
         made = sample_data.load(mem, data, recent=True)
         report: dict[str, Any] = {
-            "db": str(db),
+            "db": shown(db),
+            "user": user,
+            "sample": {"title": data["title"], "speaker": data["user"], "assistant": data["assistant"]},
             "loaded": made,
+            "next": _next_commands(db, user, query),
             "conversations": mem.list_conversations(),
             "storylines": mem.list_storylines() if hasattr(mem, "list_storylines") else [],
             "memories": mem.list_memories(limit=12),
@@ -44,7 +58,14 @@ def demo(ctx: Context, fresh: bool, query: str) -> None:
 def _text(report: dict[str, Any]) -> str:
     from narrative.interfaces.serialize import hit_dict
 
-    lines = [f"Loaded the sample into {report['db']}.", "", "Conversations:"]
+    sample = report["sample"]
+    lines = [
+        f"Loaded the bundled sample ({sample['title']}: {len(report['loaded']['conversations'])} conversations between"
+        f" {sample['speaker'].title()} and the assistant {sample['assistant']}) as user {report['user']!r} into"
+        f" {report['db']}, a demo database (`narrative demo` may replace it; it never touches any other file).",
+        "",
+        "Conversations:",
+    ]
     for c in report["conversations"]:
         lines.append(f"  #{c.id} {c.title!r}: {c.status.value}, {c.message_count} messages")
     if report["storylines"]:
@@ -67,7 +88,19 @@ def _text(report: dict[str, Any]) -> str:
         lines.append(f"  #{h['memory_id']} {clip(h['text'], 110)}\n      why: {h['why']['summary']}")
     lines += _agenda_text(report)
     lines += ["", "The greeting a new session would start with:", report["greeting"]]
+    lines += ["", "Next, try (this demo's file and user):", *(f"  {command}" for command in report["next"])]
     return "\n".join(lines)
+
+
+def _next_commands(db: str, user: str, query: str) -> list[str]:
+    """Commands that read the demo's data, with its --db and --user spelled out (an env var may name others)."""
+    base = f"narrative --db {shlex.quote(shown(db))} --user {shlex.quote(user)}"
+    return [
+        f"{base} search {shlex.quote(query)}",
+        f"{base} context 'where was I with the garden app?'",
+        f"{base} narratives --all",
+        f"{base} serve    # the review page and the HTTP API",
+    ]
 
 
 def _agenda(mem: Memory) -> dict[str, Any]:

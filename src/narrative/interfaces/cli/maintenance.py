@@ -70,9 +70,9 @@ def reindex(ctx: Context, batch_size: int | None, force: bool) -> None:
 
 
 @cli.command(
-    help="Prune the memory change log (keeping the newest --keep entries), merge the full-text indexes "
-    "and checkpoint the WAL.  Deletes do this by themselves; run it after heavy writing to keep "
-    "the file small."
+    help="Prune the memory change log (keeping the newest --keep entries), merge the full-text indexes, "
+    "rebuild the SQLite file (VACUUM: no copy of deleted text stays in it) and checkpoint the WAL.  Deletes do "
+    "this by themselves; run it after heavy writing to keep the file small."
 )
 @click.option(
     "--keep", type=click.IntRange(min=0), default=1_000, show_default=True, help="Change-log entries to keep."
@@ -85,7 +85,9 @@ def compact(ctx: Context, keep: int) -> None:
         report,
         lambda: (
             f"pruned {report['pruned_changes']} change-log entries; full-text indexes merged;"
-            " WAL checkpointed" + (" (busy: other connections still read it)" if report["checkpoint_busy"] else "")
+            + (" file rebuilt (VACUUM);" if report.get("vacuumed") else "")
+            + " WAL checkpointed"
+            + (" (busy: other connections still read it)" if report["checkpoint_busy"] else "")
         ),
     )
 
@@ -107,3 +109,40 @@ def migrate(ctx: Context) -> None:
         "new": newly,
     }
     ctx.emit(report, lambda: f"{report['backend']} schema up to date: {', '.join(report['applied'])}")
+
+
+@cli.command(
+    help="Check that the database is whole (after a crash, say): the schema against the migrations, pages and "
+    "indexes against their rows, full-text indexes against the text, vectors against memories, no orphan rows, "
+    "turns left unprocessed.  Reads only; exits with 1 when it finds a problem."
+)
+@json_option
+@pass_ctx
+def check(ctx: Context) -> None:
+    report = ctx.existing(user=False).check()
+    ctx.emit(report, lambda: _check_text(report))
+    if not report["ok"]:
+        raise SystemExit(1)
+
+
+def _check_text(report: dict[str, Any]) -> str:
+    lines = [f"narrative check: {report['db']} ({report['backend']})"]
+    for item in report["checks"]:
+        status = "PROBLEM" if item["status"] == "problem" else item["status"]
+        lines.append(f"  {status:<8} {item['check']:<11} {item['detail']}")
+    count = report["problems"]
+    lines.append("no problem found" if count == 0 else f"{count} problem{'s' if count > 1 else ''} found")
+    return "\n".join(lines)
+
+
+@cli.command(
+    "process-pending",
+    help="Finish the turns of the user that were stored but never processed (a crash mid-turn, a failed LLM "
+    "call): route, extract and narrate them now.  `narrative check` lists who has any.",
+)
+@json_option
+@pass_ctx
+def process_pending(ctx: Context) -> None:
+    results = ctx.existing(user=True).process_pending()
+    done = [r.message.id for r in results]
+    ctx.emit({"processed": len(done), "message_ids": done}, f"processed {len(done)} pending messages")

@@ -57,6 +57,13 @@ def mcp_command(ctx: Context, transport: str, host: str, port: int, workers: int
     memory = ctx.memory
     where = f"{memory.settings.db} (user {memory.user})"
     if transport == "http":
+        if not _loopback(host):
+            click.echo(
+                f"warning: listening on {host}, not loopback, and MCP over HTTP has no authentication: anyone who"
+                f" can reach port {port} can read and change this memory. Keep --host 127.0.0.1, or put an"
+                " authenticating proxy with TLS in front of it.",
+                err=True,
+            )
         click.echo(f"narrative MCP server for {where} on http://{host}:{port}{HTTP_PATH}", err=True)
     if workers > 1:
         if not memory.settings.db.startswith(("postgresql://", "postgres://")):
@@ -68,6 +75,18 @@ def mcp_command(ctx: Context, transport: str, host: str, port: int, workers: int
         run_workers(db, user, workers, host=host, port=port, embedder=ctx.embedder)
         return
     serve(memory, transport="http" if transport == "http" else "stdio", host=host, port=port)
+
+
+def _loopback(host: str) -> bool:
+    """Whether ``host`` is a loopback interface (``localhost``, 127.0.0.0/8, ``::1``)."""
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 # --- HTTP API and review page (narrative serve, narrative keys) -------------------------------------

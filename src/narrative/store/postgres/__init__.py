@@ -11,6 +11,7 @@ immutable) and cascading foreign keys (deletes leave nothing behind).
 
 from __future__ import annotations
 
+from narrative.store.postgres.integrity import PostgresIntegrity
 from narrative.store.postgres.portability import PostgresPortability
 from narrative.store.postgres.rows import PostgresRows
 from narrative.store.postgres.search import PostgresSearch
@@ -18,6 +19,7 @@ from narrative.store.sqlite.bindings import BindingRows
 from narrative.store.sqlite.conversations import ConversationRows
 from narrative.store.sqlite.entities import EntityRows
 from narrative.store.sqlite.events import MemoryEventRows
+from narrative.store.sqlite.integrity import IntegrityRows
 from narrative.store.sqlite.links import LinkRows
 from narrative.store.sqlite.memories import MemoryRows
 from narrative.store.sqlite.narratives import NarrativeRows
@@ -32,6 +34,7 @@ class PostgresStore(  # type: ignore[misc]  # the PostgreSQL base replaces the S
     PostgresSearch,
     PostgresRows,
     PostgresPortability,
+    PostgresIntegrity,
     ConversationRows,
     MemoryRows,
     MemoryEventRows,
@@ -42,6 +45,7 @@ class PostgresStore(  # type: ignore[misc]  # the PostgreSQL base replaces the S
     BindingRows,
     LinkRows,
     PortabilityRows,
+    IntegrityRows,
 ):
     """Every concept's rows in one PostgreSQL database.  See :class:`narrative.store.protocol.Store`."""
 

@@ -52,6 +52,7 @@ ID_TABLES = frozenset(
     }
 )
 MIGRATION_LOCK = 7_246_161  # advisory lock key: one process migrates at a time
+USER_LOCK = 7_246_163  # advisory lock class (with the user's hash): one writer per user at a time
 
 
 class Row(tuple[Any, ...]):
@@ -320,6 +321,14 @@ class PostgresBase:
             except psycopg.Error:
                 pass
             raise translate_error(error) from error
+
+    def lock_user(self, user_id: str) -> None:
+        """Serialise this user's writers until the transaction ends (a transaction-scoped advisory lock keyed
+        by the user's name), so two processes never interleave inside one user's write path: one sealing a
+        narrative link while the other extends it.  Other users' writers do not wait."""
+        if not self.in_transaction:
+            raise StoreError("lock_user is taken inside a transaction")
+        self._run("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (USER_LOCK, user_id))
 
     def _rolled_back(self) -> None:
         """Called after any rollback (of a transaction or a savepoint): in-process caches resync here."""

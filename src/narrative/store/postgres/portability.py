@@ -103,7 +103,7 @@ class PostgresPortability(PostgresBase):
         if self.in_transaction:
             raise StoreError("scrub_deleted runs after the delete has committed")
         self.catch_up_keywords()
-        return {"pruned_changes": self.prune_memory_changes(keep_changes), "checkpoint_busy": 0}
+        return {"pruned_changes": self.prune_memory_changes(keep_changes), "vacuumed": 0, "checkpoint_busy": 0}
 
     def catch_up_keywords(self) -> None:
         """Apply the change log to this process's keyword index (see PostgresSearch)."""

@@ -12,16 +12,16 @@ from narrative.errors import StoreError
 from narrative.model import Message, Narrative
 from narrative.store.keyword_index import KeywordIndex, query_terms
 from narrative.store.postgres.base import PostgresBase
-from narrative.store.sqlite.base import placeholders
+from narrative.store.sqlite.base import finite_vector, placeholders
 from narrative.store.sqlite.conversations import _message
 from narrative.store.sqlite.narratives import _narrative
 
 
 def vector_value(vector: Any) -> np.ndarray:
-    """A flat float32 array from a numpy array or a pgvector ``Vector``."""
+    """A flat float32 array of finite numbers from a numpy array or a pgvector ``Vector`` (else ValidationError)."""
     if hasattr(vector, "to_numpy"):
         vector = vector.to_numpy()
-    return np.asarray(vector, dtype=np.float32).reshape(-1)
+    return finite_vector(vector)
 
 
 def rank_texts(user_id: str, rows: Iterable[tuple[int, str]], query: str, limit: int) -> list[tuple[int, float]]:

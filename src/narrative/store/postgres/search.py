@@ -30,6 +30,8 @@ from narrative.store.sqlite.base import placeholders
 HNSW_DIMS = 384
 #: Candidates the HNSW scan keeps (pgvector's ef_search); iterative scans go on until ``k`` rows pass the filter.
 EF_SEARCH = 400
+#: pgvector's largest ef_search: a larger ``k`` still gets ``k`` rows (the iterative scan goes on past ef_search).
+EF_SEARCH_MAX = 1000
 #: Up to this many candidate vectors (a user's, or those a filter allows) the search is exact, as in the SQLite
 #: store's index: a scan of the user's rows by key is fast there, and an HNSW graph shared by many users
 #: loses recall on a small user's share of it.
@@ -332,7 +334,7 @@ class PostgresSearch(PostgresBase):
         )
         params = [vector, user_id, model, *([ids] if ids is not None else []), vector, k]
         with self.transaction():
-            self._exec(f"SET LOCAL hnsw.ef_search = {max(EF_SEARCH, k)}")
+            self._exec(f"SET LOCAL hnsw.ef_search = {min(max(EF_SEARCH, k), EF_SEARCH_MAX)}")
             self._exec("SET LOCAL hnsw.iterative_scan = strict_order")
             rows = self._all(sql, params)
         return [(int(r[0]), float(r[1])) for r in rows]

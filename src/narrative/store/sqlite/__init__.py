@@ -29,6 +29,7 @@ from narrative.store.sqlite.bindings import BindingRows
 from narrative.store.sqlite.conversations import ConversationRows
 from narrative.store.sqlite.entities import EntityRows
 from narrative.store.sqlite.events import MemoryEventRows
+from narrative.store.sqlite.integrity import IntegrityRows
 from narrative.store.sqlite.links import LinkRows
 from narrative.store.sqlite.memories import MemoryRows
 from narrative.store.sqlite.narratives import NarrativeRows
@@ -51,6 +52,7 @@ class SqliteStore(
     BindingRows,
     LinkRows,
     PortabilityRows,
+    IntegrityRows,
 ):
     """Every concept's rows in one file.  See :class:`narrative.store.protocol.Store`."""
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import sqlite3
 import threading
@@ -12,6 +13,8 @@ from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from narrative.errors import ConversationAlreadyActive, SealedNarrative, StoreError, ValidationError
 
@@ -43,8 +46,32 @@ def loads(value: str | None, default: Any = None) -> Any:
     return default if value is None else json.loads(value)
 
 
+def finite_vector(vector: Any) -> np.ndarray:
+    """A flat float32 array of finite numbers (a NaN or an infinity would poison every search), or ValidationError."""
+    values = np.asarray(vector, dtype=np.float32).reshape(-1)
+    if values.size == 0 or not np.isfinite(values).all():
+        raise ValidationError("a vector must hold finite numbers (no NaN or infinity)", field="vector")
+    return values
+
+
+def vector_blob(vector: Any) -> bytes:
+    """A vector as the float32 bytes the file stores, refused unless every number is finite."""
+    return finite_vector(vector).tobytes()
+
+
 def placeholders(values: Sequence[Any]) -> str:
     return ",".join("?" for _ in values)
+
+
+def _create_private(path: str) -> None:
+    """Create a new database file readable by its owner only (0600): SQLite gives its -wal and -shm files the
+    same mode.  An existing file keeps the mode it has."""
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        pass
+    except OSError as error:
+        raise StoreError(f"cannot create {path}: {error.strerror or error}") from error
 
 
 def migration_names() -> list[str]:
@@ -69,6 +96,7 @@ class SqliteBase:
         self.path = str(path)
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            _create_private(self.path)
         self._lock = threading.RLock()
         self._depth = 0
         try:
@@ -180,6 +208,12 @@ class SqliteBase:
                     self.conn.execute("ROLLBACK")
                 raise
 
+    def lock_user(self, user_id: str) -> None:
+        """Serialise this user's writers until the transaction ends: on SQLite every write transaction
+        (``BEGIN IMMEDIATE``) already holds the file's one write lock, so there is nothing more to take."""
+        if not self.conn.in_transaction:
+            raise StoreError("lock_user is taken inside a transaction")
+
     def _rolled_back(self) -> None:
         """Called after any rollback (of a transaction or a savepoint): in-process caches resync here."""
 
@@ -229,6 +263,21 @@ class SqliteBase:
         else:
             row = self._one(f"SELECT COUNT(*) FROM {table} WHERE user_id = ?", (user_id,))
         return int(row[0]) if row else 0
+
+    # --- facts about the database itself (store_meta) ----------------------------------
+
+    def get_meta(self, key: str) -> str | None:
+        """A value about the database itself (not about a user), e.g. ``demo``; None when unset."""
+        row = self._one("SELECT value FROM store_meta WHERE key = ?", (key,))
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self.transaction():
+            self._exec(
+                "INSERT INTO store_meta(key, value) VALUES (?, ?)"
+                " ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (key, value),
+            )
 
 
 def _split_sql(sql: str) -> list[str]:

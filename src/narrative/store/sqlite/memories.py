@@ -33,6 +33,7 @@ from narrative.store.sqlite.base import (
     to_text,
     to_time,
     to_time_required,
+    vector_blob,
 )
 from narrative.store.sqlite.filter_sql import tree_sql
 
@@ -418,7 +419,7 @@ class MemoryRows(SqliteBase):
                 self._exec(
                     "INSERT OR REPLACE INTO memory_vectors(memory_id, user_id, model, vector)"
                     " SELECT id, user_id, ?, ? FROM memories WHERE id = ? AND user_id = ?",
-                    (model, np.asarray(vector, dtype=np.float32).tobytes(), memory_id, user_id),
+                    (model, vector_blob(vector), memory_id, user_id),
                 )
 
     def vectors_by_id(self, user_id: str, model: str, memory_ids: Iterable[int]) -> dict[int, np.ndarray]:

@@ -15,7 +15,7 @@ import numpy as np
 
 from narrative.errors import NotFound
 from narrative.model import Conflict, MemoryItem, Passage
-from narrative.store.sqlite.base import SqliteBase, placeholders, to_text, to_time, to_time_required
+from narrative.store.sqlite.base import SqliteBase, placeholders, to_text, to_time, to_time_required, vector_blob
 
 _CHUNK = 500
 
@@ -170,7 +170,7 @@ class PassageRows(SqliteBase):
                 self._exec(
                     "INSERT OR REPLACE INTO passage_vectors(passage_id, user_id, model, vector)"
                     " SELECT id, user_id, ?, ? FROM passages WHERE id = ? AND user_id = ?",
-                    (model, np.asarray(vector, dtype=np.float32).tobytes(), passage_id, user_id),
+                    (model, vector_blob(vector), passage_id, user_id),
                 )
 
     def passage_vectors_by_id(self, user_id: str, model: str, passage_ids: Iterable[int]) -> dict[int, np.ndarray]:

@@ -339,9 +339,12 @@ class PortabilityRows(SqliteBase):
     def scrub_deleted(self, keep_changes: int = KEEP_CHANGES) -> dict[str, int]:
         """After a delete: leave no trace of deleted text in the file's bytes.
 
-        Merges every full-text index into one segment (``optimize``: the segments that still held
-        deleted terms are freed, and ``secure_delete`` zeroes freed pages), prunes the change log
-        and checkpoints the WAL into the main file, truncating it.  Outside any transaction.
+        Merges every full-text index into one segment (``optimize``), prunes the change log, rebuilds
+        the file (``VACUUM``) and checkpoints the WAL into the main file, truncating it.  Outside any
+        transaction.  ``secure_delete`` alone is not enough: it zeroes deleted cells and freed pages,
+        but when SQLite rebalances a b-tree page it rewrites the page without clearing its unused
+        middle, so a copy of a cell that moved to a sibling page (an FTS5 segment, a row) stays there
+        after the cell itself is deleted.  Only rebuilding the file removes those copies.
         """
         if self.conn.in_transaction:
             raise StoreError("scrub_deleted runs after the delete has committed")
@@ -349,8 +352,19 @@ class PortabilityRows(SqliteBase):
             for table in FTS_TABLES:
                 self._exec(f"INSERT INTO {table}({table}) VALUES ('optimize')")
             pruned = self.prune_memory_changes(keep_changes)
+            vacuumed = self._vacuum()
             row = self._one("PRAGMA wal_checkpoint(TRUNCATE)")
-        return {"pruned_changes": pruned, "checkpoint_busy": int(row[0]) if row else 0}
+        return {"pruned_changes": pruned, "vacuumed": vacuumed, "checkpoint_busy": int(row[0]) if row else 0}
+
+    def _vacuum(self) -> int:
+        """1 when the file was rebuilt; 0 when another connection's write kept it busy past the timeout."""
+        try:
+            self._exec("VACUUM")
+        except StoreError as error:
+            if "locked" in str(error) or "busy" in str(error):
+                return 0
+            raise
+        return 1
 
     def prune_memory_changes(self, keep: int = KEEP_CHANGES) -> int:
         """Drop all but the newest ``keep`` entries of the change log; returns how many went.

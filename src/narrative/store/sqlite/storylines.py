@@ -24,6 +24,7 @@ from narrative.store.sqlite.base import (
     to_text,
     to_time,
     to_time_required,
+    vector_blob,
 )
 
 
@@ -165,7 +166,7 @@ class StorylineRows(SqliteBase):
         self._exec(
             "INSERT OR REPLACE INTO storyline_vectors(storyline_id, user_id, model, vector)"
             " SELECT id, user_id, ?, ? FROM storylines WHERE id = ? AND user_id = ?",
-            (model, np.asarray(vector, dtype=np.float32).tobytes(), storyline_id, user_id),
+            (model, vector_blob(vector), storyline_id, user_id),
         )
 
     def storyline_vector(self, user_id: str, storyline_id: int, model: str) -> np.ndarray | None:
