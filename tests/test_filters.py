@@ -123,7 +123,7 @@ def test_turn_meta_is_the_metadata_of_its_memories(mem: narrative.Memory) -> Non
         ({"metadata": {"bad key": 1}}, "metadata key"),
         ({"metadata.tags": {"in": []}}, "list of 1 to"),
         ({"time": {"gte": "last tuesday"}}, "ISO 8601"),
-        ([{"stream": "fact"}], "must be an object"),
+        ([{"stream": "fact"}], "filters must be a"),
     ],
 )
 def test_a_bad_filter_is_refused_saying_what_is_allowed(mem: narrative.Memory, bad: Any, said: str) -> None:
