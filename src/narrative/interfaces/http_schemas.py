@@ -150,7 +150,7 @@ class MemoryHistory(Closed):
 
 
 class SearchHit(Closed):
-    memory_id: int
+    id: int = Field(description="The memory's id (a hit is a memory with its score and why).")
     content: str
     text: str = Field(description="What to show a reader: the memory's text, or the turns of it no better hit shows.")
     shown_message_ids: list[int] = Field(description="The source messages this hit shows (none for a summary).")

@@ -195,10 +195,10 @@ class NarrativeTools:
 
         Call it when you need facts, decisions or history about something. Every hit says why it was returned
         (keyword rank, vector rank, recency). Reading only: nothing is recorded (get_context records a use).
-        Returns {query, hits: [{memory_id, content, stream, score, why, chain, ...}]}.
+        Returns {query, items: [{id, content, text, stream, score, why, chain, ...}]}.
         """
         pairs = self.memory.recall(query, k, depth=depth, record=False)
-        return {"query": query, "hits": [{**hit_dict(hit), "chain": plain(chain)} for hit, chain in pairs]}
+        return {"query": query, "items": [{**hit_dict(hit), "chain": plain(chain)} for hit, chain in pairs]}
 
     @tool(destructive=False)
     def get_context(
@@ -344,7 +344,7 @@ class NarrativeTools:
         ``conflicts``.  Each hit says why it was returned. Use recall instead when you also want each hit's
         narrative thread.
         An unknown storyline_id is an error.
-        Returns {query, hits: [{memory_id, content, stream, importance, storyline_id, score, why, ...}]}.
+        Returns {query, items: [{id, content, text, stream, importance, storyline_id, score, why, ...}]}.
         """
         if your_story_only:
             if storyline_id is not None:
@@ -360,7 +360,7 @@ class NarrativeTools:
             min_score=min_score,
             include_superseded=include_superseded,
         )
-        return {"query": query, "hits": [hit_dict(h) for h in hits]}
+        return {"query": query, "items": [hit_dict(h) for h in hits]}
 
     @tool(read_only=True)
     def get_your_story(

@@ -12,7 +12,7 @@ import click
 from narrative.errors import NotFound, ValidationError
 from narrative.interfaces.cli.common import Context, cli, json_option, pass_ctx
 from narrative.interfaces.cli.progress import progress
-from narrative.interfaces.cli.text import counted
+from narrative.interfaces.cli.text import counted, deleted_counts
 from narrative.validate import MAX_DOCUMENT
 
 
@@ -154,7 +154,7 @@ _YES = click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 def delete_memory(ctx: Context, memory_id: int, yes: bool) -> None:
     _confirmed(yes, f"memory #{memory_id}")
     result = ctx.reading.delete_memory(memory_id)
-    ctx.emit(result, f"deleted memory #{memory_id}: {result}")
+    ctx.emit(result, f"deleted memory #{memory_id}: {deleted_counts(result)}")
 
 
 @delete.command("conversation", help="Delete a conversation and everything that came only from it.")
@@ -165,7 +165,7 @@ def delete_memory(ctx: Context, memory_id: int, yes: bool) -> None:
 def delete_conversation(ctx: Context, conversation_id: int, yes: bool) -> None:
     _confirmed(yes, f"conversation #{conversation_id} and what came only from it")
     result = ctx.reading.delete_conversation(conversation_id)
-    ctx.emit(result, f"deleted conversation #{conversation_id}: {result}")
+    ctx.emit(result, f"deleted conversation #{conversation_id}: {deleted_counts(result)}")
 
 
 @delete.command("storyline", help="Delete a storyline; its memories move to Your Story unless --with-memories.")
@@ -177,15 +177,20 @@ def delete_conversation(ctx: Context, conversation_id: int, yes: bool) -> None:
 def delete_storyline(ctx: Context, storyline_id: int, with_memories: bool, yes: bool) -> None:
     _confirmed(yes, f"storyline #{storyline_id}" + (" with its memories" if with_memories else ""))
     result = ctx.reading.delete_storyline(storyline_id, move_to_your_story=not with_memories)
-    ctx.emit(result, f"deleted storyline #{storyline_id}: {result}")
+    ctx.emit(result, f"deleted storyline #{storyline_id}: {deleted_counts(result)}")
 
 
-@delete.command("user", help="Delete a user and every row they own.")
-@click.argument("user_id")
+@delete.command("user", help="Delete a user and every row they own (USER_ID, else the user --user names).")
+@click.argument("user_id", required=False)
 @_YES
 @json_option
 @pass_ctx
-def delete_user(ctx: Context, user_id: str, yes: bool) -> None:
-    _confirmed(yes, f"user {user_id!r} and all their memory")
-    result = ctx.existing(user=False).delete_user(user_id)
-    ctx.emit(result, f"deleted user {user_id}: {result['deleted']}")
+def delete_user(ctx: Context, user_id: str | None, yes: bool) -> None:
+    if user_id is None and ctx.user is None:
+        raise click.UsageError("name the user to delete: `narrative delete user NAME` (or --user NAME)")
+    if user_id is not None and ctx.user_given and user_id != ctx.user:
+        raise click.UsageError(f"USER_ID {user_id!r} and --user {ctx.user!r} name different users: give one")
+    who = user_id or str(ctx.user)
+    _confirmed(yes, f"user {who!r} and all their memory")
+    result = ctx.existing(user=False).delete_user(who)
+    ctx.emit(result, f"deleted user {who}: {deleted_counts(result['deleted'])}")

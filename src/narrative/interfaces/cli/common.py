@@ -31,6 +31,7 @@ class Context:
     as_json: bool
     embedder: str | None
     llm: dict[str, Any] = field(default_factory=dict)
+    user_given: bool = False  # --user was on the command line (not only NARRATIVE_USER)
     _memory: Memory | None = None
 
     @property
@@ -173,7 +174,8 @@ def cli(
         "llm_api_key": llm_key,
         "llm_timeout_s": llm_timeout,
     }
-    ctx.obj = Context(db=db, user=user, as_json=as_json, embedder=embedder, llm=llm)
+    given = ctx.get_parameter_source("user") is click.core.ParameterSource.COMMANDLINE
+    ctx.obj = Context(db=db, user=user, as_json=as_json, embedder=embedder, llm=llm, user_given=given)
     CURRENT[:] = [ctx.obj]
     ctx.call_on_close(lambda: ctx.obj._memory.close() if ctx.obj._memory is not None else None)
 
@@ -185,6 +187,8 @@ def _setter(attribute: str) -> Callable[[click.Context, click.Parameter, Any], N
     def store(ctx: click.Context, _param: click.Parameter, value: Any) -> None:
         if value:
             setattr(ctx.find_object(Context), attribute, value)
+            if attribute == "user":
+                setattr(ctx.find_object(Context), "user_given", True)  # noqa: B010
 
     return store
 

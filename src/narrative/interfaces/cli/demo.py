@@ -85,7 +85,7 @@ def _text(report: dict[str, Any]) -> str:
     lines += ["", f"Search: {search['query']!r}"]
     for hit in search["hits"]:
         h = hit_dict(hit)
-        lines.append(f"  #{h['memory_id']} {clip(h['text'], 110)}\n      why: {h['why']['summary']}")
+        lines.append(f"  #{h['id']} {clip(h['text'], 110)}\n      why: {h['why']['summary']}")
     lines += _agenda_text(report)
     lines += ["", "The greeting a new session would start with:", report["greeting"]]
     lines += ["", "Next, try (this demo's file and user):", *(f"  {command}" for command in report["next"])]
