@@ -109,6 +109,20 @@ class ApiKey(Closed):
     fingerprint: str = Field(description="The first 12 hex digits of the stored SHA-256 digest.")
 
 
+class BatchDeleted(Closed):
+    deleted: list[int] = Field(description="The ids of the memories deleted.")
+    result: dict[str, Any] = Field(description="What went with them: memories, narratives, uses, reopened_entities.")
+
+
+class ChatImport(Closed):
+    format: str = Field(description="jsonl, chatgpt or claude (what auto found).")
+    conversations: int
+    messages: int
+    memories: int
+    skipped: int = Field(description="Empty or hidden messages of an export, left out.")
+    conversation_ids: list[int]
+
+
 class Revoked(Closed):
     user: str
     revoked: int = Field(description="The id of the revoked key.")

@@ -43,6 +43,14 @@ class Context:
         return self._memory
 
     @property
+    def serving(self) -> Memory:
+        """The memory for a server of every user (``serve``): created when missing, without a note about the
+        default user (the server answers each key's own user)."""
+        if self._memory is None:
+            self._memory = self._open()
+        return self._memory
+
+    @property
     def reading(self) -> Memory:
         """The memory for a read command: refused (NotFound) when the file or the user does not exist, so
         reading creates nothing; a user without data in a file that holds others' is named on stderr."""

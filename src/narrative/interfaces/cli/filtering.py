@@ -30,17 +30,41 @@ def filter_options(f: F) -> F:
     """``--filter``, ``--metadata``, ``--source``, ``--entity-type``, ``--since``, ``--until`` (all must hold)."""
     for option in reversed(
         [
-            click.option("--filter", "filter_json", default=None, metavar="JSON", help="A filter in JSON (AND/OR/NOT"
-                         " over stream, source, storyline_id, importance, time, metadata…; docs/http.md)."),
+            click.option(
+                "--filter",
+                "filter_json",
+                default=None,
+                metavar="JSON",
+                help="A filter in JSON (AND/OR/NOT"
+                " over stream, source, storyline_id, importance, time, metadata…; docs/http.md).",
+            ),
             metadata_option("Only memories whose metadata KEY equals VALUE (repeatable)."),
-            click.option("--source", "sources", multiple=True, help="Only these sources (repeatable).",
-                         type=click.Choice(["conversation", "agent", "extraction", "narrative", "reflection"])),
-            click.option("--entity-type", "entity_types", multiple=True, metavar="TYPE",
-                         help="Only memories carrying an entity of this type, e.g. task (repeatable)."),
-            click.option("--since", type=click.DateTime(formats=TIME_FORMATS), default=None,
-                         help="Only memories of this time or later (UTC), e.g. 2026-03-01."),
-            click.option("--until", type=click.DateTime(formats=TIME_FORMATS), default=None,
-                         help="Only memories of this time or earlier (UTC)."),
+            click.option(
+                "--source",
+                "sources",
+                multiple=True,
+                help="Only these sources (repeatable).",
+                type=click.Choice(["conversation", "agent", "extraction", "narrative", "reflection"]),
+            ),
+            click.option(
+                "--entity-type",
+                "entity_types",
+                multiple=True,
+                metavar="TYPE",
+                help="Only memories carrying an entity of this type, e.g. task (repeatable).",
+            ),
+            click.option(
+                "--since",
+                type=click.DateTime(formats=TIME_FORMATS),
+                default=None,
+                help="Only memories of this time or later (UTC), e.g. 2026-03-01.",
+            ),
+            click.option(
+                "--until",
+                type=click.DateTime(formats=TIME_FORMATS),
+                default=None,
+                help="Only memories of this time or earlier (UTC).",
+            ),
         ]
     ):
         f = option(f)

@@ -143,7 +143,9 @@ def add_memory(
     " recorded unless --record."
 )
 @click.argument("query")
-@click.option("-k", "--limit", "k", default=10, show_default=True, type=click.IntRange(1, 100), help="How many results.")
+@click.option(
+    "-k", "--limit", "k", default=10, show_default=True, type=click.IntRange(1, 100), help="How many results."
+)
 @click.option("--mode", default="hybrid", type=click.Choice(["hybrid", "keyword", "vector"]), show_default=True)
 @click.option("--stream", "streams", multiple=True, help="Only these streams (repeatable).")
 @click.option("--storyline", "storyline_id", type=int, default=None, help="Only this storyline.")
@@ -264,8 +266,10 @@ def _details(m: MemoryItem, storyline: str | None) -> str:
     """A memory in full: its text, then each field that says something."""
     lines = [_memory_line(m)]
     when = m.event_at or m.created_at
-    lines.append(f"  time: {when:%Y-%m-%d %H:%M}" + (f" (stored {m.created_at:%Y-%m-%d %H:%M})" if m.event_at and
-                                                        m.event_at != m.created_at else ""))
+    lines.append(
+        f"  time: {when:%Y-%m-%d %H:%M}"
+        + (f" (stored {m.created_at:%Y-%m-%d %H:%M})" if m.event_at and m.event_at != m.created_at else "")
+    )
     lines.append(f"  source: {m.source.value}")
     if storyline is not None:
         lines.append(f"  storyline: #{m.storyline_id} {storyline}")
