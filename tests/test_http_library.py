@@ -97,7 +97,7 @@ def test_chat_import_and_row_exports(alice: Client) -> None:
     assert first["id"] and first["metadata"] == {"imported_from": "chatgpt"}
     table = alice.get(f"{API}/export?format=csv")
     assert table.headers["content-type"].startswith("text/csv")
-    assert list(csv.DictReader(io.StringIO(table.raw.decode())))[0]["id"] == str(first["id"])
+    assert next(iter(csv.DictReader(io.StringIO(table.raw.decode()))))["id"] == str(first["id"])
 
 
 def test_unknown_query_parameters_are_refused(alice: Client) -> None:

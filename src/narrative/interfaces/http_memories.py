@@ -39,9 +39,9 @@ Depth = Annotated[int | None, Query(ge=1, le=1000)]
 Filters = Annotated[
     str | None,
     Query(
-        description='A filter in JSON (mem0\'s grammar): {"metadata.project": "garden"}, {"AND": [{"stream": "decision"},'
-        ' {"importance": {"gte": 4}}]}, {"OR": [...]}, {"NOT": {...}}; operators eq, ne, gt, gte, lt, lte, in, nin,'
-        " contains, icontains, exists (docs/http.md, Filters).",
+        description='A filter in JSON (mem0\'s grammar): {"metadata.project": "garden"},'
+        ' {"AND": [{"stream": "decision"}, {"importance": {"gte": 4}}]}, {"OR": [...]}, {"NOT": {...}};'
+        " operators eq, ne, gt, gte, lt, lte, in, nin, contains, icontains, exists (docs/http.md, Filters).",
         max_length=20_000,
     ),
 ]
