@@ -57,6 +57,7 @@ TALKING_ROCK = {
     "get_memory_influence_chain",
 }
 HISTORY = {"get_memory_history", "restore_memory"}
+CORE = {"add_memory", "get_memory", "list_memories", "update_memory", "delete_memories"}
 EVERYDAY = {"remember", "recall", "get_context", "greet", "list_storylines", "walk_narrative"}
 REVIEW = {"edit_memory_preview", "redirect_memory", "split_memory", "resolve_thread", "record_outcome", "forget_memory"}
 AGENDA = {
@@ -73,7 +74,7 @@ AGENDA = {
     "open_linked",
     "get_popular_sources",
 }
-ALL_TOOLS = KOSHI | TALKING_ROCK | EVERYDAY | REVIEW | HISTORY | AGENDA
+ALL_TOOLS = KOSHI | TALKING_ROCK | EVERYDAY | REVIEW | HISTORY | AGENDA | CORE
 READ_ONLY = {
     "list_bindings",
     "get_stale_goals",
@@ -95,6 +96,8 @@ READ_ONLY = {
     "explain_classification",
     "get_memory_influence_chain",
     "get_memory_history",
+    "get_memory",
+    "list_memories",
 }
 
 
@@ -185,7 +188,8 @@ def test_the_cli_runs_as_a_module_and_documents_mcp() -> None:
 
 
 def test_the_mcp_modules_talk_to_the_engine_only() -> None:
-    for name in ("mcp.py", "mcp_tools.py", "mcp_agenda.py", "cli/serving.py"):
+    for name in ("mcp.py", "mcp_tools.py", "mcp_agenda.py", "mcp_core.py", "mcp_context.py", "mcp_outputs.py",
+                 "cli/serving.py"):
         tree = ast.parse((SRC / name).read_text("utf-8"))
         imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
         imported |= {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
@@ -200,6 +204,7 @@ def test_list_tools_shows_every_tool_with_a_description_and_a_schema(server: Dri
         assert "Returns" in t.description, name
         assert t.input_schema["type"] == "object", name
         assert t.output_schema is not None and t.output_schema["type"] == "object", name
+        assert t.output_schema.get("properties"), f"{name}: its output schema names its fields"
         assert t.annotations is not None and bool(t.annotations.read_only_hint) == (name in READ_ONLY), name
     update = tools["narrative_update"].input_schema
     assert update["required"] == ["summary"]

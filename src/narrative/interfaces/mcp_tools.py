@@ -183,11 +183,11 @@ class NarrativeTools:
         result = self.memory.remember(text, role, speaker=speaker)
         return {**plain_dict(result), "summary": result.describe()}
 
-    @tool(read_only=True)
+    @tool(read_only=True, aliases={"k": "limit"})
     def recall(
         self,
         query: Query,
-        k: Annotated[int, Field(ge=1, le=100, description="How many memories.")] = 10,
+        limit: Annotated[int, Field(ge=1, le=100, description="How many memories.")] = 10,
         depth: Annotated[int, Field(ge=0, le=10, description="Earlier narrative links to include per hit.")] = 1,
     ) -> dict[str, Any]:
         """Hybrid search (keywords + meaning) over everything remembered, each hit opened into its recall chain:
@@ -197,7 +197,7 @@ class NarrativeTools:
         (keyword rank, vector rank, recency). Reading only: nothing is recorded (get_context records a use).
         Returns {query, items: [{id, content, text, stream, score, why, chain, ...}]}.
         """
-        pairs = self.memory.recall(query, k, depth=depth, record=False)
+        pairs = self.memory.recall(query, limit, depth=depth, record=False)
         return {"query": query, "items": [{**hit_dict(hit), "chain": plain(chain)} for hit, chain in pairs]}
 
     @tool(destructive=False)
@@ -336,8 +336,16 @@ class NarrativeTools:
         include_superseded: Annotated[
             bool, Field(description="Also what a later statement superseded (left out by default).")
         ] = False,
+        filters: Annotated[
+            dict[str, Any] | None,
+            Field(
+                description='Only memories matching: {"metadata.project": "garden"}, {"stream": "decision"},'
+                ' {"importance": {"gte": 4}}, joined with {"AND": [...]}, {"OR": [...]}, {"NOT": {...}}.'
+            ),
+        ] = None,
     ) -> dict[str, Any]:
-        """Search all memories by meaning and keywords, optionally within one storyline or only Your Story.
+        """Search all memories by meaning and keywords, optionally within one storyline or only Your Story, or
+        only those matching filters (fields and metadata).
 
         Only what is current is returned: a statement a later one corrected is left out (and named in the newer
         hit's why); two that disagree with no order between them are both shown, each naming the other in
@@ -359,6 +367,7 @@ class NarrativeTools:
             record=False,
             min_score=min_score,
             include_superseded=include_superseded,
+            filters=filters,
         )
         return {"query": query, "items": [hit_dict(h) for h in hits]}
 
