@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 import click
 
-from narrative.config import Settings
+from narrative.config import default_db
 from narrative.engine import Memory
 from narrative.errors import ConversationAlreadyActive, InvalidTransition, NarrativeError, NotFound, ValidationError
 from narrative.interfaces.serialize import to_json
@@ -59,7 +59,7 @@ class Context:
     def existing(self, *, user: bool) -> Memory:
         """The memory of a file that must exist (and, with ``user``, must know the user): opens nothing new."""
         if self._memory is None:
-            path = self.db or Settings().db
+            path = self.db or default_db()
             is_url = path.startswith(("postgresql://", "postgres://"))
             if path != ":memory:" and not is_url and not Path(path).is_file():
                 raise NotFound(
@@ -133,7 +133,8 @@ CURRENT: list[Context] = []
     "--db",
     envvar="NARRATIVE_DB",
     default=None,
-    help="SQLite file or postgresql:// URL [env NARRATIVE_DB; default narrative.db].",
+    help="SQLite file or postgresql:// URL [env NARRATIVE_DB; default: the data directory's narrative.db, which"
+    " `narrative path` prints].",
 )
 @click.option(
     "--user", envvar="NARRATIVE_USER", default=None, help="Whose memory [env NARRATIVE_USER; default 'default']."
