@@ -7,6 +7,10 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
+import socket
+import subprocess
+import sys
 import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
@@ -136,3 +140,22 @@ def test_cors_is_off_by_default_and_configurable(db_path: Path, clock: FakeClock
         other = c.call("GET", f"{API}/me", headers={"Origin": "https://evil.example"})
         assert "access-control-allow-origin" not in other.headers
     engine.close()
+
+
+def _serve(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NARRATIVE_")}
+    env["PYTHONPATH"] = str(Path(narrative.__file__).parent.parent)
+    command = [sys.executable, "-m", "narrative.interfaces.cli", "--db", str(tmp_path / "s.db"), "--embedder",
+               "none", "serve", *args]  # fmt: skip
+    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=120, check=False)
+
+
+def test_serve_on_a_taken_port_fails_before_it_says_anything(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = _serve(tmp_path, "--port", str(port), "--open-user", "maya")
+    assert done.returncode == 1
+    assert done.stdout == "" and f"cannot listen on 127.0.0.1:{port}" in done.stderr
+    assert "user 'default'" not in done.stderr and "Traceback" not in done.stderr

@@ -188,8 +188,15 @@ def test_the_cli_runs_as_a_module_and_documents_mcp() -> None:
 
 
 def test_the_mcp_modules_talk_to_the_engine_only() -> None:
-    for name in ("mcp.py", "mcp_tools.py", "mcp_agenda.py", "mcp_core.py", "mcp_context.py", "mcp_outputs.py",
-                 "cli/serving.py"):
+    for name in (
+        "mcp.py",
+        "mcp_tools.py",
+        "mcp_agenda.py",
+        "mcp_core.py",
+        "mcp_context.py",
+        "mcp_outputs.py",
+        "cli/serving.py",
+    ):
         tree = ast.parse((SRC / name).read_text("utf-8"))
         imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
         imported |= {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}

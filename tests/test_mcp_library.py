@@ -70,7 +70,10 @@ def test_engine_errors_read_as_the_engine_says_them(server: Driver) -> None:
     assert server.error("get_memory", memory_id=999999) == "NotFound: memory 999999 not found"
     said = server.error("list_memories", filters={"projekt": "garden"})
     assert said.startswith("ValidationError: filters.projekt: no field 'projekt'")
-    assert server.error("update_memory", memory_id=1) == "ValidationError: nothing to change: give content, importance or metadata"
+    assert (
+        server.error("update_memory", memory_id=1)
+        == "ValidationError: nothing to change: give content, importance or metadata"
+    )
     assert server.error("search_memories", query="x", limit=500).startswith("search_memories: limit must be")
     assert "Error executing tool" not in server.error("delete_memories", memory_ids=[999999])
 
@@ -82,8 +85,15 @@ def test_every_result_matches_its_output_schema(server: Driver) -> None:
     memory = tools["get_memory"].output_schema
     assert memory is not None and "user_id" not in json.dumps(memory)
     # The client checks each structured result against the published schema (it raises otherwise).
-    for name, arguments in [("greet", {}), ("list_storylines", {}), ("get_your_story", {}), ("get_open_threads", {}),
-                            ("get_active_conversation", {}), ("get_memory_preview", {}), ("narrative_search", {})]:
+    for name, arguments in [
+        ("greet", {}),
+        ("list_storylines", {}),
+        ("get_your_story", {}),
+        ("get_open_threads", {}),
+        ("get_active_conversation", {}),
+        ("get_memory_preview", {}),
+        ("narrative_search", {}),
+    ]:
         server.ok(name, **arguments)
 
 

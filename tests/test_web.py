@@ -572,9 +572,7 @@ def test_search_shows_the_passage_that_answers_not_the_whole_reply(page: Any, si
     assert first.locator("textarea").input_value() == long.memories[0].content  # edits start from the memory
 
 
-def test_an_open_user_link_in_a_tab_already_on_the_page_signs_in_with_its_key(
-    page: Any, site: dict[str, Any]
-) -> None:
+def test_an_open_user_link_in_a_tab_already_on_the_page_signs_in_with_its_key(page: Any, site: dict[str, Any]) -> None:
     """``serve --open-user`` prints ``/#key=…``: opened in a tab already on the page only the fragment changes;
     the page takes the key, leaves the address bar clean and signs in as the key's user."""
     engine = site["engine"]

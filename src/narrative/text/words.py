@@ -27,6 +27,7 @@ def topic_text(text: str) -> str:
     rest = _FILLER.sub(" ", text)
     return rest if any(ch.isalnum() for ch in rest) else ""
 
+
 _IRREGULAR: dict[str, tuple[str, ...]] = {
     "send": ("sent",), "write": ("wrote", "written"), "draw": ("drew", "drawn"), "buy": ("bought",),
     "make": ("made",), "do": ("did", "done"), "pay": ("paid",), "read": ("read",), "meet": ("met",),
