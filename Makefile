@@ -4,8 +4,9 @@
 PYTHON ?= python3
 PIP := $(PYTHON) -m pip
 DATA ?= ../shared/data/locomo-dev.json
+BEAM_DATA ?= ../shared/data/beam-dev
 
-.PHONY: install install-python install-browser install-postgres-user demo test lint pytest bench bench-locomo bench-latency bench-context bench-interfaces bench-load crash-under-load clean
+.PHONY: install install-python install-browser install-postgres-user demo test lint pytest bench bench-locomo bench-beam bench-latency bench-context bench-interfaces bench-load crash-under-load clean
 
 install: install-python install-browser install-postgres-user
 
@@ -42,10 +43,13 @@ pytest:
 
 test: install lint pytest
 
-bench: bench-locomo bench-latency
+bench: bench-locomo bench-beam bench-latency
 
 bench-locomo: install-python
 	narrative bench locomo $(DATA)
+
+bench-beam: install-python
+	narrative bench beam $(BEAM_DATA)
 
 bench-latency: install-python
 	$(PIP) install -q -e ".[bench]"

@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 import narrative
+from narrative.bench import hits as search_hits
 from narrative.bench import locomo
 from narrative.bench import turns as shown_turns
 from narrative.engine import Turn
@@ -163,6 +164,8 @@ def test_run_reports_recall_per_category_and_overall_for_three_modes(report: dic
     assert report["recall"]["hybrid"]["single-hop"]["R@50"] == 1.0
     assert report["search_ms"]["default"]["p50"] is not None and report["search_ms"]["hybrid"]["p50"] is not None
     assert report["duplicates_top10"]["default"] == 0.0
+    assert set(report["restated_top10"]) == {"default", "tuned"}
+    assert all(0.0 <= value <= 1.0 for value in report["restated_top10"].values())
     keys_t = [f"T@{k}" for k in shown_turns.TURN_KS]
     keys_b = [f"B@{b}" for b in shown_turns.BUDGETS]
     for path in ("default", "tuned", *shown_turns.BASELINES):
@@ -179,6 +182,7 @@ def test_the_text_report_has_one_line_per_mode_and_category(report: dict[str, An
         rows = [line.split() for line in text.splitlines() if line.split()[:1] == [mode]]
         assert {row[1] for row in rows if row[1] in CATEGORY_NAMES} == CATEGORY_NAMES
     assert "hybrid vs keyword-only" in text and "hybrid vs vector-only" in text
+    assert "restated in the top 10" in text
 
 
 def test_the_cli_prints_the_report_as_json(tmp_path: Path, report: dict[str, Any]) -> None:
@@ -214,9 +218,9 @@ def test_the_budget_measures_ask_for_more_when_fifty_short_results_do_not_fill_t
     with narrative.Memory(tmp_path / "short.db", user="short", embedder="hashing", env={}) as mem:
         mem.remember_many(Turn(f"garden note {i}", "user", speaker="Ann" if i % 2 else "Bo") for i in range(600))
         turn_of = locomo.turn_map(mem)
-        first = mem.search("garden note", locomo.DEPTH, record=False)
-        assert len(first) == locomo.DEPTH
-        assert sum(item.tokens for item in locomo.shown(first, turn_of)) < max(shown_turns.BUDGETS)
-        filled = locomo.filled(mem, "garden note", first, turn_of)
-        assert len(filled) > locomo.DEPTH
+        first = mem.search("garden note", search_hits.DEPTH, record=False)
+        assert len(first) == search_hits.DEPTH
+        assert sum(item.tokens for item in search_hits.shown(first, turn_of)) < max(shown_turns.BUDGETS)
+        filled = search_hits.filled(mem, "garden note", first, turn_of)
+        assert len(filled) > search_hits.DEPTH
         assert sum(item.tokens for item in filled) > max(shown_turns.BUDGETS)

@@ -8,6 +8,7 @@ import json
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -51,7 +52,7 @@ def ok(run: Run, *args: str) -> str:
 
 def _update(old: str, new: str) -> str | None:
     found = [update(b, a) for b in statements(new) for a in statements(old)]
-    return next((reason for reason in found if reason), None)
+    return next((change.reason for change in found if change), None)
 
 
 @pytest.mark.parametrize(
@@ -184,7 +185,7 @@ def test_with_an_llm_its_judgement_decides_and_a_bad_answer_falls_back(tmp_path:
     with ScriptedLLMServer(fallback=Reply.json({"topic_tags": ["home"], "importance": 3})) as server:
         server.answer("You keep a one-sentence account", Reply.text("Maya talks about where she lives."))
         server.answer(JUDGEMENT, Reply.json({"relation": "update", "reason": "she moved"}))
-        settings = {"llm": provider, "llm_url": server.url, "llm_model": "test"}
+        settings: dict[str, Any] = {"llm": provider, "llm_url": server.url, "llm_model": "test"}
         with narrative.Memory(tmp_path / "a.db", user="maya", embedder="none", env={}, **settings) as mem:
             mem.remember("I live in Berlin.", speaker="Maya")
             # no change cue the rules know: only the model can tell this is a move

@@ -100,8 +100,9 @@ def test_a_hit_on_a_long_reply_shows_the_passage_that_answers(smem: narrative.Me
     assert "behind the greenhouse door" in top.text
     assert len(top.text) < len(text) / 3  # a passage, not the whole reply
     assert f"message #{reply.message.id}" in top.text  # a pointer to the whole message
-    passages = top.why()["shown_passages"] or [top.why()["passage"]]
-    assert any(p and p["message_id"] == reply.message.id for p in passages)  # type: ignore[index]
+    why = top.why()
+    passages = list(why["shown_passages"] or [why["passage"]])  # type: ignore[call-overload]
+    assert any(p and p["message_id"] == reply.message.id for p in passages)
 
 
 def test_a_short_turn_is_found_on_its_own(smem: narrative.Memory) -> None:

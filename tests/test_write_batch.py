@@ -144,9 +144,10 @@ def test_exchange_vector_setting() -> None:
 # --- an assistant's reply is embedded once -------------------------------------------------------------------
 
 
-def test_an_assistant_reply_costs_one_text_and_drifts_the_storyline_with_its_exchange(tmp_path: Path) -> None:
-    """An assistant's reply stays with the turn it answers without a vector: only its exchange is embedded, in a
-    batch and in a single ``remember`` alike, and the exchange's vector is the conversation memory's."""
+def test_an_assistant_reply_costs_two_texts_and_drifts_the_storyline_with_its_exchange(tmp_path: Path) -> None:
+    """An assistant's reply stays with the turn it answers without a vector for routing, but it is found on its
+    own (issue 28): its passage (the reply alone) and its exchange are embedded once each, in a batch and in a
+    single ``remember`` alike, and the exchange's vector is the conversation memory's."""
     for batched in (True, False):
         embedder = CountingEmbedder()
         with open_memory(tmp_path / f"{batched}.db", "embed", embedder) as mem:
@@ -157,25 +158,21 @@ def test_an_assistant_reply_costs_one_text_and_drifts_the_storyline_with_its_exc
             stored = vectors_of(mem)
         reply = results[1]
         assert reply.decision == "continue" and reply.storyline.id == results[0].storyline.id
-        assert line(GARDEN[1]) not in embedder.texts
+        assert embedder.texts.count(line(GARDEN[1])) == 1  # its passage
         exchange = f"{line(GARDEN[0])}\n{line(GARDEN[1])}"
         assert embedder.texts.count(exchange) == 1
         assert np.allclose(stored[reply.memories[0].id], HashingEmbedder().embed_batch([exchange])[0])
 
 
 @pytest.mark.parametrize(
-    ("reply", "alone"),
-    [
-        ("Thanks!", True),  # small talk may go to a default storyline: embedded alone, as before
-        ("By the way, the legend could list every bed.", True),  # a change of subject may leave
-        ("The legend can list every bed.", False),
-    ],
+    "reply", ["Thanks!", "By the way, the legend could list every bed.", "The legend can list every bed."]
 )
-def test_which_assistant_replies_are_embedded_alone(tmp_path: Path, reply: str, alone: bool) -> None:
+def test_every_assistant_reply_is_embedded_alone_once(tmp_path: Path, reply: str) -> None:
+    """Every reply is its own passage (what finds it on its own, issue 28), embedded once."""
     embedder = CountingEmbedder()
     with open_memory(tmp_path / "r.db", "embed", embedder) as mem:
         mem.remember_many([GARDEN[0], Turn(reply, role="assistant", speaker="rook")])
-    assert (f"rook: {reply}" in embedder.texts) is alone
+    assert embedder.texts.count(f"rook: {reply}") == 1
 
 
 def test_a_reply_between_two_people_is_still_embedded_alone(tmp_path: Path) -> None:
@@ -305,8 +302,8 @@ def test_a_turn_failing_inside_a_batch_keeps_the_turns_before_it(tmp_path: Path)
 
 
 def test_a_batch_embeds_every_turn_text_in_one_call_before_routing(tmp_path: Path) -> None:
-    """The message and exchange texts do not depend on routing: one call makes them all, first.  An assistant's
-    reply is not embedded alone unless its exchange is composed from it (its route needs no vector)."""
+    """The message and exchange texts do not depend on routing: one call makes them all, first.  Every message is
+    embedded alone too (its passage, issue 28)."""
     for mode in ("embed", "compose"):
         embedder = CallsEmbedder()
         with open_memory(tmp_path / f"{mode}.db", mode, embedder) as mem:
@@ -315,7 +312,7 @@ def test_a_batch_embeds_every_turn_text_in_one_call_before_routing(tmp_path: Pat
         users = {line(t) for t in GARDEN if t.role == "user"}
         replies = {line(t) for t in GARDEN if t.role == "assistant"}
         assert users <= set(first)
-        assert replies <= set(first) if mode == "compose" else not replies & set(first)
+        assert replies <= set(first)
         assert "We decided to use MapLibre instead of Leaflet because it is free." in first  # the derived decision
         exchanges = [t for t in first if "\n" in t]
         assert len(exchanges) == (len(GARDEN) - 1 if mode == "embed" else 0)

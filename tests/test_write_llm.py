@@ -32,6 +32,7 @@ PROMPT_OPENINGS = {  # how each prompt's system message begins
     "continuity_check": "You decide whether a new message continues",
     "narrative_update": "You keep a one-sentence account",
     "storyline_summary": "You maintain the card",
+    "statement_judgement": "You keep a person's memory true over time.",
 }
 
 EXTRACTION: dict[str, Any] = {

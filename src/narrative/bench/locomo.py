@@ -22,22 +22,20 @@ from __future__ import annotations
 
 import json
 import re
-import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from narrative.bench import replay
 from narrative.bench import turns as shown_text
+from narrative.bench.hits import DEPTH, filled, message_turns, shown
 from narrative.engine import Memory, Turn
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 KS = (5, 10, 25, 50)
-DEPTH = 50  # results asked of the default search: always enough for 20 turns, usually for 2,000 tokens
-DEEPEST = 400  # short messages: the budget measures ask for more (100, 200, 400) until 2,000 tokens are filled
 MODES = ("hybrid", "keyword", "vector")
 CATEGORY_ORDER = ("multi-hop", "temporal", "open-domain", "single-hop", "adversarial", "overall")
 TURN_STREAMS = ("conversation", "decision", "research")
@@ -84,20 +82,10 @@ def turn_text(turn: dict[str, Any]) -> str:
     return text or "[no text]"
 
 
-@dataclass
-class Ingested:
-    turns: int = 0
-    seconds: float = 0.0
-    storylines: int = 0
-    narratives: int = 0
-    memories_by_stream: dict[str, int] = field(default_factory=dict)
-
-
-def ingest(mem: Memory, sample: dict[str, Any]) -> Ingested:
+def ingest(mem: Memory, sample: dict[str, Any]) -> replay.Ingested:
     """Replay one LoCoMo conversation through the write path; timing covers the turns only."""
-    result = Ingested()
+    result = replay.Ingested()
     for _number, date, turns in sessions(sample):
-        mem.start_conversation(at=date)
         batch = [
             Turn(
                 turn_text(t),
@@ -108,18 +96,8 @@ def ingest(mem: Memory, sample: dict[str, Any]) -> Ingested:
             )
             for i, t in enumerate(turns)
         ]
-        started = time.perf_counter()
-        mem.remember_many(batch)
-        result.seconds += time.perf_counter() - started
-        result.turns += len(batch)
-        end = date + timedelta(seconds=30 * len(turns))
-        mem.close_conversation(at=end)
-        if hasattr(mem, "confirm_memory"):
-            mem.confirm_memory(at=end)
-    result.storylines = len(mem.list_storylines())
-    result.narratives = len(mem.list_narratives(limit=10_000))
-    for memory in mem.list_memories(limit=100_000):
-        result.memories_by_stream[memory.stream.value] = result.memories_by_stream.get(memory.stream.value, 0) + 1
+        replay.replay(mem, date, batch, date + timedelta(seconds=30 * len(turns)), result, "dia_id")
+    replay.count_memories(mem, result)
     return result
 
 
@@ -128,46 +106,8 @@ def dia_map(mem: Memory) -> dict[int, str]:
 
 
 def turn_map(mem: Memory) -> dict[int, shown_text.Turn]:
-    """Message id -> the turn as a conversation memory writes it ("speaker: words")."""
-    found = {}
-    for m in mem.messages():
-        text = f"{m.speaker}: {m.content}" if m.speaker else m.content
-        found[m.id] = shown_text.Turn(str(m.meta.get("dia_id", "")), text)
-    return found
-
-
-def shown(hits: Sequence[Any], turn_of: dict[int, shown_text.Turn]) -> list[shown_text.Shown]:
-    """Each hit as a model sees it: the turns its text reproduces, its source turns, its tokens."""
-    result = []
-    for hit in hits:
-        sources = [turn_of[i] for i in hit.memory.message_ids if i in turn_of]
-        text = getattr(hit, "text", "") or hit.memory.content  # what the hit shows a reader
-        result.append(
-            shown_text.Shown(
-                shown_text.shown_turns(text, sources),
-                frozenset(t.dia_id for t in sources),
-                shown_text.count_tokens(text),
-            )
-        )
-    return result
-
-
-def filled(
-    mem: Memory, question: str, hits: Sequence[Any], turn_of: dict[int, shown_text.Turn], **options: Any
-) -> list[shown_text.Shown]:
-    """A search's results for the budget measures: ``mem.search(question, k, **options)`` for the smallest k of 50,
-    100, 200, 400 whose results fill the largest budget (or that returns fewer than k: all it has); ``hits`` are the
-    first 50.
-
-    The turn measures keep the first 50 results; with short messages 50 results can show well under 2,000 tokens,
-    and a budget the search was never asked to fill says nothing about it.
-    """
-    k, ranked = DEPTH, shown(hits, turn_of)
-    while len(hits) == k and sum(item.tokens for item in ranked) < max(shown_text.BUDGETS) and k < DEEPEST:
-        k *= 2
-        hits = mem.search(question, k, record=False, **options)
-        ranked = shown(hits, turn_of)
-    return ranked
+    """Message id -> the turn as a conversation memory writes it ("speaker: words"), named by its dia_id."""
+    return message_turns(mem, "dia_id")
 
 
 def evaluate(mem: Memory, sample: dict[str, Any], modes: Sequence[str] = MODES) -> list[dict[str, Any]]:
@@ -202,13 +142,11 @@ def evaluate(mem: Memory, sample: dict[str, Any], modes: Sequence[str] = MODES) 
                 k: len(wanted & set().union(*found_by_rank[:k])) / len(wanted) if found_by_rank else 0.0 for k in KS
             }
         ranked.update(baselines.rankings(question))
-        row["turns"] = {name: shown_text.score(items, wanted) for name, items in ranked.items()}
-        for name, items in filling.items():  # the budget measures of the engine's paths, filled
-            by_budget = shown_text.score(items, wanted)
-            row["turns"][name].update({key: value for key, value in by_budget.items() if key.startswith("B@")})
+        row["turns"] = shown_text.score_paths(ranked, filling, wanted)  # the engine's budget measures, filled
         row["duplicates"] = {
             name: shown_text.duplicates(ranked[name]) for name in ("default", "tuned") if name in ranked
         }
+        row["restated"] = {name: shown_text.restated(ranked[name]) for name in ("default", "tuned") if name in ranked}
         rows.append(row)
     return rows
 
@@ -229,26 +167,11 @@ def summarise(rows: Sequence[dict[str, Any]], modes: Sequence[str] = MODES) -> d
 
 def summarise_turns(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Per ranking (default, tuned, baselines): turn and budget recall per category and overall."""
-    names = list(rows[0]["turns"]) if rows else []
-    table: dict[str, Any] = {}
-    for name in names:
-        by_category: dict[str, list[dict[str, float]]] = defaultdict(list)
-        for row in rows:
-            by_category[CATEGORIES.get(row["category"], str(row["category"]))].append(row["turns"][name])
-            by_category["overall"].append(row["turns"][name])
-        table[name] = {c: {"n": len(v), **shown_text.mean_table(v)} for c, v in by_category.items()}
-    return table
+    return shown_text.group_table(rows, lambda row: CATEGORIES.get(row["category"], str(row["category"])))
 
 
-def ratios(table: dict[str, Any], path: str) -> dict[str, Any]:
-    """The path's overall figure over the best baseline's at each k and budget."""
-    result: dict[str, Any] = {}
-    ours = table[path]["overall"]
-    for key in [f"T@{k}" for k in shown_text.TURN_KS] + [f"B@{b}" for b in shown_text.BUDGETS]:
-        best = max(shown_text.BASELINES, key=lambda name: table[name]["overall"][key])
-        value = table[best]["overall"][key]
-        result[key] = {"best_baseline": best, "ratio": round(ours[key] / value, 3) if value else None}
-    return result
+def _mean(rows: Sequence[dict[str, Any]], measure: str, name: str) -> float:
+    return round(float(sum(r[measure][name] for r in rows)) / max(1, len(rows)), 4)
 
 
 def run(
@@ -272,28 +195,16 @@ def run(
         samples = samples[:limit]
     rows: list[dict[str, Any]] = []
     ingests = []
-    scratch = None if keep else tempfile.TemporaryDirectory(prefix="narrative-locomo-")
-    workdir = Path(keep) if keep else Path(scratch.name)  # type: ignore[union-attr]
-    workdir.mkdir(parents=True, exist_ok=True)
-    for index, sample in enumerate(samples):
-        name = str(sample.get("sample_id", f"sample-{index}"))
-        target: str | Path = workdir / f"{name}.db"
-        if db is None:
-            for suffix in ("", "-wal", "-shm"):
-                Path(f"{target}{suffix}").unlink(missing_ok=True)
-        else:
-            target = db
-            with Memory(db, user=name, embedder=embedder) as old:
-                old.store.delete_user(name)
-        with Memory(target, user=name, embedder=embedder) as mem:
-            ingests.append((name, ingest(mem, sample)))
-            if progress is not None:
-                progress(2 * index + 1, 2 * len(samples))
-            rows += evaluate(mem, sample)
-            if progress is not None:
-                progress(2 * index + 2, 2 * len(samples))
-    if scratch is not None:
-        scratch.cleanup()
+    with replay.workdir(keep, "narrative-locomo-") as folder:
+        for index, sample in enumerate(samples):
+            name = str(sample.get("sample_id", f"sample-{index}"))
+            with replay.fresh_memory(folder, name, embedder, db) as mem:
+                ingests.append((name, ingest(mem, sample)))
+                if progress is not None:
+                    progress(2 * index + 1, 2 * len(samples))
+                rows += evaluate(mem, sample)
+                if progress is not None:
+                    progress(2 * index + 2, 2 * len(samples))
     total_turns = sum(i.turns for _, i in ingests)
     seconds = sum(i.seconds for _, i in ingests)
     turn_table = summarise_turns(rows)
@@ -317,26 +228,19 @@ def run(
             },
         },
         "turns": turn_table,
-        "ratios": {path_name: ratios(turn_table, path_name) for path_name in ("default", "tuned") if rows},
-        "duplicates_top10": {
-            name: round(sum(r["duplicates"][name] for r in rows) / max(1, len(rows)), 4)
-            for name in ("default", "tuned")
-        },
+        "ratios": {path_name: shown_text.ratios(turn_table, path_name) for path_name in ("default", "tuned") if rows},
+        "duplicates_top10": {name: _mean(rows, "duplicates", name) for name in ("default", "tuned")},
+        "restated_top10": {name: _mean(rows, "restated", name) for name in ("default", "tuned")},
         "default_returned": {
             "mean": round(sum(r["returned"] for r in rows) / max(1, len(rows)), 2),
             "empty": sum(1 for r in rows if r["returned"] == 0),
         },
         "recall": summarise(rows),
         "hybrid_top10_distinct_turns": round(sum(r.get("turns_in_top10", 0) for r in rows) / max(1, len(rows)), 2),
-        "search_ms": {name: _percentiles([r["latency_ms"][name] for r in rows]) for name in ("default", "hybrid")},
+        "search_ms": {
+            name: shown_text.percentiles([r["latency_ms"][name] for r in rows]) for name in ("default", "hybrid")
+        },
     }
-
-
-def _percentiles(values: Sequence[float]) -> dict[str, float | None]:
-    ordered = sorted(values)
-    if not ordered:
-        return {"p50": None, "p95": None}
-    return {"p50": round(ordered[len(ordered) // 2], 2), "p95": round(ordered[int(len(ordered) * 0.95)], 2)}
 
 
 def format_report(report: dict[str, Any]) -> str:
@@ -353,7 +257,7 @@ def format_report(report: dict[str, Any]) -> str:
         "tuned = hybrid over the conversation, decision and research streams; bm25, minilm, rrf = single turns.",
         "",
     ]
-    keys = [f"T@{k}" for k in shown_text.TURN_KS] + [f"B@{b}" for b in shown_text.BUDGETS]
+    keys = shown_text.MEASURES
     header = f"{'path':<8} {'category':<12} {'n':>4} " + " ".join(f"{key:>6}" for key in keys)
     lines += [header, "-" * len(header)]
     for name, table in report["turns"].items():
@@ -365,10 +269,14 @@ def format_report(report: dict[str, Any]) -> str:
     for name, ratio in report["ratios"].items():
         parts = "  ".join(f"{k} ×{r['ratio']:.2f} ({r['best_baseline']})" for k, r in ratio.items() if r["ratio"])
         lines.append(f"{name} vs best single-turn baseline: {parts}")
-    dup = report["duplicates_top10"]
+    dup, again = report["duplicates_top10"], report["restated_top10"]
     lines.append(
         f"duplicates in the top 10 (all source turns already shown above): default {dup['default']:.3f}, "
         f"tuned {dup['tuned']:.3f}"
+    )
+    lines.append(
+        f"restated in the top 10 (≥ 80 % of the text's word 3-grams shown above, summaries included): "
+        f"default {again['default']:.3f}, tuned {again['tuned']:.3f}"
     )
     ret = report["default_returned"]
     lines.append(f"default search returned {ret['mean']} results on average; {ret['empty']} questions got none")

@@ -2,15 +2,14 @@
 
 A search result is scored by what a model would read, not by how many memories it returned:
 
-* **turns shown** — each result is unrolled into the turns it reproduces, in rank order; evidence counts when it
-  is among the first k distinct turns (``T@5``, ``T@10``, ``T@20``);
+* **turns shown** — each result is unrolled into the turns (messages) it shows, in rank order; evidence counts
+  when it is among the first k distinct turns (``T@5``, ``T@10``, ``T@20``);
 * **text budget** — each result spends the tokens of its text, in rank order; evidence counts when it is in a
-  result that fits, together with every result ranked above it, within 500, 1,000 or 2,000 tokens.
+  result that fits, together with every result ranked above it, within 500, 1,000 or 2,000 tokens;
+* **restated** — the share of the top 10 results whose text mostly repeats what the results above it showed.
 
-A result reproduces a turn when it was made from that turn alone (an extracted decision, a turn note) or when the
-turn's text stands in it word for word (an exchange holds its two turns verbatim).  A summary of many turns (a
-reflection, a closing memory, a narrative link) spends its tokens but shows no turn: the bench cannot tell which
-single turns it reproduces, so it earns nothing in either measure.
+Which turns a result shows is decided in :mod:`narrative.bench.hits`.  A summary of many turns (a reflection, a
+closing memory, a narrative link) spends its tokens but shows no turn: it earns nothing in the first two measures.
 
 The baselines rank the same turns one by one, as a plain retriever would: BM25 (the store's own tokenizer and
 scoring), MiniLM cosine, and their reciprocal rank fusion (k = 60, equal weights, the textbook setting).
@@ -18,8 +17,10 @@ scoring), MiniLM cosine, and their reciprocal rank fusion (k = 60, equal weights
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -31,21 +32,26 @@ TURN_KS = (5, 10, 20)
 BUDGETS = (500, 1000, 2000)
 BASELINES = ("bm25", "minilm", "rrf")
 BASELINE_RRF_K = 60
+RESTATED_SHARE = 0.8  # a result is restated when this share of its word 3-grams was shown above it
 _COUNTER = ApproxTokenCounter()
+_WORD = re.compile(r"\w+")
 
 
 @dataclass(frozen=True)
 class Shown:
-    """One ranked result as a model sees it: the turns it reproduces (in order), its message ids, its cost."""
+    """One ranked result as a model sees it: the turns it shows (in order), its source turns, its cost, its text,
+    and whether it says it conflicts with another memory."""
 
     turns: tuple[str, ...]
     sources: frozenset[str]
     tokens: int
+    text: str = ""
+    conflicts: bool = False
 
 
 @dataclass(frozen=True)
 class Turn:
-    dia_id: str
+    key: str  # the benchmark's id of the message: a LoCoMo dia_id, a BEAM message id
     text: str  # "speaker: words", exactly as a conversation memory writes a turn
 
 
@@ -56,8 +62,24 @@ def count_tokens(text: str) -> int:
 def shown_turns(content: str, sources: Sequence[Turn]) -> tuple[str, ...]:
     """The turns a memory's text reproduces: its only source, or the sources whose text stands in it verbatim."""
     if len(sources) == 1:
-        return (sources[0].dia_id,)
-    return tuple(turn.dia_id for turn in sources if turn.text in content)
+        return (sources[0].key,)
+    return tuple(turn.key for turn in sources if turn.text in content)
+
+
+def fitting(ranked: Sequence[Shown], budget: int) -> list[Shown]:
+    """The results a reader gets within ``budget`` tokens: each with every result above it, in rank order."""
+    spent, head = 0, []
+    for item in ranked:
+        spent += item.tokens
+        if spent > budget:
+            break
+        head.append(item)
+    return head
+
+
+def turns_in(ranked: Sequence[Shown]) -> set[str]:
+    """Every turn the results show."""
+    return {turn for item in ranked for turn in item.turns}
 
 
 def score(ranked: Sequence[Shown], wanted: set[str]) -> dict[str, float]:
@@ -67,13 +89,17 @@ def score(ranked: Sequence[Shown], wanted: set[str]) -> dict[str, float]:
         order += [t for t in item.turns if t not in order]
     result = {f"T@{k}": len(wanted & set(order[:k])) / len(wanted) for k in TURN_KS}
     for budget in BUDGETS:
-        spent, found = 0, set[str]()
-        for item in ranked:
-            spent += item.tokens
-            if spent > budget:
-                break
-            found.update(item.turns)
-        result[f"B@{budget}"] = len(wanted & found) / len(wanted)
+        result[f"B@{budget}"] = len(wanted & turns_in(fitting(ranked, budget))) / len(wanted)
+    return result
+
+
+def score_paths(
+    ranked: Mapping[str, Sequence[Shown]], filling: Mapping[str, Sequence[Shown]], wanted: set[str]
+) -> dict[str, dict[str, float]]:
+    """Every ranking's measures; a path in ``filling`` takes its budget measures from that deeper ranking."""
+    result = {name: score(items, wanted) for name, items in ranked.items()}
+    for name, items in filling.items():
+        result[name].update({key: value for key, value in score(items, wanted).items() if key.startswith("B@")})
     return result
 
 
@@ -88,6 +114,34 @@ def duplicates(ranked: Sequence[Shown], top: int = 10) -> float:
         if item.sources and item.sources <= shown:
             repeated += 1
         shown.update(item.turns)
+    return repeated / len(head)
+
+
+def words(text: str) -> list[str]:
+    """A text's words, lower case (runs of letters, digits and underscores)."""
+    return _WORD.findall(text.lower())
+
+
+def restated(ranked: Sequence[Shown], top: int = 10) -> float:
+    """Share of the top results whose text was already shown by the results above it (summaries included):
+    at least 80 % of its distinct word 3-grams appear in their texts.  A text of one or two words counts only
+    when the whole of it stands, word for word, in a text above; a text without words never counts."""
+    head = list(ranked[:top])
+    if not head:
+        return 0.0
+    seen: set[tuple[str, ...]] = set()
+    above: list[str] = []
+    repeated = 0
+    for item in head:
+        said = words(item.text)
+        grams = {tuple(said[i : i + 3]) for i in range(len(said) - 2)}
+        if grams:
+            repeated += len(grams & seen) >= RESTATED_SHARE * len(grams)
+        elif said:
+            phrase = f" {' '.join(said)} "
+            repeated += any(phrase in f" {text} " for text in above)
+        seen |= grams
+        above.append(" ".join(said))
     return repeated / len(head)
 
 
@@ -137,9 +191,42 @@ class Baselines:
 
     def _shown(self, index: int) -> Shown:
         turn = self.turns[index]
-        return Shown((turn.dia_id,), frozenset({turn.dia_id}), count_tokens(turn.text))
+        return Shown((turn.key,), frozenset({turn.key}), count_tokens(turn.text), turn.text)
 
 
-def mean_table(rows: Sequence[Mapping[str, float]]) -> dict[str, float]:
-    keys = [f"T@{k}" for k in TURN_KS] + [f"B@{b}" for b in BUDGETS]
+MEASURES = tuple([f"T@{k}" for k in TURN_KS] + [f"B@{b}" for b in BUDGETS])
+
+
+def mean_table(rows: Sequence[Mapping[str, float]], keys: Sequence[str] = MEASURES) -> dict[str, float]:
     return {key: round(sum(r[key] for r in rows) / len(rows), 4) if rows else 0.0 for key in keys}
+
+
+def group_table(rows: Sequence[dict[str, Any]], group: Callable[[dict[str, Any]], str]) -> dict[str, Any]:
+    """Per ranking (the names in each row's ``turns``): the mean measures per group of questions and overall."""
+    names = list(rows[0]["turns"]) if rows else []
+    table: dict[str, Any] = {}
+    for name in names:
+        by_group: dict[str, list[dict[str, float]]] = {}
+        for row in rows:
+            by_group.setdefault(group(row), []).append(row["turns"][name])
+            by_group.setdefault("overall", []).append(row["turns"][name])
+        table[name] = {g: {"n": len(v), **mean_table(v)} for g, v in by_group.items()}
+    return table
+
+
+def ratios(table: dict[str, Any], path: str, group: str = "overall") -> dict[str, Any]:
+    """The path's figure over the best baseline's at each k and budget, for one group of questions."""
+    result: dict[str, Any] = {}
+    ours = table[path][group]
+    for key in MEASURES:
+        best = max(BASELINES, key=lambda name: table[name][group][key])
+        value = table[best][group][key]
+        result[key] = {"best_baseline": best, "ratio": round(ours[key] / value, 3) if value else None}
+    return result
+
+
+def percentiles(values: Sequence[float]) -> dict[str, float | None]:
+    ordered = sorted(values)
+    if not ordered:
+        return {"p50": None, "p95": None}
+    return {"p50": round(ordered[len(ordered) // 2], 2), "p95": round(ordered[int(len(ordered) * 0.95)], 2)}

@@ -18,10 +18,11 @@ The order of work (each step is visible on every hit, so a result can say why):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
+from typing import TypeVar
 
 import numpy as np
 
@@ -198,6 +199,7 @@ class _Unit:
 
 
 Key = tuple[str, int]  # ("m", memory id) or ("p", passage id)
+K = TypeVar("K", bound=Hashable)  # what :func:`collapsed` ranks: memory ids, or keys
 
 
 @dataclass
@@ -273,7 +275,9 @@ def _candidates(
         ("p", store.keyword_search_passages, store.passage_vector_search),
     ):
         keyword = keyword_search(user_id, topic, where, limit=params.pool) if searched[0] else []
-        vector = vector_search(user_id, query_vector, model, k=params.pool, where=where) if searched[1] else []
+        vector = (
+            vector_search(user_id, query_vector, model, k=params.pool, where=where) if query_vector is not None else []
+        )
         matched = {i for i, _ in keyword}
         vector = [(i, sim) for i, sim in vector if sim >= params.similarity_floor or i in matched]
         fused = fuse([[i for i, _ in keyword], [i for i, _ in vector]], params.rrf_k, list(weights))
@@ -559,9 +563,9 @@ def _passages_to_show(
         if passage.message_id in cut and passage.message_id not in best and passage.is_current:
             best[passage.message_id] = passage
     for key in chosen:
-        passage = found.units[key].passage
-        if passage is not None and passage.message_id in cut:
-            best[passage.message_id] = passage  # a passage hit shows itself
+        own = found.units[key].passage
+        if own is not None and own.message_id in cut:
+            best[own.message_id] = own  # a passage hit shows itself
     rest = [p for m, ps in cut.items() if m not in best for p in ps]
     if rest and query_vector is not None:
         vectors = store.passage_vectors_by_id(user_id, model, [p.id for p in rest])
@@ -642,8 +646,8 @@ def shown_text(memory: MemoryItem, shown: Sequence[int], messages: Mapping[int, 
 
 
 def collapsed(
-    order: Sequence[int], shows: dict[int, frozenset[int]], k: int, sources: Mapping[int, Sequence[int]] | None = None
-) -> tuple[list[int], dict[int, list[int]]]:
+    order: Sequence[K], shows: dict[K, frozenset[int]], k: int, sources: Mapping[K, Sequence[int]] | None = None
+) -> tuple[list[K], dict[K, list[K]]]:
     """The best ``k`` ids such that no message is shown twice, and what each kept id absorbed.
 
     Walks the ranking once.  An id whose messages are all shown by better ids is folded into the best of them
@@ -651,9 +655,9 @@ def collapsed(
     (``shows`` is updated in place).  A summary shows no message; it is folded only when every one of its
     ``sources`` is already on screen, since then it adds nothing the reader has not got.
     """
-    chosen: list[int] = []
-    folded: dict[int, list[int]] = {}
-    owner: dict[int, int] = {}
+    chosen: list[K] = []
+    folded: dict[K, list[K]] = {}
+    owner: dict[int, K] = {}
     for memory_id in order:
         own = shows.get(memory_id, frozenset()) or frozenset((sources or {}).get(memory_id, ()))
         holders = [owner[m] for m in own if m in owner]

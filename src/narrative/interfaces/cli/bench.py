@@ -10,7 +10,7 @@ from narrative.interfaces.cli.common import Context, cli, json_option, pass_ctx
 from narrative.interfaces.cli.progress import progress
 
 
-@cli.group(help="Run the benchmarks (LoCoMo retrieval, latency).")
+@cli.group(help="Run the benchmarks (LoCoMo and BEAM retrieval, routing, latency).")
 def bench() -> None:
     pass
 
@@ -49,6 +49,29 @@ def bench_locomo(ctx: Context, path: str, limit: int | None, keep: str | None, r
         ctx.emit(both, lambda: with_routing(locomo.format_comparison(both)))
         return
     ctx.emit(report, lambda: with_routing(locomo.format_report(report)))
+
+
+@bench.command(
+    "beam",
+    help="Retrieval on a folder of BEAM chats (each with chat.json and probing_questions.json): what the default "
+    "search shows per ability beside single-message baselines, knowledge updates (current, stale), "
+    "contradictions, restated hits, and the import rate beside the bare model's. "
+    "With --db postgresql://..., each chat is stored in that database instead of its own SQLite file.",
+)
+@click.argument("path", type=click.Path(exists=True, file_okay=False))
+@click.option("--limit", type=int, default=None, help="Only the first N chats.")
+@click.option("--keep", default=None, help="Keep the per-chat databases in this folder.")
+@json_option
+@pass_ctx
+def bench_beam(ctx: Context, path: str, limit: int | None, keep: str | None) -> None:
+    from narrative.bench import beam, beam_report
+
+    db = ctx.db if ctx.db and ctx.db.startswith(("postgresql://", "postgres://")) else None
+    with progress("beam", enabled=not ctx.as_json) as report_progress:
+        report = beam.run(
+            path, embedder=ctx.embedder or "minilm", limit=limit, keep=keep, progress=report_progress, db=db
+        )
+    ctx.emit(report, lambda: beam_report.format_report(report))
 
 
 @bench.command("routing", help="How storylines match source conversations: purity, storylines per session, NMI.")
