@@ -98,7 +98,7 @@ def raw(db: str, backend: str, *statements: str) -> None:
 def test_a_whole_database_passes(filled: str, backend: str, run: Run) -> None:
     report = check(filled)
     assert report["ok"] and report["problems"] == 0 and report["backend"] == backend
-    expected = {"schema", "pages", "full-text", "vectors", "references", "pending", "embedder"}
+    expected = {"schema", "pages", "full-text", "vectors", "references", "metadata", "pending", "embedder"}
     assert set(statuses(report)) == expected
     skipped = {"pages", "full-text"} if backend == "postgres" else set()
     assert {name for name, status in statuses(report).items() if status != "ok"} <= skipped
@@ -112,6 +112,12 @@ DAMAGE: dict[str, tuple[str, list[str], str]] = {
     "an index dropped": ("schema", ["DROP INDEX memories_user_created"], "memories_user_created"),
     "vectors of another embedder": ("embedder", ["UPDATE memory_vectors SET model = 'other-model:256'"], "reindex"),
     "a trigger dropped": ("schema", ["DROP TRIGGER narratives_sealed_immutable ON narratives"], "trigger"),
+    "metadata that is not an object": ("metadata", ["UPDATE memories SET metadata = '[1, 2]' WHERE id = 1"], "memory"),
+    "metadata with a key filters cannot name": (
+        "metadata",
+        ["UPDATE memories SET metadata = '{\"no spaces\": 1}' WHERE id = 1"],
+        "must be 1-64 letters",
+    ),
 }
 #: Damage only SQLite lets happen: PostgreSQL's foreign keys carry the user (a reference across users is refused),
 #: it checks its own pages and keeps no full-text index, and pgvector refuses NaN.

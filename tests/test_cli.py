@@ -29,6 +29,7 @@ Run = Callable[..., tuple[int, str, str]]
 def run(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Run:
     """``run(*args, input=None)`` → (exit code, stdout, stderr) of ``narrative ARGS`` (keyword-only search)."""
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))  # the default database's folder
     for name in ("NARRATIVE_DB", "NARRATIVE_USER", "NARRATIVE_LLM_PROVIDER"):
         monkeypatch.delenv(name, raising=False)
 
@@ -396,3 +397,88 @@ def test_an_export_file_is_readable_by_its_owner_only(run: Run, tmp_path: Path) 
     ok(run, "export", "-o", "mine.json", "--db", "notes.db")
     assert (tmp_path / "mine.json").stat().st_mode & 0o777 == 0o600
     assert (tmp_path / "notes.db").stat().st_mode & 0o777 == 0o600
+
+
+# --- issue 25: what users of memory libraries expect ----------------------------------------------------
+
+
+def test_the_default_database_lives_in_the_data_directory(run: Run, tmp_path: Path) -> None:
+    where = tmp_path / "data" / "narrative" / "narrative.db"
+    assert ok(run, "path").strip() == str(where)
+    code, _, err = run("memories")  # a read creates nothing, not even the folder
+    assert code == 1 and "no database at" in err and not where.parent.exists()
+    ok(run, "add", "memory", "The spare key is under the blue pot.")
+    assert where.is_file() and not (tmp_path / "narrative.db").exists()
+    assert json.loads(ok(run, "path", "--json")) == {"db": str(where), "default": True, "exists": True}
+    assert ok(run, "path", "--db", "other.db").strip() == "other.db"
+
+
+def test_memory_show_edit_delete_and_metadata(run: Run) -> None:
+    db = ("--db", "m.db", "--user", "maya")
+    ok(run, *db, "add", "memory", "Water the tomatoes every morning.", "--metadata", "project=garden",
+       "--metadata", "priority=3")  # fmt: skip
+    ok(run, *db, "add", "memory", "Renew the car insurance in May.", "--metadata", '{"project": "home"}')
+    shown = ok(run, *db, "memory", "show", "1")
+    assert shown.startswith("#1 [fact] [★★] Water the tomatoes every morning.")
+    assert '  metadata: {"priority": 3, "project": "garden"}' in shown
+    edited = ok(run, *db, "memory", "edit", "1", "--importance", "4", "--metadata", "done=true")
+    assert edited.startswith("edited #1 [fact] [★★★★]")
+    assert json.loads(ok(run, *db, "memory", "show", "1", "--json"))["metadata"] == {
+        "done": True, "priority": 3, "project": "garden"}  # fmt: skip
+    assert "(fields: importance, metadata)" in ok(run, *db, "memory", "history", "1")
+    listed = ok(run, *db, "memories", "--metadata", "project=home")
+    assert listed.startswith("#2 [fact]") and "tomatoes" not in listed
+    assert ok(run, *db, "memories", "--filter", '{"importance": {"gte": 5}}').strip() == "no memories match"
+    code, _, err = run(*db, "memory", "edit", "1")
+    assert code == 2 and "nothing to change" in err
+    assert ok(run, *db, "memory", "delete", "--filter", '{"metadata.project": "home"}', "--yes").strip() == (
+        "deleted 1 memory: #2"
+    )
+    code, _, err = run(*db, "memory", "delete", "1", "99", "--yes")
+    assert code == 1 and "no memory 99: nothing was deleted" in err
+    assert ok(run, *db, "memory", "delete", "1", "--yes").strip() == "deleted 1 memory: #1"
+
+
+def test_search_is_a_read_unless_record_and_takes_the_filters(run: Run) -> None:
+    db = ("--db", "s.db", "--user", "maya")
+    ok(run, *db, "add", "message", "We decided to use SQLite because it works offline.")
+    ok(run, *db, "search", "SQLite")
+    assert ok(run, *db, "uses").strip() == "no uses yet"
+    ok(run, *db, "search", "SQLite", "--record")
+    assert "recall" in ok(run, *db, "uses")
+    decisions = json.loads(ok(run, *db, "search", "SQLite", "--source", "extraction", "--json"))
+    assert decisions and all(h["source"] == "extraction" for h in decisions)
+    assert json.loads(ok(run, *db, "search", "SQLite", "--entity-type", "task", "--json")) == []
+    assert json.loads(ok(run, *db, "search", "SQLite", "--since", "2999-01-01", "--json")) == []
+    assert ok(run, *db, "search", "SQLite", "--limit", "1", "--json").count('"id"') == 1
+    code, _, err = run(*db, "search", "SQLite", "--filter", '{"strem": "decision"}')
+    assert code == 1 and "no field 'strem'" in err
+
+
+def test_limits_counts_and_deletes_read_as_words(run: Run) -> None:
+    db = ("--db", "c.db", "--user", "maya")
+    ok(run, *db, "add", "message", "Sam will send the bed measurements on Friday.")
+    for bad in ("0", "-1"):
+        code, _, err = run(*db, "memories", "--limit", bad)
+        assert code == 2 and "--limit" in err
+    status = ok(run, *db, "conversation", "status")
+    assert status.count("#1 ") == 1 and "1 message ·" in status
+    assert "(detected; 1 message)" in ok(run, *db, "storylines")
+    said = ok(run, *db, "delete", "memory", "1", "--yes")
+    assert said.startswith("deleted memory #1: 1 memory") and "{" not in said
+
+
+def test_delete_user_takes_the_user_from_user(run: Run) -> None:
+    ok(run, "--db", "u.db", "--user", "sam", "add", "memory", "Sam's note.")
+    ok(run, "--db", "u.db", "--user", "maya", "add", "memory", "Maya's note.")
+    code, _, err = run("--db", "u.db", "delete", "user", "sam", "--user", "maya", "--yes")
+    assert code == 2 and "name different users" in err
+    assert ok(run, "--db", "u.db", "--user", "sam", "delete", "user", "--yes").startswith("deleted user sam: 1 memory")
+    code, _, err = run("--db", "u.db", "delete", "user", "--yes")
+    assert code == 2 and "name the user" in err
+
+
+def test_keys_create_says_what_the_key_is(run: Run) -> None:
+    code, out, err = run("--db", "k.db", "--user", "maya", "keys", "create")
+    assert code == 0 and out.strip().startswith("nk_") and len(out.strip().splitlines()) == 1
+    assert "API key for user 'maya'" in err and "shown only this once" in err

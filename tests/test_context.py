@@ -48,7 +48,7 @@ def test_demo_block_has_every_section_in_the_documented_order(maya: narrative.Me
     assert section_names(text) == list(LAYOUT)
     last = maya.messages(limit=1)[0]
     assert last.position == 32 and block.chat_length == 32
-    assert "(Current chat has #32 messages)" in text
+    assert "(Current chat has 32 messages)" in text
     # the current storyline is the one of the latest message, with its rolling summary
     assert block.storyline is not None and block.storyline.id == last.storyline_id
     assert f'<storyline name="{block.storyline.name}">' in text
@@ -261,3 +261,23 @@ def test_cli_prints_the_block(maya: narrative.Memory, capsys: pytest.CaptureFixt
     cli_main(["--db", db, "--user", "maya", "--embedder", "none", "context", "plot map", "--no-record", "--json"])
     data = json.loads(capsys.readouterr().out)
     assert data["use_id"] is None and data["layout"] == list(LAYOUT)
+
+
+def test_overlapping_exchanges_say_each_sentence_once_in_the_scene(mem: narrative.Memory) -> None:
+    """Exchanges overlap (a turn with the one before, then that turn with the next); compressed older ones read
+    as key points of both: the scene says each sentence once, and the chat's length is a count."""
+    said = [
+        ("I want to plant tomatoes on the balcony.", "user"),
+        ("Tomatoes need six hours of sun on the balcony.", "assistant"),
+        ("The balcony faces south, so tomatoes get sun all day.", "user"),
+        ("South-facing balconies are ideal for tomatoes.", "assistant"),
+    ]
+    for text, role in said:
+        mem.remember(text, role)
+    for i in range(30):
+        mem.remember(f"Unrelated chat number {i} about the weather and trains.", "user" if i % 2 == 0 else "assistant")
+    text = mem.context("tomatoes balcony sun", 1500).text
+    scene = text[text.index("<scene_memory>") : text.index("</scene_memory>")]
+    assert "(Current chat has 34 messages)" in scene
+    for sentence, _ in said:
+        assert scene.count(sentence) == 1, (sentence, scene)

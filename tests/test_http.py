@@ -483,7 +483,7 @@ def test_posting_a_turn_remembers_it(world: World) -> None:
     memory = alice.get(f"{API}/memories/{made['memory_ids'][0]}").json
     assert "Porto" in memory["content"]
     hits = alice.get(f"{API}/search?q=Porto").json["items"]
-    assert hits[0]["memory_id"] in made["memory_ids"]
+    assert hits[0]["id"] in made["memory_ids"]
 
 
 def test_memory_edit_and_delete(world: World) -> None:

@@ -176,7 +176,7 @@ def test_vectors_of_another_embedder_are_dropped_and_made_again(world: dict[str,
         assert reply.json["reembedded"]["memories"] == len(world["alice"]["tables"]["memories"])
         found = c.get(f"{API}/search?q=bicycle+brakes&mode=vector").json["items"]
         assert any("bicycle" in item["content"] for item in found)
-        mine = {item["memory_id"] for item in found}
+        mine = {item["id"] for item in found}
     others_still_work(world)
     alice_memories = {m["id"] for m in world["alice"]["tables"]["memories"]}
     assert not mine & alice_memories  # fresh ids

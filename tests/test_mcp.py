@@ -57,6 +57,7 @@ TALKING_ROCK = {
     "get_memory_influence_chain",
 }
 HISTORY = {"get_memory_history", "restore_memory"}
+CORE = {"add_memory", "get_memory", "list_memories", "update_memory", "delete_memories"}
 EVERYDAY = {"remember", "recall", "get_context", "greet", "list_storylines", "walk_narrative"}
 REVIEW = {"edit_memory_preview", "redirect_memory", "split_memory", "resolve_thread", "record_outcome", "forget_memory"}
 AGENDA = {
@@ -73,7 +74,7 @@ AGENDA = {
     "open_linked",
     "get_popular_sources",
 }
-ALL_TOOLS = KOSHI | TALKING_ROCK | EVERYDAY | REVIEW | HISTORY | AGENDA
+ALL_TOOLS = KOSHI | TALKING_ROCK | EVERYDAY | REVIEW | HISTORY | AGENDA | CORE
 READ_ONLY = {
     "list_bindings",
     "get_stale_goals",
@@ -95,6 +96,8 @@ READ_ONLY = {
     "explain_classification",
     "get_memory_influence_chain",
     "get_memory_history",
+    "get_memory",
+    "list_memories",
 }
 
 
@@ -185,7 +188,15 @@ def test_the_cli_runs_as_a_module_and_documents_mcp() -> None:
 
 
 def test_the_mcp_modules_talk_to_the_engine_only() -> None:
-    for name in ("mcp.py", "mcp_tools.py", "mcp_agenda.py", "cli/serving.py"):
+    for name in (
+        "mcp.py",
+        "mcp_tools.py",
+        "mcp_agenda.py",
+        "mcp_core.py",
+        "mcp_context.py",
+        "mcp_outputs.py",
+        "cli/serving.py",
+    ):
         tree = ast.parse((SRC / name).read_text("utf-8"))
         imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
         imported |= {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
@@ -200,6 +211,7 @@ def test_list_tools_shows_every_tool_with_a_description_and_a_schema(server: Dri
         assert "Returns" in t.description, name
         assert t.input_schema["type"] == "object", name
         assert t.output_schema is not None and t.output_schema["type"] == "object", name
+        assert t.output_schema.get("properties"), f"{name}: its output schema names its fields"
         assert t.annotations is not None and bool(t.annotations.read_only_hint) == (name in READ_ONLY), name
     update = tools["narrative_update"].input_schema
     assert update["required"] == ["summary"]
@@ -231,8 +243,8 @@ def test_narrative_search_three_modes(server: Driver) -> None:
 
 def test_narrative_update_continues_the_chain_and_walks_both_ways(server: Driver) -> None:
     before = server.ok("narrative_search")["narratives"][0]
-    hits = server.ok("recall", query="SQLite offline storage", k=3)["hits"]
-    ids = [h["memory_id"] for h in hits]
+    hits = server.ok("recall", query="SQLite offline storage", k=3)["items"]
+    ids = [h["id"] for h in hits]
     link = server.ok(
         "narrative_update",
         summary="Storage settled on SQLite; next is the sync design.",
@@ -262,16 +274,16 @@ def test_remember_stores_a_turn_through_the_write_path(server: Driver) -> None:
     assert done["message_id"] > 0 and done["storyline"]["name"]
     assert done["summary"].startswith(f"message #{done['message_id']}")
     assert server.ok("get_active_conversation")["active"] is True
-    hits = server.ok("search_memories", query="MapLibre garden map")["hits"]
+    hits = server.ok("search_memories", query="MapLibre garden map")["items"]
     assert any("MapLibre" in h["content"] for h in hits)
 
 
 def test_recall_returns_hits_with_why_and_chain(server: Driver) -> None:
     found = server.ok("recall", query="why SQLite instead of Firebase", k=5)
-    assert 0 < len(found["hits"]) <= 5
-    top = next(h for h in found["hits"] if "SQLite" in h["content"])
+    assert 0 < len(found["items"]) <= 5
+    top = next(h for h in found["items"] if "SQLite" in h["content"])
     assert top["why"]["summary"] and top["score"] > 0
-    assert top["chain"]["memory_id"] == top["memory_id"]
+    assert top["chain"]["memory_id"] == top["id"]
     assert "narrative" in top["chain"] and "sibling_ids" in top["chain"]
 
 
@@ -280,11 +292,11 @@ def test_search_memories_filters(server: Driver) -> None:
     assert storylines[0]["id"] and any(s["kind"] == "your_story" for s in storylines)
     topic = next((s for s in storylines if s["interaction_count"] > 0 and s["kind"] != "your_story"), None)
     if topic is not None:
-        within = server.ok("search_memories", query="SQLite", storyline_id=topic["id"], limit=3)["hits"]
+        within = server.ok("search_memories", query="SQLite", storyline_id=topic["id"], limit=3)["items"]
         assert all(h["storyline_id"] == topic["id"] for h in within)
     mine = server.ok("search_memories", query="garden", your_story_only=True)
     story_id = next(s["id"] for s in storylines if s["kind"] == "your_story")
-    assert all(h["storyline_id"] == story_id for h in mine["hits"])
+    assert all(h["storyline_id"] == story_id for h in mine["items"])
     both = server.error("search_memories", query="x", storyline_id=story_id, your_story_only=True)
     assert "ValidationError" in both and "not both" in both
 
@@ -393,14 +405,14 @@ def test_close_preview_resume_confirm_archive(server: Driver) -> None:
 
 
 def test_edit_memory_text_and_entities(server: Driver) -> None:
-    target = server.ok("recall", query="SQLite Firebase", k=1)["hits"][0]
+    target = server.ok("recall", query="SQLite Firebase", k=1)["items"][0]
     edited = server.ok(
-        "edit_memory", memory_id=target["memory_id"], narrative="We chose SQLite over Firebase: offline, free, simple."
+        "edit_memory", memory_id=target["id"], narrative="We chose SQLite over Firebase: offline, free, simple."
     )["memory"]
     assert edited["content"].startswith("We chose SQLite") and edited["user_edited"] is True
     assert edited["original_content"] == target["content"]
-    assert "nothing to change" in server.error("edit_memory", memory_id=target["memory_id"])
-    history = server.ok("get_memory_history", memory_id=target["memory_id"])
+    assert "nothing to change" in server.error("edit_memory", memory_id=target["id"])
+    history = server.ok("get_memory_history", memory_id=target["id"])
     assert history["deleted"] is False and history["events"][0]["kind"] == "created"
     edit = history["events"][-1]
     assert edit["kind"] == "edited" and edit["old_text"] == target["content"]
@@ -412,16 +424,16 @@ def test_edit_memory_text_and_entities(server: Driver) -> None:
         pytest.skip("engine edit_memory has no entity editing yet (entities_to_add/entities_to_remove)")
     added = server.ok(
         "edit_memory",
-        memory_id=target["memory_id"],
+        memory_id=target["id"],
         entities_to_add=[{"type": "waiting_on", "name": "Jonas: sync design review"}],
     )
-    assert added["memory"]["id"] == target["memory_id"]
+    assert added["memory"]["id"] == target["id"]
     thread = next(
         t
         for t in server.ok("get_open_threads", entity_type="waiting_on")["threads"]
         if t["name"] == "Jonas: sync design review"
     )
-    server.ok("edit_memory", memory_id=target["memory_id"], entities_to_remove=[thread["id"]])
+    server.ok("edit_memory", memory_id=target["id"], entities_to_remove=[thread["id"]])
     names = [t["name"] for t in server.ok("get_open_threads", entity_type="waiting_on")["threads"]]
     assert "Jonas: sync design review" not in names
 
@@ -492,8 +504,8 @@ def test_the_seeds_names_are_accepted_as_aliases(server: Driver) -> None:
     assert "act_id" in tools["search_memories"].input_schema["properties"]
     assert {"memory_id", "destination_act_id"} <= set(tools["confirm_memory"].input_schema["properties"])
     story_id = next(s["id"] for s in server.ok("list_storylines")["storylines"] if s["kind"] == "your_story")
-    scoped = server.ok("search_memories", query="garden", act_id=story_id)["hits"]
-    everything = server.ok("search_memories", query="garden")["hits"]
+    scoped = server.ok("search_memories", query="garden", act_id=story_id)["items"]
+    everything = server.ok("search_memories", query="garden")["items"]
     assert all(h["storyline_id"] == story_id for h in scoped)
     assert {h["storyline_id"] for h in everything} != {story_id}  # the alias scoped it; not a search of all
     threads = server.ok("get_open_threads", act_id=story_id)["threads"]
@@ -577,11 +589,11 @@ def test_resolve_a_thread_record_an_outcome_and_forget_a_memory(server: Driver) 
     assert judged["kind"] == "outcome" and judged["meta"]["use_id"] == found["use_id"]
     assert "correction" in server.error("record_outcome", use_id=found["use_id"], outcome="corrected")
 
-    target = server.ok("search_memories", query="SQLite", limit=1)["hits"][0]
-    gone = server.ok("forget_memory", memory_id=target["memory_id"])
-    assert gone["deleted"] == target["memory_id"] and gone["counts"]["memories"] == 1
-    assert "NotFound" in server.error("forget_memory", memory_id=target["memory_id"])
-    tombstone = server.ok("get_memory_history", memory_id=target["memory_id"])  # still answers, without text
+    target = server.ok("search_memories", query="SQLite", limit=1)["items"][0]
+    gone = server.ok("forget_memory", memory_id=target["id"])
+    assert gone["deleted"] == target["id"] and gone["counts"]["memories"] == 1
+    assert "NotFound" in server.error("forget_memory", memory_id=target["id"])
+    tombstone = server.ok("get_memory_history", memory_id=target["id"])  # still answers, without text
     assert tombstone["deleted"] is True and tombstone["events"][-1]["kind"] == "deleted"
     assert all(e["old_text"] == e["new_text"] == "" for e in tombstone["events"])
     assert "NotFound" in server.error("get_memory_history", memory_id=999_999)
@@ -640,7 +652,7 @@ def test_streamable_http_on_loopback(demo_db: Path) -> None:
             http = Driver(portal, session)
             assert {t.name for t in http.tools()} == ALL_TOOLS
             assert http.ok("narrative_search")["mode"] == "latest"
-            hits = http.ok("recall", query="SQLite Firebase", k=2)["hits"]
+            hits = http.ok("recall", query="SQLite Firebase", k=2)["items"]
             assert hits and "keyword rank" in hits[0]["why"]["summary"]
             assert "NotFound" in http.error("walk_narrative", narrative_id=999_999)
             assert http.ok("list_storylines")["storylines"]

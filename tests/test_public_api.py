@@ -16,6 +16,7 @@ from narrative.config import Settings
 
 # Changing this list is a decision about the public API: update it on purpose, never to make a test pass.
 EXPECTED_ALL = [
+    "AsyncMemory",
     "Conversation",
     "ConversationAlreadyActive",
     "ConversationStatus",
@@ -37,6 +38,7 @@ EXPECTED_ALL = [
     "StoreError",
     "Storyline",
     "Stream",
+    "Turn",
     "Use",
     "ValidationError",
     "__version__",

@@ -529,3 +529,28 @@ def test_without_vectors_a_new_topic_still_creates_a_storyline(mem: narrative.Me
     turn = mem.remember("I'm planning a garden app with a plot map for the community garden.", speaker="maya")
     assert turn.decision == "create" and turn.storyline.kind is StorylineKind.DETECTED
     assert mem.store.storyline_vectors("alice", "all-MiniLM-L6-v2:384") == {}
+
+
+def test_a_storyline_is_named_as_a_person_would_and_keeps_its_name(store: SqliteStore) -> None:
+    """The noun phrase that holds the most topic tags, not stemmed keyword triples; the name stays while the
+    topic it names is still among the storyline's leading keywords, and changes only when the topic moved."""
+    assert routing.storyline_name(["measurement", "sam", "send", "bed"], "Sam will send the bed measurements on"
+                                  " Friday.") == "Bed measurements"  # fmt: skip
+    assert routing.storyline_name(["sister", "wedding"], "My sister's wedding in Porto is next month.") == (
+        "Sister's wedding"
+    )
+    assert routing.storyline_name(["garden app", "plot map"], "I'm planning a garden app with a plot map.") == (
+        "Garden app"
+    )
+    store.ensure_user("maya", NOW)
+    named = store.insert_storyline(
+        "maya", "Sister's wedding", StorylineKind.DETECTED, NOW, keywords=("speech", "porto", "wedding", "sister")
+    )
+    assert storylines.maybe_rename(store, named).name == "Sister's wedding"  # the topic is still there
+    moved = store.update_storyline(
+        "maya",
+        named.id,
+        keywords=("flight", "booking", "airport", "luggage"),
+        summary="- Maya: I still have to book the flight to the airport in Porto.",
+    )
+    assert storylines.maybe_rename(store, moved).name == "Flight"

@@ -21,7 +21,8 @@ I = SceneItem  # noqa: E741  (short name keeps the item tables readable)
 
 
 def block(chat_length: int, *body: str) -> str:
-    return "\n".join(["<scene_memory>", f"(Current chat has #{chat_length} messages)", *body, "</scene_memory>"])
+    count = f"{chat_length} message{'' if chat_length == 1 else 's'}"
+    return "\n".join(["<scene_memory>", f"(Current chat has {count})", *body, "</scene_memory>"])
 
 
 # The seed's illustration, verbatim.
@@ -77,10 +78,11 @@ SEED_ITEMS = [
 def test_seed_example_reproduced() -> None:
     # The illustration breaks two of the seed's own rules; the rules win:
     # separators only in The Story So Far (no "..." in Leading Up), and annotations only
-    # from importance 4 (so the betrayal is a ★★★★ memory here).
+    # from importance 4 (so the betrayal is a ★★★★ memory here).  And the chat's length is a count, not a
+    # message number: "5000 messages", not "#5000 messages" (docs/decisions.md).
     expected = SEED_EXAMPLE.replace(
         "    ⤷ IMMEDIATELY AFTER\n\n...\n\n[★★★] Marcus", "    ⤷ IMMEDIATELY AFTER\n[★★★★] Marcus"
-    )
+    ).replace("(Current chat has #5000 messages)", "(Current chat has 5000 messages)")
     assert expected.count("\n") == SEED_EXAMPLE.count("\n") - 3
     out = format_scene(
         reversed(SEED_ITEMS),  # any order in, position order out
@@ -291,7 +293,7 @@ def test_no_message_numbers_in_the_output() -> None:
     items = [I(p, f"Event {chr(65 + i)} took place.", 3) for i, p in enumerate(positions)]
     out = format_scene(items, 5000)
     assert not any(str(p) in out for p in positions)
-    assert out.replace("\n## ", "\n").count("#") == 1  # bucket headers aside, only the chat length
+    assert out.replace("\n## ", "\n").count("#") == 0  # bucket headers aside, no number sign: the length is a count
     assert [e["position"] for b in build_scene(items, 5000).to_dict()["buckets"] for e in b["entries"]] == positions
 
 

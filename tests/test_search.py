@@ -544,3 +544,12 @@ def test_a_large_k_answers_alike_on_both_stores(db: str) -> None:
         assert embedder is not None
         query = embedder.embed_batch(["garden"])[0]
         assert len(mem.store.vector_search("alice", query, embedder.identity, k=100_000)) == 5
+
+
+def test_a_word_that_carries_no_topic_is_no_evidence(mem: narrative.Memory) -> None:
+    """A keyword-only match on a filler word ("instead", "actually") does not make a hit: the text is not about
+    the query.  A topic word still does, with or without fillers around it."""
+    tea = mem.add_memory("I switched to green tea instead of coffee in the mornings.")
+    assert mem.search("what should we use instead?") == []
+    assert mem.search("actually, anyway") == []
+    assert [h.memory.id for h in mem.search("what about the tea instead?")] == [tea.id]

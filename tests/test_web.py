@@ -623,3 +623,17 @@ def test_search_shows_the_passage_that_answers_not_the_whole_reply(page: Any, si
     assert "Step 3:" not in shown  # the passage that answers, not the whole reply
     first.get_by_role("button", name=f"Edit memory #{long.memories[0].id}").click()
     assert first.locator("textarea").input_value() == long.memories[0].content  # edits start from the memory
+
+
+def test_an_open_user_link_in_a_tab_already_on_the_page_signs_in_with_its_key(page: Any, site: dict[str, Any]) -> None:
+    """``serve --open-user`` prints ``/#key=…``: opened in a tab already on the page only the fragment changes;
+    the page takes the key, leaves the address bar clean and signs in as the key's user."""
+    engine = site["engine"]
+    engine.remember("Sam's own note about the shed.", user="sam")
+    sams = engine.create_api_key(label="open-user", user="sam")
+    open_page(page, site, "/conversations")
+    page.get_by_text("Signed in as maya").wait_for()
+    page.evaluate("key => { location.hash = 'key=' + key; }", sams)
+    page.get_by_text("Signed in as sam").wait_for()
+    assert "#key=" not in page.url and page.url.endswith("#/review")
+    assert page.evaluate("sessionStorage.getItem('narrative.key')") == sams

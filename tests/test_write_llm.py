@@ -143,7 +143,7 @@ def test_the_models_extraction_sentence_and_summary_are_used(
         "narrative_update",
         "storyline_summary",
     ]
-    assert turn.decision == "create" and turn.storyline.name == "Garden app · plot map"
+    assert turn.decision == "create" and turn.storyline.name == "Garden app"
     exchange, decision, research = turn.memories
     assert isinstance(exchange.details, ConversationDetails)
     assert exchange.details.topic_tags == ("garden app", "plot map")
@@ -196,7 +196,7 @@ def test_the_continuity_verdict_is_honoured_both_ways(mem: narrative.Memory, llm
     llm_server.script(extraction(["sister", "wedding"]), continuity(False), *topic_turn("Maya's sister marries."))
     leaves = mem.remember("My sister's wedding in Lisbon is next month and the plot map can wait.", speaker="maya")
     assert leaves.decision == "create" and leaves.storyline.id != garden.storyline.id
-    assert leaves.storyline.name == "Sister · wedding"
+    assert leaves.storyline.name == "Sister's wedding"
     assert [garden.narrative.id if garden.narrative else None] == [n.id for n in leaves.sealed]
     asked = [r for r in llm_server.chat_requests if prompt_of(r) == "continuity_check"]
     assert len(asked) == 2
@@ -278,7 +278,7 @@ def test_a_spent_turn_budget_falls_back_and_resets_next_turn(
         with caplog.at_level(logging.WARNING, logger="narrative.llm"):
             first = mem.remember("Let's plan the garden app; what should draw the plot map?", speaker="maya")
         assert len(llm_server.chat_requests) == 1  # only the extraction fit in the budget
-        assert first.storyline.name == "Garden app · plot map"  # ... and it was used
+        assert first.storyline.name == "Garden app"  # ... and it was used
         assert first.narrative is not None and first.narrative.summary != SENTENCE  # the heuristic's sentence
         assert_turn_kept(mem, first)
         spent = [r for r in caplog.records if "budget spent" in r.getMessage()]

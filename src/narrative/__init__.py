@@ -1,12 +1,13 @@
 """narrative: an offline-first narrative memory engine for LLM agents.
 
-Hold one :class:`Memory`; everything else is reached through it.  The model
+Hold one :class:`Memory` (or, from asyncio, one :class:`AsyncMemory`); everything else is reached through it.
+:class:`Turn` is one message for ``Memory.remember_many``.  The model
 types are here for type hints; the memory dataclass itself is
 ``narrative.model.MemoryItem`` (the facade owns the short name).
 """
 
 from narrative.config import Settings
-from narrative.engine import Memory
+from narrative.engine import AsyncMemory, Memory, Turn
 from narrative.errors import (
     ConversationAlreadyActive,
     EmbeddingMismatch,
@@ -36,6 +37,7 @@ from narrative.model import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "AsyncMemory",
     "Conversation",
     "ConversationAlreadyActive",
     "ConversationStatus",
@@ -57,6 +59,7 @@ __all__ = [
     "StoreError",
     "Storyline",
     "Stream",
+    "Turn",
     "Use",
     "ValidationError",
     "__version__",

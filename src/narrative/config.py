@@ -40,7 +40,7 @@ def default_stream_weights() -> dict[str, StreamWeights]:
 class Settings:
     """Everything a :class:`~narrative.Memory` needs, resolved once at construction."""
 
-    db: str = "narrative.db"
+    db: str = ""  # "" = default_db(): $XDG_DATA_HOME/narrative/narrative.db or ~/.local/share/narrative/narrative.db
     user: str = "default"
     embedder: str = "minilm"  # minilm | hashing | none
     # how MiniLM runs: auto | onnx | onnx-int8 | torch.  auto = onnx (fp32, the original vectors), except on
@@ -81,6 +81,10 @@ class Settings:
     decision_revisit_days: int = 14  # ... a reversible one never revisited, already this long after it was made
     popularity_days: int = 30  # the default period of source popularity
 
+    def __post_init__(self) -> None:
+        if not self.db:  # no database named: the per-user data directory's file
+            object.__setattr__(self, "db", default_db())
+
     @classmethod
     def resolve(cls, env: Mapping[str, str] | None = None, **explicit: Any) -> Settings:
         """Build settings from explicit values, then ``NARRATIVE_<FIELD>`` variables, then defaults."""
@@ -98,6 +102,8 @@ class Settings:
             if raw is None or name == "stream_weights":
                 continue
             values[name] = _coerce(name, raw, spec.type)
+        if not values.get("db"):
+            values["db"] = default_db(env)
         settings = cls(**values)
         settings.validate()
         return settings
@@ -122,6 +128,16 @@ class Settings:
 
     def with_db(self, db: str | Path) -> Settings:
         return replace(self, db=str(db))
+
+
+def default_db(env: Mapping[str, str] | None = None) -> str:
+    """Where the memory lives when no ``--db``/``NARRATIVE_DB`` names it: one file in the user's data directory,
+    ``$XDG_DATA_HOME/narrative/narrative.db``, else ``~/.local/share/narrative/narrative.db`` (``narrative path``
+    prints it).  Created, with its folder, by the first write."""
+    env = os.environ if env is None else env
+    home = env.get("HOME") or os.path.expanduser("~")
+    base = env.get("XDG_DATA_HOME") or os.path.join(home, ".local", "share")
+    return os.path.join(base, "narrative", "narrative.db")
 
 
 def _coerce(name: str, raw: str, kind: Any) -> Any:

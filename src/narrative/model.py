@@ -285,6 +285,9 @@ class MemoryItem:
     event_at: datetime | None = None  # when it happened (defaults to created_at)
     valid_to: datetime | None = None  # when it stopped being current (a later memory superseded it)
     superseded_by: int | None = None  # the memory that superseded it
+    metadata: dict[str, Any] = field(
+        default_factory=dict, hash=False
+    )  # the caller's own keys (checks.require_metadata)
 
     @property
     def is_current(self) -> bool:

@@ -7,7 +7,8 @@ providers; none of them writes SQL, and none inherits from another.
 
 from __future__ import annotations
 
+from narrative.engine.aio import AsyncMemory
 from narrative.engine.facade import Memory
 from narrative.engine.turns import Turn
 
-__all__ = ["Memory", "Turn"]
+__all__ = ["AsyncMemory", "Memory", "Turn"]

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from narrative.checks import require_user
-from narrative.config import Settings
+from narrative.config import Settings, default_db
 from narrative.errors import NotFound
 from narrative.store.protocol import Store
 from narrative.write import storylines
@@ -65,6 +65,8 @@ class Runtime:
         if store is None:
             from narrative.store.opening import open_store
 
+            if settings.db == default_db(env):  # the data directory's file: its folder is made on first use
+                Path(settings.db).parent.mkdir(parents=True, exist_ok=True)
             store = open_store(settings.db, vector_precision=settings.vector_precision)
         self.store: Store = store
         self._embedder = embedder

@@ -17,6 +17,7 @@ services, each a plain class in its own module that receives the runtime and the
     Decisions      decisions.py       decision chains, the decision audit
     Research       research.py        consolidation, linked items, source popularity
     Followups      followups.py       what follows a write (Turns, Memories, Closing hand it their work)
+    Imports        imports.py         chat logs into a user (uses Conversations, Turns, Closing)
 
 Every public method below only hands the call to its service; the domain work is in ``write/`` and
 ``read/``.  ``@validated`` checks every public call's arguments first (``narrative.validate``): their types against
@@ -41,6 +42,7 @@ from narrative.engine.conversations import Conversations
 from narrative.engine.core import Runtime
 from narrative.engine.decisions import Decisions
 from narrative.engine.followups import Followups
+from narrative.engine.imports import Imports
 from narrative.engine.keys import Keys
 from narrative.engine.maintenance import Maintenance
 from narrative.engine.memories import Memories
@@ -123,6 +125,7 @@ class Memory:
         self._sovereignty = Sovereignty(rt)
         self._context = Context(rt, self._conversations, self._search)
         self._closing = Closing(rt, self._turns, self._memories)
+        self._imports = Imports(rt, self._conversations, self._turns, self._closing)
 
     # --- the runtime --------------------------------------------------------------------------------
 
@@ -290,9 +293,11 @@ class Memory:
         storyline_id: int | None = None,
         conversation_id: int | None = None,
         event_at: datetime | None = None,
+        metadata: Mapping[str, Any] | None = None,
         user: str | None = None,
     ) -> model.MemoryItem:
-        """Store one memory, stamped with the narrative active now, embedded when an embedder is set."""
+        """Store one memory, stamped with the narrative active now, embedded when an embedder is set;
+        ``metadata``: your own keys and JSON values (at most 64 keys, 16 KiB), for filters."""
         return self._memories.add_memory(
             content,
             stream=stream,
@@ -304,6 +309,7 @@ class Memory:
             storyline_id=storyline_id,
             conversation_id=conversation_id,
             event_at=event_at,
+            metadata=metadata,
             user=user,
         )
 
@@ -328,21 +334,30 @@ class Memory:
         conversation_id: int | None = None,
         limit: int = 50,
         offset: int = 0,
+        filters: Mapping[str, Any] | None = None,
+        current_only: bool = False,
         user: str | None = None,
     ) -> list[model.MemoryItem]:
-        """Memories newest first, optionally of one stream, storyline or conversation."""
+        """Memories newest first, optionally of one stream, storyline or conversation, matching ``filters``
+        (AND/OR/NOT over fields and metadata: docs/http.md, Filters); ``current_only``: not superseded."""
         return self._memories.list_memories(
             stream=stream,
             storyline_id=storyline_id,
             conversation_id=conversation_id,
             limit=limit,
             offset=offset,
+            filters=filters,
+            current_only=current_only,
             user=user,
         )
 
     def one_fact_once(self, memory_ids: Sequence[int], *, user: str | None = None) -> list[Listed]:
         """These memories, in this order, as a list shows them: each fact once (``read.listing``)."""
         return self._memories.one_fact_once(memory_ids, user=user)
+
+    def count_memories(self, *, filters: Mapping[str, Any] | None = None, user: str | None = None) -> int:
+        """How many memories match ``filters`` (every memory of the user without)."""
+        return self._memories.count_memories(filters=filters, user=user)
 
     def restore_memory(self, memory_id: int, *, user: str | None = None) -> model.MemoryItem:
         """Make a memory a later statement superseded current again (undo a correction); returns it."""
@@ -357,9 +372,11 @@ class Memory:
         emotions: Sequence[str] | None = None,
         entities_to_remove: Iterable[int] = (),
         entities_to_add: Iterable[dict[str, Any]] = (),
+        metadata: Mapping[str, Any] | None = None,
         user: str | None = None,
     ) -> model.MemoryItem:
-        """Change a memory after the fact: text (the first edit keeps the original and marks it user_edited),"""
+        """Change a memory after the fact: text (the first edit keeps the original and marks it user_edited),
+        importance, emotions, metadata (replaced whole), entities; the history records the edit."""
         return self._memories.edit_memory(
             memory_id,
             content=content,
@@ -367,8 +384,16 @@ class Memory:
             emotions=emotions,
             entities_to_remove=entities_to_remove,
             entities_to_add=entities_to_add,
+            metadata=metadata,
             user=user,
         )
+
+    def update_memories(
+        self, updates: Sequence[Mapping[str, Any]], *, user: str | None = None
+    ) -> list[model.MemoryItem]:
+        """Edit several memories at once (``[{"id": N, "content"?, "importance"?, "emotions"?, "metadata"?}]``),
+        in one transaction: all of them, or none when one is refused."""
+        return self._memories.update_memories(updates, user=user)
 
     def history(self, memory_id: int, *, user: str | None = None) -> list[model.MemoryEvent]:
         """Every change to a memory, oldest first: created, edited, confirmed, superseded, restored, deleted (each
@@ -434,10 +459,11 @@ class Memory:
         min_score: float = 0.0,
         include_superseded: bool = False,
         as_of: datetime | None = None,
+        filters: Mapping[str, Any] | None = None,
         user: str | None = None,
     ) -> list[SearchHit]:
         """Hybrid search over this user's memories (what is current, unless ``include_superseded`` or ``as_of``
-        a past time); every hit carries ``why()``."""
+        a past time); every hit carries ``why()``.  ``filters``: AND/OR/NOT over fields and metadata."""
         return self._search.search(
             query,
             k,
@@ -454,6 +480,7 @@ class Memory:
             min_score=min_score,
             include_superseded=include_superseded,
             as_of=as_of,
+            filters=filters,
             user=user,
         )
 
@@ -518,7 +545,8 @@ class Memory:
 
     # --- Sovereignty (sovereignty.py) --------------------------------------------------------------
     def export(self, format: str = "json", *, user: str | None = None) -> str:
-        """Everything of one user: ``json`` (lossless, re-importable) or ``markdown`` (readable)."""
+        """Everything of one user: ``json`` (lossless, re-importable) or ``markdown`` (readable); the memories
+        one a line: ``jsonl`` or ``csv`` (for spreadsheets and pipelines; docs/export-format.md)."""
         return self._sovereignty.export(format, user=user)
 
     def import_data(
@@ -527,9 +555,33 @@ class Memory:
         """Restore a JSON export into an empty user (refused otherwise), under fresh ids."""
         return self._sovereignty.import_data(text, user=user, progress=progress)
 
+    def import_chat(
+        self,
+        text: str,
+        format: str = "auto",
+        *,
+        user: str | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> dict[str, Any]:
+        """Import a chat log (``jsonl`` of messages, ChatGPT's or Claude's ``conversations.json``; ``auto`` tells
+        them apart) into this user, existing data kept: each conversation remembered turn by turn, then closed
+        and confirmed.  Checked whole first: a bad line is named and nothing is stored (docs/ingest.md)."""
+        return self._imports.import_chat(text, format, user=user, progress=progress)
+
     def delete_memory(self, memory_id: int, *, user: str | None = None) -> dict[str, int]:
         """Delete one memory with its entities, deltas, sources, vector and full-text entry."""
         return self._sovereignty.delete_memory(memory_id, user=user)
+
+    def delete_memories(
+        self,
+        memory_ids: Sequence[int] | None = None,
+        *,
+        filters: Mapping[str, Any] | None = None,
+        user: str | None = None,
+    ) -> dict[str, Any]:
+        """Delete several memories at once, by id or by ``filters`` (one of the two), all or none; returns the
+        counts and the ``ids`` deleted."""
+        return self._sovereignty.delete_memories(memory_ids, filters=filters, user=user)
 
     def delete_conversation(self, conversation_id: int, *, user: str | None = None) -> dict[str, int]:
         """Delete a conversation and what came only from it: messages, memories, links, entities, uses."""

@@ -4,18 +4,27 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from narrative import model
-from narrative.checks import require_choice, require_importance, require_text
+from narrative.checks import (
+    require_choice,
+    require_flag,
+    require_importance,
+    require_metadata,
+    require_positive,
+    require_text,
+)
 from narrative.engine.core import Runtime
 from narrative.errors import ValidationError
 from narrative.model import Narrative, Source, Stream
 from narrative.read import chain, listing
 from narrative.read.listing import Listed
+from narrative.store.filter_tree import parse_filters
 from narrative.store.filters import MemoryFilter
 from narrative.write import by_hand, narrate, supersede
 from narrative.write.history import history as events_of
@@ -51,6 +60,7 @@ class Memories:
         storyline_id: int | None = None,
         conversation_id: int | None = None,
         event_at: datetime | None = None,
+        metadata: Mapping[str, Any] | None = None,
         user: str | None = None,
     ) -> model.MemoryItem:
         """Store one memory, stamped with the narrative active now, embedded when an embedder is set."""
@@ -67,6 +77,7 @@ class Memories:
             storyline_id=storyline_id,
             conversation_id=conversation_id,
             event_at=event_at,
+            metadata=metadata,
         )
         return self._followed(user_id, by_hand.add_memories(self.rt.store, user_id, [memory], self._embedder()))[0]
 
@@ -111,6 +122,7 @@ class Memories:
         storyline_id: int | None = None,
         conversation_id: int | None = None,
         event_at: datetime | None = None,
+        metadata: Mapping[str, Any] | None = None,
     ) -> model.MemoryItem:
         if isinstance(emotions, str):
             emotions = [emotions]
@@ -130,6 +142,7 @@ class Memories:
             conversation_id=conversation_id,
             event_at=event_at,
             created_at=self.rt.clock(),
+            metadata={} if metadata is None else require_metadata(metadata),
         )
 
     def _embedder(self) -> by_hand.Embedder:
@@ -157,17 +170,36 @@ class Memories:
         conversation_id: int | None = None,
         limit: int = 50,
         offset: int = 0,
+        filters: Mapping[str, Any] | None = None,
+        current_only: bool = False,
         user: str | None = None,
     ) -> list[model.MemoryItem]:
-        """Memories newest first, optionally of one stream, storyline or conversation."""
-        where = MemoryFilter(
+        """Memories newest first, optionally of one stream, storyline or conversation, matching ``filters``
+        (:mod:`narrative.store.filter_tree`); ``current_only``: leave out what a later statement superseded."""
+        where = self.where(stream, storyline_id, conversation_id, filters, current_only=current_only)
+        paged = replace(where, limit=require_positive(limit, "limit"), offset=require_positive(offset, "offset", True))
+        return self.rt.store.list_memories(self.rt.user_id(user), paged)
+
+    def count_memories(self, *, filters: Mapping[str, Any] | None = None, user: str | None = None) -> int:
+        """How many memories match ``filters`` (all of the user's without)."""
+        return self.rt.store.count_memories(self.rt.user_id(user), self.where(None, None, None, filters))
+
+    @staticmethod
+    def where(
+        stream: str | None,
+        storyline_id: int | None,
+        conversation_id: int | None,
+        filters: Mapping[str, Any] | None,
+        *,
+        current_only: bool = False,
+    ) -> MemoryFilter:
+        return MemoryFilter(
             streams=None if stream is None else [require_choice(Stream, stream, "stream")],
             storyline_ids=None if storyline_id is None else [storyline_id],
             conversation_ids=None if conversation_id is None else [conversation_id],
-            limit=limit,
-            offset=offset,
+            match=parse_filters(filters),
+            current_only=require_flag(current_only, "current_only"),
         )
-        return self.rt.store.list_memories(self.rt.user_id(user), where)
 
     def one_fact_once(self, memory_ids: Sequence[int], *, user: str | None = None) -> list[Listed]:
         """The memories ``memory_ids`` names, in that order, each with the text it shows in a list and what it
@@ -193,15 +225,16 @@ class Memories:
         emotions: Sequence[str] | None = None,
         entities_to_remove: Iterable[int] = (),
         entities_to_add: Iterable[dict[str, Any]] = (),
+        metadata: Mapping[str, Any] | None = None,
         user: str | None = None,
     ) -> model.MemoryItem:
         """Change a memory after the fact: text (the first edit keeps the original and marks it user_edited),
-        importance, emotions and its entities.
+        importance, emotions, metadata (replaced whole) and its entities.
 
         ``entities_to_add``: ``[{"type": "task", "name": "…", "data": {...}}]``.
         """
         user_id = self.rt.user_id(user)
-        changes = by_hand.memory_changes(self.rt.store, user_id, memory_id, content, importance, emotions)
+        changes = by_hand.memory_changes(self.rt.store, user_id, memory_id, content, importance, emotions, metadata)
         return by_hand.edit_memory(
             self.rt.store,
             user_id,
@@ -212,6 +245,36 @@ class Memories:
             self._embedder(),
             self.rt.clock(),
         )
+
+    def update_memories(
+        self, updates: Sequence[Mapping[str, Any]], *, user: str | None = None
+    ) -> list[model.MemoryItem]:
+        """Edit several memories in one transaction, each as :meth:`edit_memory` edits one (``{"id": N,
+        "content"?, "importance"?, "emotions"?, "metadata"?}``): all of them, or none when one is refused."""
+        user_id = self.rt.user_id(user)
+        if isinstance(updates, str | bytes | Mapping) or not isinstance(updates, Sequence) or not updates:
+            raise ValidationError("updates must be a non-empty list of {id, content?, ...} objects", field="updates")
+        plans: list[tuple[int, dict[str, Any]]] = []
+        for index, item in enumerate(updates):
+            where = f"updates[{index}]"
+            if not isinstance(item, Mapping):
+                raise ValidationError(f"{where} must be an object", field="updates")
+            unknown = sorted(set(map(str, item)) - _UPDATE_KEYS)
+            memory_id = item.get("id", item.get("memory_id"))
+            if unknown or isinstance(memory_id, bool) or not isinstance(memory_id, int):
+                said = f"unknown {', '.join(unknown)}" if unknown else "no id"
+                raise ValidationError(
+                    f"{where}: {said}; each update takes id and content, importance, emotions, metadata",
+                    field="updates",
+                )
+            changes = {k: item[k] for k in ("content", "importance", "emotions", "metadata") if k in item}
+            if not changes:
+                raise ValidationError(f"{where}: nothing to change for memory {memory_id}", field="updates")
+            plans.append((memory_id, changes))
+        if len({i for i, _ in plans}) != len(plans):
+            raise ValidationError("updates name a memory twice: merge its changes into one", field="updates")
+        with self.rt.store.transaction():
+            return [self.edit_memory(memory_id, **changes, user=user_id) for memory_id, changes in plans]
 
     def history(self, memory_id: int, *, user: str | None = None) -> list[model.MemoryEvent]:
         """Every change to a memory, oldest first; after a delete, its tombstone (kinds and times, no text)."""
@@ -271,5 +334,7 @@ class Memories:
         return self.rt.store.list_narratives(user_id, storyline_id=storyline_id, limit=limit, offset=offset)
 
 
+#: The keys an ``update_memories`` item may carry.
+_UPDATE_KEYS = frozenset({"id", "memory_id", "content", "importance", "emotions", "metadata"})
 #: The keys an ``add_memories`` item may carry (``add_memory``'s arguments).
 _ITEM_KEYS = frozenset(inspect.signature(Memories._new_memory).parameters) - {"self", "user_id"}

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
+from typing import Any
 
 import numpy as np
 
@@ -13,6 +14,7 @@ from narrative.engine.core import Runtime
 from narrative.model import EntityType, InfluenceType, Source, Stream, Use, UseKind, UseReference
 from narrative.read import chain
 from narrative.read.search import SearchHit, SearchMode, SearchParams, Weights, hybrid_search
+from narrative.store.filter_tree import parse_filters
 from narrative.store.filters import MemoryFilter
 
 
@@ -66,6 +68,7 @@ class Search:
         min_score: float = 0.0,
         include_superseded: bool = False,
         as_of: datetime | None = None,
+        filters: Mapping[str, Any] | None = None,
         user: str | None = None,
     ) -> list[SearchHit]:
         """Hybrid search over this user's memories; every hit carries ``why()``.
@@ -79,6 +82,9 @@ class Search:
         Only what is current is returned: a statement a later one superseded ("I live in Lisbon now, not
         Berlin") is left out, and named in the newer hit's ``why()``.  ``include_superseded=True`` returns it
         too; ``as_of`` a time returns what was current then.
+
+        ``filters``: conditions on fields and metadata joined by AND/OR/NOT (mem0's grammar,
+        :mod:`narrative.store.filter_tree`); they hold with the flat filters above (all must pass).
         """
         user_id = self.rt.user_id(user)
         require_text(query, "query", max_length=10_000)
@@ -93,6 +99,7 @@ class Search:
             else [require_choice(EntityType, t, "entity_types") for t in entity_types],
             since=since,
             until=until,
+            match=parse_filters(filters),
         )
         params = replace(
             self.search_params(k, mode, min_score),

@@ -10,20 +10,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from enum import StrEnum
 from typing import Any
 
 from narrative.checks import require_choice, require_user
 from narrative.engine.core import Runtime
+from narrative.errors import ValidationError
 from narrative.model import StorylineKind
 from narrative.read import export
+from narrative.store.filter_tree import parse_filters
+from narrative.store.filters import MemoryFilter
 from narrative.write import forget, restore
 
 
 class _Format(StrEnum):
     JSON = "json"
     MARKDOWN = "markdown"
+    JSONL = "jsonl"
+    CSV = "csv"
 
 
 class Sovereignty:
@@ -35,12 +40,17 @@ class Sovereignty:
     # --- export / import -------------------------------------------------------------------
 
     def export(self, format: str = "json", *, user: str | None = None) -> str:
-        """Everything of one user: ``json`` (lossless, re-importable) or ``markdown`` (readable)."""
+        """Everything of one user: ``json`` (lossless, re-importable) or ``markdown`` (readable); or the
+        memories alone, one a line: ``jsonl`` or ``csv`` (columns ``read.export.MEMORY_COLUMNS``)."""
         user_id = self.rt.user_id(user)
         kind = require_choice(_Format, format, "format")
-        if kind is _Format.JSON:
-            return export.export_json(self.rt.store, user_id)
-        return export.export_markdown(self.rt.store, user_id)
+        writers = {
+            _Format.JSON: export.export_json,
+            _Format.MARKDOWN: export.export_markdown,
+            _Format.JSONL: export.export_jsonl,
+            _Format.CSV: export.export_csv,
+        }
+        return writers[kind](self.rt.store, user_id)
 
     def import_data(
         self, text: str, *, user: str | None = None, progress: Callable[[int, int], None] | None = None
@@ -69,6 +79,34 @@ class Sovereignty:
     def delete_memory(self, memory_id: int, *, user: str | None = None) -> dict[str, int]:
         """Delete one memory with its entities, deltas, sources, vector and full-text entry."""
         return forget.delete_memory(self.rt.store, self.rt.user_id(user), memory_id, self.rt.clock())
+
+    def delete_memories(
+        self,
+        memory_ids: Sequence[int] | None = None,
+        *,
+        filters: Mapping[str, Any] | None = None,
+        user: str | None = None,
+    ) -> dict[str, Any]:
+        """Delete several memories at once, by id or by filter (one of the two), all or none: an unknown id
+        deletes nothing.  Returns the counts and the ``ids`` deleted."""
+        user_id = self.rt.user_id(user)
+        if (memory_ids is None) == (filters is None):
+            raise ValidationError("give memory_ids or filters (one of the two)", field="memory_ids")
+        if filters is not None:
+            tree = parse_filters(filters)
+            if tree is None:
+                raise ValidationError(
+                    "filters are empty: a delete by filter needs at least one condition (delete_user deletes"
+                    " everything)",
+                    field="filters",
+                )
+            ids = sorted(self.rt.store.memory_ids_matching(user_id, MemoryFilter(match=tree)))
+        else:
+            ids = sorted(set(memory_ids or ()))
+            if not ids:
+                raise ValidationError("memory_ids is empty: name at least one memory", field="memory_ids")
+        counts: dict[str, Any] = dict(forget.delete_memories(self.rt.store, user_id, ids, self.rt.clock()))
+        return {**counts, "ids": ids}
 
     def delete_conversation(self, conversation_id: int, *, user: str | None = None) -> dict[str, int]:
         """Delete a conversation and what came only from it: messages, memories, links, entities, uses."""

@@ -18,21 +18,24 @@ side by side.
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Sequence
 from importlib import resources
 from string import Template
 from typing import Any
 
 import anyio
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
+from fastapi.middleware.cors import CORSMiddleware
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi.routing import APIRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from narrative import __version__
 from narrative.engine import Memory
 from narrative.engine.keys import KEY_PREFIX
 from narrative.interfaces import http_agenda, http_conversations, http_memories, http_read
-from narrative.interfaces.http_common import HANDLERS, error_body
+from narrative.interfaces.http_common import HANDLERS, error_body, known_query
 from narrative.interfaces.http_schemas import ERRORS, Health
 
 MAX_BODY = 8 * 1024 * 1024  # bytes (a message holds up to 5,000,000 characters); larger bodies are answered 413
@@ -225,8 +228,20 @@ def _add_health(app: FastAPI, memory: Memory) -> None:
 # --- the application ------------------------------------------------------------------------------
 
 
-def create_app(memory: Memory, *, max_body: int = MAX_BODY, web: bool = True) -> FastAPI:
-    """The FastAPI application over one engine (shared by every request and every user)."""
+def operation_id(route: APIRoute) -> str:
+    """A route's operationId: its function's name (``list_memories``, ``search``), what a generated client's
+    methods are called; ``tests/test_http_contract.py`` checks they are unique."""
+    return route.name
+
+
+def create_app(
+    memory: Memory, *, max_body: int = MAX_BODY, web: bool = True, cors_origins: Sequence[str] = ()
+) -> FastAPI:
+    """The FastAPI application over one engine (shared by every request and every user).
+
+    ``cors_origins``: the web origins whose pages may call the API from a browser (CORS); none by default, so a
+    page of another site cannot read the answers.  ``*`` allows every origin (keys still decide who is served).
+    """
     app = FastAPI(
         title="narrative",
         version=__version__,
@@ -238,6 +253,7 @@ def create_app(memory: Memory, *, max_body: int = MAX_BODY, web: bool = True) ->
         openapi_url="/openapi.json",
         docs_url=None,
         redoc_url=None,
+        generate_unique_id_function=operation_id,
     )
     app.state.memory = memory
     folder = swagger_ui_dir()
@@ -247,10 +263,19 @@ def create_app(memory: Memory, *, max_body: int = MAX_BODY, web: bool = True) ->
     for kind, handler in HANDLERS.items():
         app.add_exception_handler(kind, handler)
     for module in (http_conversations, http_memories, http_read, http_agenda):
-        app.include_router(module.router)
+        app.include_router(module.router, dependencies=[Depends(known_query)])
     if web:
         _add_page(app)
     app.add_middleware(BodyLimit, max_bytes=max_body)
+    origins = [o.strip().rstrip("/") for o in cors_origins if o.strip()]
+    if origins:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=origins,
+            allow_methods=["GET", "POST", "PATCH", "DELETE"],
+            allow_headers=["Authorization", "X-API-Key", "Content-Type"],
+            max_age=600,
+        )
     return app
 
 
@@ -270,15 +295,25 @@ def worker_app() -> FastAPI:
     embedder = os.environ.get("NARRATIVE_SERVE_EMBEDDER")
     overrides: dict[str, Any] = {"embedder": embedder} if embedder else {}
     memory = Memory(os.environ["NARRATIVE_DB"], **overrides)
-    return create_app(memory, max_body=int(os.environ.get("NARRATIVE_SERVE_MAX_BODY", MAX_BODY)))
+    origins = os.environ.get("NARRATIVE_CORS_ORIGINS", "").split(",")
+    return create_app(memory, max_body=int(os.environ.get("NARRATIVE_SERVE_MAX_BODY", MAX_BODY)), cors_origins=origins)
 
 
-def run_workers(db: str, workers: int, host: str, port: int, max_body: int, embedder: str | None = None) -> None:
+def run_workers(
+    db: str,
+    workers: int,
+    host: str,
+    port: int,
+    max_body: int,
+    embedder: str | None = None,
+    cors_origins: Sequence[str] = (),
+) -> None:
     """Serve with ``workers`` uvicorn processes; each builds its app with :func:`worker_app`."""
     import os
 
     import uvicorn
 
+    os.environ["NARRATIVE_CORS_ORIGINS"] = ",".join(cors_origins)
     os.environ["NARRATIVE_DB"] = db
     os.environ["NARRATIVE_SERVE_MAX_BODY"] = str(max_body)
     if embedder:
@@ -294,8 +329,12 @@ def run_workers(db: str, workers: int, host: str, port: int, max_body: int, embe
     )
 
 
-def run(app: Any, host: str = "127.0.0.1", port: int = 8765, log_level: str = "info") -> None:
-    """Serve ``app`` with uvicorn until interrupted."""
+def run(app: Any, host: str = "127.0.0.1", port: int = 8765, log_level: str = "info", sock: Any = None) -> None:
+    """Serve ``app`` with uvicorn until interrupted (on ``sock``, a socket already bound, when given)."""
     import uvicorn
 
-    uvicorn.run(app, host=host, port=port, log_level=log_level, server_header=False)
+    if sock is None:
+        uvicorn.run(app, host=host, port=port, log_level=log_level, server_header=False)
+        return
+    config = uvicorn.Config(app, log_level=log_level, server_header=False)
+    uvicorn.Server(config).run(sockets=[sock])

@@ -6,7 +6,7 @@ engine with ``user=caller.user``, so another user's ids are simply not found (40
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar
 
@@ -124,6 +124,74 @@ def out(value: Any) -> Any:
 
 def ok(value: Any, status: int = 200) -> JSONResponse:
     return JSONResponse(out(value), status_code=status)
+
+
+# --- query parameters ------------------------------------------------------------------------
+
+_KNOWN: dict[int, frozenset[str]] = {}
+
+
+def known_query(request: Request) -> None:
+    """Refuse query parameters the route does not take (422 naming them and what it takes): a misspelt
+    ``?storyline=`` must not answer as if no filter had been given."""
+    route = request.scope.get("route")
+    dependant = getattr(route, "dependant", None)
+    if dependant is None:
+        return
+    allowed = _KNOWN.get(id(route))
+    if allowed is None:
+        allowed = _KNOWN[id(route)] = frozenset(_query_names(dependant))
+    unknown = [name for name in dict.fromkeys(request.query_params) if name not in allowed]
+    if unknown:
+        takes = ", ".join(sorted(allowed)) or "none"
+        raise RequestValidationError(
+            [
+                {
+                    "loc": ("query", name),
+                    "msg": f"unknown query parameter (this endpoint takes: {takes})",
+                    "type": "extra_forbidden",
+                }
+                for name in unknown
+            ]
+        )
+
+
+def _query_names(dependant: Any) -> Iterator[str]:
+    """The query parameters a route takes, its dependencies' (``limit``, ``offset`` of a page) included."""
+    for param in getattr(dependant, "query_params", ()):
+        yield str(getattr(param, "alias", None) or param.name)
+    for inner in getattr(dependant, "dependencies", ()):
+        yield from _query_names(inner)
+
+
+def json_query(value: str | None, name: str) -> Any:
+    """A query parameter holding JSON (``filters``): the decoded value, or a 422 naming the parameter."""
+    import json
+
+    if value is None:
+        return None
+    try:
+        return json.loads(value)
+    except ValueError as error:
+        raise ValidationError(f"{name} is not JSON: {error}", field=name) from None
+
+
+def id_list(values: Sequence[str] | None, name: str = "ids") -> list[int] | None:
+    """Ids given as ``?ids=1,2`` or ``?ids=1&ids=2`` (or both): integers from 1, at most 1000."""
+    if values is None:
+        return None
+    found: list[int] = []
+    for value in values:
+        for part in value.split(","):
+            text = part.strip()
+            if not text.isdigit() or not 1 <= int(text) < 2**63:
+                raise ValidationError(
+                    f"{name} must be ids (integers from 1) separated by commas, got {part!r}", field=name
+                )
+            found.append(int(text))
+    if not found or len(found) > 1000:
+        raise ValidationError(f"{name} must name 1 to 1000 ids", field=name)
+    return found
 
 
 # --- errors -------------------------------------------------------------------------------

@@ -8,10 +8,11 @@ from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
 
 from narrative.interfaces import http_schemas as S
-from narrative.interfaces.http_common import Paging, Who, ok, paged, sliced
+from narrative.interfaces.http_common import Paging, Who, id_list, json_query, ok, paged, sliced
 from narrative.interfaces.http_models import (
     MemoryChange,
     MemoryIn,
+    MemoryUpdates,
     NarrativeIn,
     Resolve,
     StorylineIn,
@@ -35,6 +36,15 @@ EntityTypeName = Literal[
     "insight",
 ]
 Depth = Annotated[int | None, Query(ge=1, le=1000)]
+Filters = Annotated[
+    str | None,
+    Query(
+        description='A filter in JSON (mem0\'s grammar): {"metadata.project": "garden"},'
+        ' {"AND": [{"stream": "decision"}, {"importance": {"gte": 4}}]}, {"OR": [...]}, {"NOT": {...}};'
+        " operators eq, ne, gt, gte, lt, lte, in, nin, contains, icontains, exists (docs/http.md, Filters).",
+        max_length=20_000,
+    ),
+]
 
 
 # --- memories ---------------------------------------------------------------------------------
@@ -52,7 +62,11 @@ def list_memories(
     stream: StreamName | None = None,
     storyline_id: Annotated[int | None, Query(ge=1)] = None,
     conversation_id: Annotated[int | None, Query(ge=1)] = None,
+    filters: Filters = None,
+    current: Annotated[bool, Query(description="Leave out what a later statement superseded.")] = False,
 ) -> JSONResponse:
+    chosen = json_query(filters, "filters")
+
     def fetch(limit: int, offset: int) -> list[Any]:
         found = who.memory.list_memories(
             stream=stream,
@@ -60,6 +74,8 @@ def list_memories(
             conversation_id=conversation_id,
             limit=limit,
             offset=offset,
+            filters=chosen,
+            current_only=current,
             user=who.user,
         )
         page, probe = found[: at.limit], found[at.limit :]  # ``probe``: the one beyond the page, if any
@@ -89,9 +105,37 @@ def add_memory(who: Who, body: MemoryIn) -> JSONResponse:
         message_ids=body.message_ids,
         storyline_id=body.storyline_id,
         conversation_id=body.conversation_id,
+        metadata=body.metadata,
         user=who.user,
     )
     return ok(memory, 201)
+
+
+@router.patch(
+    "/memories",
+    tags=["memories"],
+    summary="Edit several memories at once (all of them, or none when one is refused)",
+    response_model=S.Items[S.MemoryItem],
+)
+def update_memories(who: Who, body: MemoryUpdates) -> JSONResponse:
+    updates = [item.model_dump(exclude_unset=True) for item in body.memories]
+    return ok({"items": who.memory.update_memories(updates, user=who.user)})
+
+
+@router.delete(
+    "/memories",
+    tags=["memories"],
+    summary="Delete several memories at once: ?ids=1,2 or ?filters=JSON (all of them, or none when an id is unknown)",
+    response_model=S.BatchDeleted,
+)
+def delete_memories(
+    who: Who,
+    ids: Annotated[list[str] | None, Query(description="Memory ids: ?ids=1,2 or ?ids=1&ids=2.")] = None,
+    filters: Filters = None,
+) -> JSONResponse:
+    result = who.memory.delete_memories(id_list(ids), filters=json_query(filters, "filters"), user=who.user)
+    deleted = result.pop("ids")
+    return ok({"deleted": deleted, "result": result})
 
 
 @router.get("/memories/{memory_id}", tags=["memories"], summary="One memory", response_model=S.MemoryItem)
@@ -106,7 +150,12 @@ def get_memory(who: Who, memory_id: int) -> JSONResponse:
     response_model=S.MemoryItem,
 )
 def edit_memory(who: Who, memory_id: int, body: MemoryChange) -> JSONResponse:
-    changes: dict[str, Any] = {"content": body.content, "importance": body.importance, "emotions": body.emotions}
+    changes: dict[str, Any] = {
+        "content": body.content,
+        "importance": body.importance,
+        "emotions": body.emotions,
+        "metadata": body.metadata,
+    }
     if body.entities_to_remove:
         changes["entities_to_remove"] = body.entities_to_remove
     if body.entities_to_add:

@@ -11,6 +11,10 @@ Text = Annotated[str, Field(min_length=1, max_length=100_000)]
 MessageText = Annotated[str, Field(min_length=1, max_length=5_000_000)]  # checks.MAX_MESSAGE: a document fits
 Name = Annotated[str, Field(min_length=1, max_length=200)]
 Id = Annotated[int, Field(ge=1)]
+Metadata = Annotated[
+    dict[str, Any],
+    Field(description="Your own keys (letters, digits, _ and -) and JSON values: at most 64 keys, 16 KiB as JSON."),
+]
 
 Role = Literal["user", "assistant", "system", "tool"]
 StreamName = Literal["conversation", "research", "decision", "reflection", "narrative", "fact"]
@@ -86,6 +90,7 @@ class MemoryIn(Body):
     message_ids: list[int] = Field(default_factory=list, max_length=1000)
     storyline_id: Annotated[int | None, Field(ge=1)] = None
     conversation_id: Annotated[int | None, Field(ge=1)] = None
+    metadata: Metadata = Field(default_factory=dict)
 
 
 class MemoryChange(Body):
@@ -94,6 +99,34 @@ class MemoryChange(Body):
     emotions: Annotated[list[str] | None, Field(max_length=20)] = None
     entities_to_remove: list[int] = Field(default_factory=list, max_length=500)
     entities_to_add: list[dict[str, Any]] = Field(default_factory=list, max_length=500)
+    metadata: Annotated[dict[str, Any] | None, Field(description="Replaces the memory's metadata whole.")] = None
+
+
+class MemoryUpdate(Body):
+    """One memory's changes in a batch (the fields of PATCH /memories/{id}, entities aside)."""
+
+    id: Id
+    content: Annotated[str | None, Field(min_length=1, max_length=100_000)] = None
+    importance: Annotated[int | None, Field(ge=1, le=5)] = None
+    emotions: Annotated[list[str] | None, Field(max_length=20)] = None
+    metadata: dict[str, Any] | None = None
+
+
+class MemoryUpdates(Body):
+    memories: Annotated[list[MemoryUpdate], Field(min_length=1, max_length=500)]
+
+
+class SearchIn(Body):
+    """A search as a body: the query, a filter tree and the options of GET /search."""
+
+    query: Annotated[str, Field(min_length=1, max_length=10_000)]
+    limit: Annotated[int, Field(ge=1, le=100)] = 10
+    mode: Literal["hybrid", "keyword", "vector"] = "hybrid"
+    filters: Annotated[dict[str, Any] | None, Field(description="AND/OR/NOT over fields and metadata.")] = None
+    min_score: Annotated[float, Field(ge=0, le=1)] = 0.0
+    include_superseded: bool = False
+    as_of: datetime | None = None
+    record: bool = False
 
 
 class StorylineIn(Body):

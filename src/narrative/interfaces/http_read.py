@@ -6,12 +6,15 @@ import json
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Body, Path, Query
+from fastapi import APIRouter, Body, Path, Query, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, Response
 
+from narrative.errors import ValidationError
 from narrative.interfaces import http_schemas as S
-from narrative.interfaces.http_common import Paging, Who, ok, paged
-from narrative.interfaces.http_models import ContextIn, Outcome, ReasoningIn, UseIn
+from narrative.interfaces.http_common import Paging, Who, json_query, ok, paged
+from narrative.interfaces.http_memories import Filters
+from narrative.interfaces.http_models import ContextIn, Outcome, ReasoningIn, SearchIn, UseIn
 from narrative.interfaces.serialize import hit_dict
 
 router = APIRouter(prefix="/api/v1", responses=S.ERRORS)
@@ -47,7 +50,8 @@ def me(who: Who) -> JSONResponse:
 def search(
     who: Who,
     q: Annotated[str, Query(min_length=1, max_length=10_000, description="The query.")],
-    k: Annotated[int, Query(ge=1, le=100)] = 10,
+    limit: Annotated[int | None, Query(ge=1, le=100, description="How many hits (default 10).")] = None,
+    k: Annotated[int | None, Query(ge=1, le=100, description="The same as limit (its older name).")] = None,
     mode: Literal["hybrid", "keyword", "vector"] = "hybrid",
     stream: Annotated[list[StreamName] | None, Query(description="Only these streams (repeatable).")] = None,
     storyline_id: Annotated[int | None, Query(ge=1)] = None,
@@ -64,8 +68,12 @@ def search(
         bool, Query(description="Also what a later statement superseded (left out by default).")
     ] = False,
     as_of: Annotated[datetime | None, Query(description="What was current at this time (ISO 8601).")] = None,
+    filters: Filters = None,
 ) -> JSONResponse:
-    filters: dict[str, Any] = {
+    if limit is not None and k is not None and limit != k:
+        raise ValidationError("give limit or k (the same count), not both", field="limit")
+    count = limit or k or 10
+    options: dict[str, Any] = {
         "streams": stream,
         "sources": source,
         "entity_types": entity_type,
@@ -76,18 +84,40 @@ def search(
         "as_of": as_of,
     }
     if include_superseded:
-        filters["include_superseded"] = True
+        options["include_superseded"] = True
     hits = search_with_floor(
         who.memory,
         q,
-        k,
+        count,
         min_score,
         mode=mode,
         record=record,
+        filters=json_query(filters, "filters"),
         user=who.user,
-        **{name: value for name, value in filters.items() if value is not None},
+        **{name: value for name, value in options.items() if value is not None},
     )
     return ok({"query": q, "items": [hit_dict(h) for h in hits]})
+
+
+@router.post(
+    "/search",
+    tags=["search"],
+    summary="Hybrid search with the query and a filter tree in the body (mem0's search(query, filters=…))",
+    response_model=S.SearchResult,
+)
+def search_body(who: Who, body: SearchIn) -> JSONResponse:
+    hits = who.memory.search(
+        body.query,
+        body.limit,
+        mode=body.mode,
+        filters=body.filters,
+        min_score=body.min_score,
+        include_superseded=body.include_superseded,
+        as_of=body.as_of,
+        record=body.record,
+        user=who.user,
+    )
+    return ok({"query": body.query, "items": [hit_dict(h) for h in hits]})
 
 
 def search_with_floor(memory: Any, query: str, k: int, min_score: float | None, **options: Any) -> list[Any]:
@@ -177,25 +207,33 @@ def greeting(who: Who) -> JSONResponse:
     return ok(who.memory.greet(user=who.user))
 
 
+EXPORT_TYPES = {
+    "json": "application/json",
+    "markdown": "text/markdown; charset=utf-8",
+    "jsonl": "application/x-ndjson; charset=utf-8",
+    "csv": "text/csv; charset=utf-8",
+}
+
+
 @router.get(
     "/export",
     tags=["user"],
-    summary="Everything of this user, as JSON or Markdown",
+    summary="Everything of this user, as JSON or Markdown; or the memories one a line, as JSONL or CSV",
     responses={
         200: {
             "content": {
                 "application/json": {"schema": {"type": "object"}},
                 "text/markdown": {"schema": {"type": "string"}},
+                "application/x-ndjson": {"schema": {"type": "string"}},
+                "text/csv": {"schema": {"type": "string"}},
             },
             "description": "The export.",
         }
     },
 )
-def export(who: Who, format: Literal["json", "markdown"] = "json") -> Response:
+def export(who: Who, format: Literal["json", "markdown", "jsonl", "csv"] = "json") -> Response:
     text = who.memory.export(format, user=who.user)
-    if format == "json":
-        return Response(text, media_type="application/json")
-    return Response(text, media_type="text/markdown; charset=utf-8")
+    return Response(text, media_type=EXPORT_TYPES[format])
 
 
 @router.post(
@@ -203,6 +241,37 @@ def export(who: Who, format: Literal["json", "markdown"] = "json") -> Response:
 )
 def import_data(who: Who, document: Annotated[dict[str, Any], Body(description="A JSON export.")]) -> JSONResponse:
     summary = who.memory.import_data(json.dumps(document), user=who.user)
+    return ok(summary)
+
+
+@router.post(
+    "/import/chat",
+    tags=["user"],
+    summary="Import a chat log (JSONL of messages, ChatGPT's or Claude's conversations.json) into this user",
+    response_model=S.ChatImport,
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "description": "The chat log, as sent (any text type; JSON or JSONL).",
+            "content": {
+                "application/x-ndjson": {"schema": {"type": "string"}},
+                "application/json": {"schema": {}},
+                "text/plain": {"schema": {"type": "string"}},
+            },
+        }
+    },
+)
+async def import_chat(
+    who: Who,
+    request: Request,
+    format: Literal["auto", "jsonl", "chatgpt", "claude"] = "auto",
+) -> JSONResponse:
+    raw = await request.body()
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise ValidationError(f"the chat log is not UTF-8 text (byte {error.start})", field="body") from None
+    summary = await run_in_threadpool(who.memory.import_chat, text, format, user=who.user)
     return ok(summary)
 
 

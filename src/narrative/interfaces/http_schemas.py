@@ -109,6 +109,20 @@ class ApiKey(Closed):
     fingerprint: str = Field(description="The first 12 hex digits of the stored SHA-256 digest.")
 
 
+class BatchDeleted(Closed):
+    deleted: list[int] = Field(description="The ids of the memories deleted.")
+    result: dict[str, Any] = Field(description="What went with them: memories, narratives, uses, reopened_entities.")
+
+
+class ChatImport(Closed):
+    format: str = Field(description="jsonl, chatgpt or claude (what auto found).")
+    conversations: int
+    messages: int
+    memories: int
+    skipped: int = Field(description="Empty or hidden messages of an export, left out.")
+    conversation_ids: list[int]
+
+
 class Revoked(Closed):
     user: str
     revoked: int = Field(description="The id of the revoked key.")
@@ -150,7 +164,7 @@ class MemoryHistory(Closed):
 
 
 class SearchHit(Closed):
-    memory_id: int
+    id: int = Field(description="The memory's id (a hit is a memory with its score and why).")
     content: str
     text: str = Field(description="What to show a reader: the memory's text, or the turns of it no better hit shows.")
     shown_message_ids: list[int] = Field(description="The source messages this hit shows (none for a summary).")

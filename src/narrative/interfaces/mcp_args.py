@@ -39,7 +39,7 @@ class Arguments:
             described = {k: v for k, v in properties[name].items() if k not in ("title", "description")}
             properties[alias] = {
                 **described,
-                "description": f"The same as {name} (the name in the Talking Rock document); give one of the two.",
+                "description": f"The same as {name} (another name for it); give one of the two.",
             }
         schema["additionalProperties"] = False
         schema["title"] = f"{self.name}Arguments"
@@ -83,17 +83,17 @@ def sentence(tool: str, error: PydanticError, allowed: list[str]) -> str:
 
 def compact(data: dict[str, Any]) -> CallToolResult:
     """The result as structure plus the same as compact JSON text; ``user_id`` left out (one user per server)."""
-    lean = _without_user(data)
+    lean = without_user(data)
     text = json.dumps(lean, ensure_ascii=False, separators=(",", ":"))
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=lean)
 
 
-def _without_user(value: Any) -> Any:
+def without_user(value: Any) -> Any:
     if isinstance(value, dict):
-        return {k: _without_user(v) for k, v in value.items() if k != "user_id"}
+        return {k: without_user(v) for k, v in value.items() if k != "user_id"}
     if isinstance(value, list):
-        return [_without_user(v) for v in value]
+        return [without_user(v) for v in value]
     return value
 
 
-__all__ = ["Arguments", "compact", "sentence"]
+__all__ = ["Arguments", "compact", "sentence", "without_user"]

@@ -183,11 +183,11 @@ class NarrativeTools:
         result = self.memory.remember(text, role, speaker=speaker)
         return {**plain_dict(result), "summary": result.describe()}
 
-    @tool(read_only=True)
+    @tool(read_only=True, aliases={"k": "limit"})
     def recall(
         self,
         query: Query,
-        k: Annotated[int, Field(ge=1, le=100, description="How many memories.")] = 10,
+        limit: Annotated[int, Field(ge=1, le=100, description="How many memories.")] = 10,
         depth: Annotated[int, Field(ge=0, le=10, description="Earlier narrative links to include per hit.")] = 1,
     ) -> dict[str, Any]:
         """Hybrid search (keywords + meaning) over everything remembered, each hit opened into its recall chain:
@@ -195,10 +195,10 @@ class NarrativeTools:
 
         Call it when you need facts, decisions or history about something. Every hit says why it was returned
         (keyword rank, vector rank, recency). Reading only: nothing is recorded (get_context records a use).
-        Returns {query, hits: [{memory_id, content, stream, score, why, chain, ...}]}.
+        Returns {query, items: [{id, content, text, stream, score, why, chain, ...}]}.
         """
-        pairs = self.memory.recall(query, k, depth=depth, record=False)
-        return {"query": query, "hits": [{**hit_dict(hit), "chain": plain(chain)} for hit, chain in pairs]}
+        pairs = self.memory.recall(query, limit, depth=depth, record=False)
+        return {"query": query, "items": [{**hit_dict(hit), "chain": plain(chain)} for hit, chain in pairs]}
 
     @tool(destructive=False)
     def get_context(
@@ -336,15 +336,23 @@ class NarrativeTools:
         include_superseded: Annotated[
             bool, Field(description="Also what a later statement superseded (left out by default).")
         ] = False,
+        filters: Annotated[
+            dict[str, Any] | None,
+            Field(
+                description='Only memories matching: {"metadata.project": "garden"}, {"stream": "decision"},'
+                ' {"importance": {"gte": 4}}, joined with {"AND": [...]}, {"OR": [...]}, {"NOT": {...}}.'
+            ),
+        ] = None,
     ) -> dict[str, Any]:
-        """Search all memories by meaning and keywords, optionally within one storyline or only Your Story.
+        """Search all memories by meaning and keywords, optionally within one storyline or only Your Story, or
+        only those matching filters (fields and metadata).
 
         Only what is current is returned: a statement a later one corrected is left out (and named in the newer
         hit's why); two that disagree with no order between them are both shown, each naming the other in
         ``conflicts``.  Each hit says why it was returned. Use recall instead when you also want each hit's
         narrative thread.
         An unknown storyline_id is an error.
-        Returns {query, hits: [{memory_id, content, stream, importance, storyline_id, score, why, ...}]}.
+        Returns {query, items: [{id, content, text, stream, importance, storyline_id, score, why, ...}]}.
         """
         if your_story_only:
             if storyline_id is not None:
@@ -359,8 +367,9 @@ class NarrativeTools:
             record=False,
             min_score=min_score,
             include_superseded=include_superseded,
+            filters=filters,
         )
-        return {"query": query, "hits": [hit_dict(h) for h in hits]}
+        return {"query": query, "items": [hit_dict(h) for h in hits]}
 
     @tool(read_only=True)
     def get_your_story(

@@ -35,10 +35,11 @@ def to_json(value: Any, indent: int | None = 2) -> str:
 
 
 def hit_dict(hit: Any) -> dict[str, Any]:
-    """A search hit as the interfaces show it: the memory, its score and why it was returned."""
+    """A search hit as the interfaces show it: the memory (its own ``id``, as every object's), its score and why it
+    was returned.  The same keys in the CLI's --json, the HTTP API and the MCP tools."""
     memory = hit.memory
     return {
-        "memory_id": memory.id,
+        "id": memory.id,
         "content": memory.content,
         "text": hit.text or memory.content,
         "shown_message_ids": list(hit.shown),

@@ -62,7 +62,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import Enum
 from typing import Any
@@ -89,6 +89,7 @@ from narrative.read.scene import Scene, SceneItem, SceneSettings, auxiliary, bui
 from narrative.read.search import SearchHit
 from narrative.store.filters import MemoryFilter
 from narrative.store.protocol import Store
+from narrative.text.patterns import split_sentences
 
 __all__ = [
     "LAYOUT",
@@ -389,6 +390,25 @@ def _select(
     return chosen
 
 
+def _once(chosen: list[Recalled]) -> list[Recalled]:
+    """Each sentence once in the scene: overlapping exchanges (a turn with the turn before, then that turn with
+    the next) and compressed key points repeat what a better-ranked item says; it is said there, and a
+    memory left with nothing new is not shown again."""
+    said: set[str] = set()
+    kept: list[Recalled] = []
+    for recalled in chosen:
+        fresh = []
+        for sentence in split_sentences(recalled.text):
+            key = " ".join(sentence.lower().rstrip(".!?…").split())
+            if key and key not in said:
+                said.add(key)
+                fresh.append(sentence)
+        if fresh:
+            text = " ".join(fresh)
+            kept.append(recalled if text == " ".join(split_sentences(recalled.text)) else replace(recalled, text=text))
+    return kept
+
+
 def _recalled(
     memory: MemoryItem, rank: int, origin: str, score: float, why: str, chat_length: int, shown: str | None = None
 ) -> Recalled:
@@ -543,7 +563,7 @@ def build_context(
     if agenda is not None:
         gathered.agenda = agenda(gathered.current)
     k = search_size(budget)
-    chosen = _select(store, user_id, search(query, k), gathered.current, max(2, k // 4), gathered.chat_length)
+    chosen = _once(_select(store, user_id, search(query, k), gathered.current, max(2, k // 4), gathered.chat_length))
     block = _assemble(query, budget, budget, gathered, chosen, counter)
     for _ in range(3):  # a counter that is not additive may overshoot a little: tighten and retry
         if block.tokens <= budget:

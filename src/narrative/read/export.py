@@ -9,6 +9,8 @@ conversation's transcript, each memory linking to its conversation's anchor.
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from collections import Counter
 from dataclasses import dataclass
@@ -21,7 +23,17 @@ from narrative.store.filters import MemoryFilter
 from narrative.store.protocol import Store
 from narrative.text.lines import entity_label
 
-__all__ = ["FORMAT", "SCHEMA_VERSION", "Dump", "export_json", "export_markdown", "parse_dump"]
+__all__ = [
+    "FORMAT",
+    "MEMORY_COLUMNS",
+    "SCHEMA_VERSION",
+    "Dump",
+    "export_csv",
+    "export_json",
+    "export_jsonl",
+    "export_markdown",
+    "parse_dump",
+]
 
 FORMAT = "narrative-export"
 SCHEMA_VERSION = 1
@@ -195,3 +207,78 @@ def export_markdown(store: Store, user_id: str) -> str:
         lines.append("")
     lines += _transcripts(store, user_id, conversations)
     return "\n".join(lines).rstrip() + "\n"
+
+
+# --- jsonl and csv: the memories as rows ---------------------------------------------------------
+
+#: The columns of the JSONL and CSV exports, in order: one row per memory.
+MEMORY_COLUMNS = (
+    "id",
+    "time",
+    "created_at",
+    "stream",
+    "source",
+    "importance",
+    "content",
+    "storyline_id",
+    "storyline",
+    "conversation_id",
+    "message_ids",
+    "emotions",
+    "metadata",
+    "current",
+    "superseded_by",
+)
+
+
+def _memory_rows(store: Store, user_id: str) -> list[dict[str, Any]]:
+    """Every memory of the user, oldest first (by id), as the rows of the JSONL and CSV exports."""
+    names = {s.id: s.name for s in store.list_storylines(user_id, include_archived=True)}
+    rows = []
+    for m in sorted(store.list_memories(user_id, MemoryFilter()), key=lambda m: m.id):
+        rows.append(
+            {
+                "id": m.id,
+                "time": (m.event_at or m.created_at).isoformat(),
+                "created_at": m.created_at.isoformat(),
+                "stream": m.stream.value,
+                "source": m.source.value,
+                "importance": m.importance,
+                "content": m.content,
+                "storyline_id": m.storyline_id,
+                "storyline": names.get(m.storyline_id) if m.storyline_id is not None else None,
+                "conversation_id": m.conversation_id,
+                "message_ids": list(m.message_ids),
+                "emotions": list(m.emotions),
+                "metadata": m.metadata,
+                "current": m.valid_to is None,
+                "superseded_by": m.superseded_by,
+            }
+        )
+    return rows
+
+
+def export_jsonl(store: Store, user_id: str) -> str:
+    """One JSON object a line, one line per memory (``MEMORY_COLUMNS``), oldest first; keys in that order."""
+    return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in _memory_rows(store, user_id))
+
+
+def export_csv(store: Store, user_id: str) -> str:
+    """A header line, then one line per memory (``MEMORY_COLUMNS``); lists and metadata as JSON text, empty
+    cells for null, ``true``/``false`` for ``current``."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(MEMORY_COLUMNS)
+    for row in _memory_rows(store, user_id):
+        writer.writerow([_cell(row[column]) for column in MEMORY_COLUMNS])
+    return out.getvalue()
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list | dict):
+        return json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return str(value)

@@ -196,7 +196,8 @@ class Scene:
     counter: str = ApproxTokenCounter.identity
 
     def render(self) -> str:
-        lines = ["<scene_memory>", f"(Current chat has #{self.chat_length} messages)"]
+        count = f"{self.chat_length} message{'' if self.chat_length == 1 else 's'}"  # a count, not a message number
+        lines = ["<scene_memory>", f"(Current chat has {count})"]
         scene_header = self._current_scene_header()
         for bucket in self.buckets:
             lines += ["", bucket.header]

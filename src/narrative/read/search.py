@@ -33,6 +33,7 @@ from narrative.store.keyword_index import query_terms, terms
 from narrative.store.protocol import Store
 from narrative.text.lines import turn_line
 from narrative.text.when import Period, named_period
+from narrative.text.words import topic_text
 
 
 class SearchMode(StrEnum):
@@ -267,13 +268,14 @@ def _candidates(
     a turn's meaning, not diluted by the turn it answers."""
     found = _Candidates()
     weights = (params.keyword_weight, params.vector_weight)
-    searched = [params.mode is not SearchMode.VECTOR, query_vector is not None]
+    topic = topic_text(query)  # a text that shares only "instead" or "anyway" with the query is not about it
+    searched = [params.mode is not SearchMode.VECTOR and bool(topic.strip()), query_vector is not None]
     found.fused_max = sum(w for w, used in zip(weights, searched, strict=True) if used) / (params.rrf_k + 1)
     for kind, keyword_search, vector_search in (
         ("m", store.keyword_search_memories, store.vector_search),
         ("p", store.keyword_search_passages, store.passage_vector_search),
     ):
-        keyword = keyword_search(user_id, query, where, limit=params.pool) if searched[0] else []
+        keyword = keyword_search(user_id, topic, where, limit=params.pool) if searched[0] else []
         vector = (
             vector_search(user_id, query_vector, model, k=params.pool, where=where) if query_vector is not None else []
         )

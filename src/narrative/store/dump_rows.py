@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from narrative.checks import require_metadata
 from narrative.errors import ValidationError
 from narrative.validate import MAX_YEAR, MIN_YEAR, require_unicode
 
@@ -132,7 +133,7 @@ JSON_SHAPES: dict[str, dict[str, type]] = {
     "conversations": {"preview": dict},
     "messages": {"meta": dict},
     "narratives": {"memory_ids": list},
-    "memories": {"emotions": list, "details": dict},
+    "memories": {"emotions": list, "details": dict, "metadata": dict},
     "memory_events": {"detail": dict},
     "entities": {"data": dict},
     "state_deltas": {"data": dict},
@@ -141,7 +142,7 @@ JSON_SHAPES: dict[str, dict[str, type]] = {
     "storyline_bindings": {"payload": dict},
 }
 #: JSON columns that belong to the caller (an agent's binding payload): carried verbatim, ids inside untouched.
-OPAQUE_JSON = frozenset({("storyline_bindings", "payload")})
+OPAQUE_JSON = frozenset({("storyline_bindings", "payload"), ("memories", "metadata")})
 BOOL_COLUMNS: dict[str, frozenset[str]] = {
     "conversations": frozenset({"is_paused"}),
     "narratives": frozenset({"sealed"}),
@@ -189,6 +190,11 @@ def _check_cell(table: str, column: str, kind: str, value: Any, where: str) -> N
         if not isinstance(value, shape):
             raise ValidationError(f"{where} must be a JSON {shape.__name__}", field=table)
         _check_json(value, where, 0)
+        if (table, column) == ("memories", "metadata"):  # as the write path checks it
+            try:
+                require_metadata(value)
+            except ValidationError as error:
+                raise ValidationError(f"{where}: {error}", field=table) from None
     elif column in BOOL_COLUMNS.get(table, ()):
         if not isinstance(value, bool | int):
             raise ValidationError(f"{where} must be true or false", field=table)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from narrative.model import EntityType, Source, Stream
+from narrative.store.filter_tree import Node
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,7 @@ class MemoryFilter:
     min_importance: int | None = None
     current_only: bool = False  # only memories nothing superseded (valid_to unset)
     as_of: datetime | None = None  # only memories that existed and were current at this time
+    match: Node | None = None  # conditions joined by AND/OR/NOT (store/filter_tree.py: parse_filters)
     limit: int | None = None
     offset: int = 0
 
@@ -46,6 +48,7 @@ class MemoryFilter:
                     self.until,
                     self.min_importance,
                     self.as_of,
+                    self.match,
                 )
             )
             and not self.current_only

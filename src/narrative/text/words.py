@@ -3,11 +3,31 @@
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Iterable
 
 from narrative.text import patterns as P
 
-__all__ = ["new_words", "past_forms", "restated_in", "word_keys"]
+__all__ = ["FILLER_WORDS", "new_words", "past_forms", "restated_in", "topic_text", "word_keys"]
+
+#: Words that carry no topic of their own (discourse words, hedges, fillers): a text sharing only these with a
+#: query is not about it ("instead", "actually", "anyway"), so they are no keyword evidence for search.
+FILLER_WORDS = frozenset(
+    """instead also actually really maybe perhaps probably yet even already anyway anyhow though although however
+    rather quite okay ok yes yeah yep nope please thanks thank sure just basically literally somehow something
+    anything everything nothing thing things stuff""".split()
+)
+
+
+_FILLER = re.compile(r"(?<![\w'-])(?:" + "|".join(sorted(FILLER_WORDS)) + r")(?![\w'-])", re.IGNORECASE)
+
+
+def topic_text(text: str) -> str:
+    """``text`` without its filler words (:data:`FILLER_WORDS`), everything else as it was: what keyword search
+    may match on (empty when only fillers are left)."""
+    rest = _FILLER.sub(" ", text)
+    return rest if any(ch.isalnum() for ch in rest) else ""
+
 
 _IRREGULAR: dict[str, tuple[str, ...]] = {
     "send": ("sent",), "write": ("wrote", "written"), "draw": ("drew", "drawn"), "buy": ("bought",),

@@ -13,14 +13,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
 import numpy as np
 
-from narrative.checks import require_choice, require_importance, require_text
+from narrative.checks import require_choice, require_importance, require_metadata, require_text
 from narrative.errors import NotFound, ValidationError
 from narrative.model import EntityType, MemoryItem, Stream
 from narrative.store.protocol import Store
@@ -147,8 +147,10 @@ def memory_changes(
     content: str | None,
     importance: int | None,
     emotions: Sequence[str] | None,
+    metadata: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The checked fields an edit changes; the first edit of the text keeps the original."""
+    """The checked fields an edit changes; the first edit of the text keeps the original; metadata is
+    replaced whole."""
     current = store.get_memory(user_id, memory_id)
     changes: dict[str, Any] = {}
     if content is not None:
@@ -160,6 +162,8 @@ def memory_changes(
         changes["importance"] = require_importance(importance)
     if emotions is not None:
         changes["emotions"] = tuple(emotions)
+    if metadata is not None:
+        changes["metadata"] = require_metadata(metadata)
     return changes
 
 

@@ -30,6 +30,7 @@ from narrative.write.storylines import your_story
 
 __all__ = [
     "delete_conversation",
+    "delete_memories",
     "delete_memory",
     "delete_storyline",
     "delete_user",
@@ -51,6 +52,22 @@ def delete_memory(store: Store, user_id: str, memory_id: int, now: datetime) -> 
     store.get_memory(user_id, memory_id)
     with store.transaction():
         counts = forget_memories(store, user_id, [memory_id], now=now, with_="memory")
+    store.scrub_deleted()
+    return counts
+
+
+def delete_memories(store: Store, user_id: str, memory_ids: Iterable[int], now: datetime) -> dict[str, int]:
+    """Delete several memories in one transaction, as :func:`delete_memory` deletes one: all of them, or none
+    when any id is not one of the user's memories (NotFound names them)."""
+    ids = sorted(set(memory_ids))
+    found = {m.id for m in store.get_memories(user_id, ids)}
+    missing = [i for i in ids if i not in found]
+    if missing:
+        raise NotFound(f"no memory {', '.join(map(str, missing))}: nothing was deleted")
+    if not ids:
+        return {"memories": 0, "narratives": 0, "reopened_entities": 0, "uses": 0}
+    with store.transaction():
+        counts = forget_memories(store, user_id, ids, now=now, with_="memory")
     store.scrub_deleted()
     return counts
 

@@ -60,7 +60,7 @@ def record(
 
 
 #: The fields of a memory an edit by hand may change (``entities``: its entities were added or removed).
-EDITABLE = ("content", "importance", "emotions")
+EDITABLE = ("content", "importance", "emotions", "metadata")
 
 
 def edited(store: Store, before: MemoryItem, after: MemoryItem, now: datetime, entities: bool = False) -> None:

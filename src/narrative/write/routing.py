@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from narrative.model import Storyline, StorylineKind
+from narrative.text.phrases import naming_phrase
 
 #: The default storylines every user gets (besides Your Story), with their boundaries.
 DEFAULT_STORYLINES: dict[str, tuple[str, re.Pattern[str]]] = {
@@ -273,7 +274,7 @@ def decide(
     if given.may_create and given.substantive and len(topical(given.topic_tags)) >= t.min_tags_to_create:
         top = 0.0 if best is None else best.similarity
         scores["reason"] = f"new topic: no storyline is similar enough (best {top:.2f})"
-        return Route("create", None, scores, new_name=storyline_name(given.topic_tags))  # topical tags only
+        return Route("create", None, scores, new_name=storyline_name(given.topic_tags, given.text))
     if given.current is not None and given.current.kind in (StorylineKind.DETECTED, StorylineKind.USER):
         scores["reason"] = "no clear match: stay with the current storyline"
         return Route("continue", given.current.id, scores)
@@ -296,10 +297,14 @@ def topical(tags: Sequence[str]) -> list[str]:
     return [t for t in tags if t and t.lower() not in GENERIC_TAGS]
 
 
-def storyline_name(tags: Sequence[str]) -> str:
-    """A readable name from the leading topic tags ("garden app · plot map")."""
-    words = topical(tags)[:3]
+def storyline_name(tags: Sequence[str], text: str = "") -> str:
+    """A name as a person would give it: the noun phrase of ``text`` that holds the most topic tags ("Bed
+    measurements", "Sister's wedding"), else the leading tags joined ("garden app · plot map")."""
+    words = topical(tags)
+    phrase = naming_phrase(text, words) if text else None
+    if phrase is not None:
+        return phrase
     if not words:
         return "Untitled thread"
-    name = " · ".join(words)
+    name = " · ".join(words[:3])
     return name[:1].upper() + name[1:]

@@ -10,6 +10,7 @@ from datetime import datetime
 from narrative.errors import InvalidTransition
 from narrative.model import Message, Participant, Storyline, StorylineKind, StorylineStatus
 from narrative.store.protocol import Store
+from narrative.text import patterns as P
 from narrative.write.routing import DEFAULT_STORYLINES, strip_topic_cue
 
 SUMMARY_POINTS = 4
@@ -185,13 +186,24 @@ def needs_embedding_refresh(storyline: Storyline, every: int) -> bool:
     return times & (times - 1) == 0
 
 
+#: A detected storyline keeps its name while one of the name's words is among this many of its leading keywords.
+NAME_KEYWORDS = 6
+
+
 def maybe_rename(store: Store, storyline: Storyline) -> Storyline:
-    """A detected storyline takes its name from its current keywords (it evolves with the topic)."""
+    """A detected storyline keeps its name while the topic it names is still among its leading keywords; when the
+    topic has really moved, it is named again: the noun phrase of its description and summary that holds the
+    most of its keywords ("Bed measurements"), else its leading keywords."""
     if storyline.kind is not StorylineKind.DETECTED or len(storyline.keywords) < 2:
         return storyline
     from narrative.write.routing import storyline_name
 
-    name = storyline_name(storyline.keywords[:3])
+    leading = {k for kw in storyline.keywords[:NAME_KEYWORDS] for w in P.words(kw) if (k := P.tag_key(w.lower()))}
+    named = {k for w in P.words(storyline.name) if (k := P.tag_key(w.lower()))}
+    if named & leading:
+        return storyline
+    text = "\n".join([storyline.description, *storyline.summary.splitlines()])
+    name = storyline_name(storyline.keywords[:3], text)
     if name == storyline.name or store.find_storyline(storyline.user_id, name) is not None:
         return storyline
     return store.update_storyline(storyline.user_id, storyline.id, name=name)

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from narrative.checks import carried_metadata
 from narrative.errors import NotFound
 from narrative.model import (
     Binding,
@@ -492,8 +493,10 @@ class TurnWriter:
                 storyline_id=storyline.id,
                 narrative_id=None if link is None else link.id,
                 message_ids=message_ids,
+                metadata=metadata,
             )
 
+        metadata = carried_metadata(message.meta)  # the turn's meta, where it is valid metadata: for filters
         said = excerpt(message.content)  # a long message is quoted by its first passage: its passages hold it all
         user_input, response = (said, "") if message.role is Role.USER else ("", said)
         if answered is not None and message.role is not Role.USER:

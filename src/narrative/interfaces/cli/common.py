@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 import click
 
-from narrative.config import Settings
+from narrative.config import default_db
 from narrative.engine import Memory
 from narrative.errors import ConversationAlreadyActive, InvalidTransition, NarrativeError, NotFound, ValidationError
 from narrative.interfaces.serialize import to_json
@@ -31,6 +31,7 @@ class Context:
     as_json: bool
     embedder: str | None
     llm: dict[str, Any] = field(default_factory=dict)
+    user_given: bool = False  # --user was on the command line (not only NARRATIVE_USER)
     _memory: Memory | None = None
 
     @property
@@ -42,6 +43,14 @@ class Context:
         return self._memory
 
     @property
+    def serving(self) -> Memory:
+        """The memory for a server of every user (``serve``): created when missing, without a note about the
+        default user (the server answers each key's own user)."""
+        if self._memory is None:
+            self._memory = self._open()
+        return self._memory
+
+    @property
     def reading(self) -> Memory:
         """The memory for a read command: refused (NotFound) when the file or the user does not exist, so
         reading creates nothing; a user without data in a file that holds others' is named on stderr."""
@@ -50,7 +59,7 @@ class Context:
     def existing(self, *, user: bool) -> Memory:
         """The memory of a file that must exist (and, with ``user``, must know the user): opens nothing new."""
         if self._memory is None:
-            path = self.db or Settings().db
+            path = self.db or default_db()
             is_url = path.startswith(("postgresql://", "postgres://"))
             if path != ":memory:" and not is_url and not Path(path).is_file():
                 raise NotFound(
@@ -124,7 +133,8 @@ CURRENT: list[Context] = []
     "--db",
     envvar="NARRATIVE_DB",
     default=None,
-    help="SQLite file or postgresql:// URL [env NARRATIVE_DB; default narrative.db].",
+    help="SQLite file or postgresql:// URL [env NARRATIVE_DB; default: the data directory's narrative.db, which"
+    " `narrative path` prints].",
 )
 @click.option(
     "--user", envvar="NARRATIVE_USER", default=None, help="Whose memory [env NARRATIVE_USER; default 'default']."
@@ -173,7 +183,8 @@ def cli(
         "llm_api_key": llm_key,
         "llm_timeout_s": llm_timeout,
     }
-    ctx.obj = Context(db=db, user=user, as_json=as_json, embedder=embedder, llm=llm)
+    given = ctx.get_parameter_source("user") is click.core.ParameterSource.COMMANDLINE
+    ctx.obj = Context(db=db, user=user, as_json=as_json, embedder=embedder, llm=llm, user_given=given)
     CURRENT[:] = [ctx.obj]
     ctx.call_on_close(lambda: ctx.obj._memory.close() if ctx.obj._memory is not None else None)
 
@@ -185,6 +196,8 @@ def _setter(attribute: str) -> Callable[[click.Context, click.Parameter, Any], N
     def store(ctx: click.Context, _param: click.Parameter, value: Any) -> None:
         if value:
             setattr(ctx.find_object(Context), attribute, value)
+            if attribute == "user":
+                setattr(ctx.find_object(Context), "user_given", True)  # noqa: B010
 
     return store
 

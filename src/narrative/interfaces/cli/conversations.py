@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from narrative.interfaces.cli.common import Context, cli, json_option, pass_ctx
-from narrative.interfaces.cli.text import indented
+from narrative.interfaces.cli.text import counted, indented
 from narrative.model import Conversation, Message
 
 
@@ -19,7 +19,7 @@ def conversation_line(c: Conversation) -> str:
     paused = " (paused)" if c.is_paused else ""
     title = f" {c.title!r}" if c.title else ""
     started = f"{c.started_at:%Y-%m-%d %H:%M}"
-    return f"#{c.id}{title} {c.status.value}{paused} · {c.message_count} messages · started {started}"
+    return f"#{c.id}{title} {c.status.value}{paused} · {counted(c.message_count, 'message')} · started {started}"
 
 
 @cli.command(help="Create the database (and the user with Your Story) if missing.")
@@ -44,20 +44,21 @@ def conversation_start(ctx: Context, title: str) -> None:
     ctx.emit(c, lambda: f"started {conversation_line(c)}")
 
 
-@conversation.command("status", help="Show the active conversation and recent ones.")
-@click.option("--limit", default=10, show_default=True, help="How many recent conversations.")
+@conversation.command("status", help="Show the active conversation and the other recent ones.")
+@click.option("--limit", default=10, show_default=True, type=click.IntRange(min=1), help="How many recent ones.")
 @json_option
 @pass_ctx
 def conversation_status(ctx: Context, limit: int) -> None:
     mem = ctx.reading
     active = mem.active_conversation()
     recent = mem.list_conversations(limit=limit)
+    others = [c for c in recent if active is None or c.id != active.id]  # the active one is shown once, first
 
     def text() -> str:
         head = f"active: {conversation_line(active)}" if active else "no active conversation"
-        return "\n".join([head, *("  " + conversation_line(c) for c in recent)])
+        return "\n".join([head, *(["recent:"] if others else []), *("  " + conversation_line(c) for c in others)])
 
-    ctx.emit({"active": active, "recent": recent}, text)
+    ctx.emit({"active": active, "recent": others}, text)
 
 
 @conversation.command(

@@ -11,7 +11,7 @@ import click
 from narrative import demo as sample_data
 from narrative.engine.demo_target import DEFAULT_DEMO_DB, open_demo, shown
 from narrative.interfaces.cli.common import Context, cli, json_option, pass_ctx
-from narrative.interfaces.cli.text import clip
+from narrative.interfaces.cli.text import clip, counted
 
 if TYPE_CHECKING:
     from narrative.engine import Memory
@@ -48,7 +48,7 @@ def demo(ctx: Context, fresh: bool, query: str) -> None:
             "storylines": mem.list_storylines() if hasattr(mem, "list_storylines") else [],
             "memories": mem.list_memories(limit=12),
             "narratives": mem.list_narratives(limit=50),
-            "search": {"query": query, "hits": mem.search(query, 3, record=False)},
+            "search": {"query": query, "items": mem.search(query, 3, record=False)},
             **_agenda(mem),
             "greeting": mem.greet().text,
         }
@@ -67,13 +67,13 @@ def _text(report: dict[str, Any]) -> str:
         "Conversations:",
     ]
     for c in report["conversations"]:
-        lines.append(f"  #{c.id} {c.title!r}: {c.status.value}, {c.message_count} messages")
+        lines.append(f"  #{c.id} {c.title!r}: {c.status.value}, {counted(c.message_count, 'message')}")
     if report["storylines"]:
         lines += ["", "Storylines:"]
         for s in report["storylines"]:
             keywords = ", ".join(s.keywords[:5])
             about = f" — {keywords}" if keywords else ""
-            lines.append(f"  #{s.id} {s.name} ({s.kind.value}; {s.interaction_count} turns){about}")
+            lines.append(f"  #{s.id} {s.name} ({s.kind.value}; {counted(s.interaction_count, 'turn')}){about}")
     lines += ["", "Latest memories:"]
     for m in report["memories"]:
         lines.append(f"  #{m.id} [{m.stream.value}] [{'★' * m.importance}] {clip(m.content, 110)}")
@@ -83,9 +83,9 @@ def _text(report: dict[str, Any]) -> str:
         lines.append(f"  #{n.id} [{n.topic}] {n.summary}{back}")
     search = report["search"]
     lines += ["", f"Search: {search['query']!r}"]
-    for hit in search["hits"]:
+    for hit in search["items"]:
         h = hit_dict(hit)
-        lines.append(f"  #{h['memory_id']} {clip(h['text'], 110)}\n      why: {h['why']['summary']}")
+        lines.append(f"  #{h['id']} {clip(h['text'], 110)}\n      why: {h['why']['summary']}")
     lines += _agenda_text(report)
     lines += ["", "The greeting a new session would start with:", report["greeting"]]
     lines += ["", "Next, try (this demo's file and user):", *(f"  {command}" for command in report["next"])]

@@ -1,11 +1,13 @@
-"""Maintenance from the shell: ``narrative status``, ``narrative reindex`` and ``narrative compact``."""
+"""Maintenance from the shell: ``narrative status``, ``reindex``, ``compact`` and ``path`` (where the memory lives)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import click
 
+from narrative.config import default_db
 from narrative.interfaces.cli.common import Context, cli, json_option, pass_ctx
 from narrative.interfaces.cli.progress import progress
 
@@ -146,3 +148,18 @@ def process_pending(ctx: Context) -> None:
     results = ctx.existing(user=True).process_pending()
     done = [r.message.id for r in results]
     ctx.emit({"processed": len(done), "message_ids": done}, f"processed {len(done)} pending messages")
+
+
+@cli.command(
+    "path",
+    help="Print where the memory lives: the database --db or NARRATIVE_DB names, else the default one in your data"
+    " directory ($XDG_DATA_HOME/narrative/narrative.db or ~/.local/share/narrative/narrative.db).  Creates nothing.",
+)
+@json_option
+@pass_ctx
+def path_command(ctx: Context) -> None:
+    db = ctx.db or default_db()
+    url = db.startswith(("postgresql://", "postgres://"))
+    exists = None if url else Path(db).is_file()
+    info = {"db": db, "default": ctx.db is None, "exists": exists}
+    ctx.emit(info, db)

@@ -1,14 +1,17 @@
-"""``narrative add``, ``search``, ``memories``, ``memory history``, ``narratives``: memories and the chain."""
+"""``narrative add``, ``search``, ``memories``, ``memory show|edit|delete|history|restore``, ``narratives``:
+memories and the chain."""
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import TYPE_CHECKING
 
 import click
 
 from narrative.interfaces.cli.common import Context, cli, json_option, pass_ctx
-from narrative.interfaces.cli.text import clip, indented
+from narrative.interfaces.cli.filtering import chosen, filter_options, metadata_option, metadata_pairs, utc
+from narrative.interfaces.cli.text import clip, counted, deleted_counts, indented
 from narrative.interfaces.serialize import hit_dict
 from narrative.model import EventKind, MemoryEvent, MemoryItem, Narrative
 
@@ -117,6 +120,7 @@ def add_message(ctx: Context, text: str, role: str, speaker: str, raw: bool) -> 
 @click.option("--emotion", "emotions", multiple=True, help="An emotion (repeatable).")
 @click.option("--message", "message_ids", multiple=True, type=int, help="Source message id (repeatable).")
 @click.option("--storyline", "storyline_id", type=int, default=None, help="Storyline id.")
+@metadata_option("One key of the memory's metadata, KEY=VALUE (repeatable; VALUE is JSON or text), or a JSON object.")
 @json_option
 @pass_ctx
 def add_memory(
@@ -128,6 +132,7 @@ def add_memory(
     emotions: tuple[str, ...],
     message_ids: tuple[int, ...],
     storyline_id: int | None,
+    metadata: tuple[str, ...],
 ) -> None:
     m = ctx.memory.add_memory(
         text,
@@ -137,13 +142,19 @@ def add_memory(
         emotions=emotions,
         message_ids=message_ids,
         storyline_id=storyline_id,
+        metadata=metadata_pairs(metadata),
     )
     ctx.emit(m, lambda: f"stored {_memory_line(m)}")
 
 
-@cli.command(help="Search memories (hybrid BM25 + vectors); every hit says why it was returned.")
+@cli.command(
+    help="Search memories (hybrid BM25 + vectors); every hit says why it was returned.  A read: nothing is"
+    " recorded unless --record."
+)
 @click.argument("query")
-@click.option("-k", "k", default=10, show_default=True, help="How many results.")
+@click.option(
+    "-k", "--limit", "k", default=10, show_default=True, type=click.IntRange(1, 100), help="How many results."
+)
 @click.option("--mode", default="hybrid", type=click.Choice(["hybrid", "keyword", "vector"]), show_default=True)
 @click.option("--stream", "streams", multiple=True, help="Only these streams (repeatable).")
 @click.option("--storyline", "storyline_id", type=int, default=None, help="Only this storyline.")
@@ -166,6 +177,13 @@ def add_memory(
     default=None,
     help="What was current at this time (UTC), e.g. 2026-03-02.",
 )
+@filter_options
+@click.option(
+    "--record/--no-record",
+    default=False,
+    show_default=True,
+    help="Record this search as a use of memory (what `narrative uses` lists); a search is a read by default.",
+)
 @json_option
 @pass_ctx
 def search(
@@ -179,6 +197,13 @@ def search(
     min_score: float,
     include_superseded: bool,
     as_of: datetime | None,
+    filter_json: str | None,
+    metadata: tuple[str, ...],
+    sources: tuple[str, ...],
+    entity_types: tuple[str, ...],
+    since: datetime | None,
+    until: datetime | None,
+    record: bool,
 ) -> None:
     hits = ctx.reading.search(
         query,
@@ -187,11 +212,17 @@ def search(
         streams=streams or None,
         storyline_id=storyline_id,
         conversation_id=conversation_id,
+        sources=sources or None,
+        entity_types=entity_types or None,
+        since=utc(since),
+        until=utc(until),
         min_score=min_score,
         include_superseded=include_superseded,
         as_of=as_of,
+        filters=chosen(filter_json, metadata),
+        record=record,
     )
-    rows = [{"id": row.pop("memory_id"), **row} for row in map(hit_dict, hits)]  # one id key: "id"
+    rows = [hit_dict(h) for h in hits]
 
     def text() -> str:
         if not hits:
@@ -201,22 +232,148 @@ def search(
     ctx.emit(rows, text)
 
 
-@cli.command(help="List memories, newest first; each fact once (a memory an earlier one shows is folded in).")
+@cli.command(help="List memories, newest first (--filter / --metadata choose which); each fact once.")
 @click.option("--stream", default=None, help="Only this stream.")
 @click.option("--storyline", "storyline_id", type=int, default=None, help="Only this storyline.")
-@click.option("--limit", default=20, show_default=True, help="How many.")
+@click.option("--limit", default=20, show_default=True, type=click.IntRange(1, 10_000), help="How many.")
+@click.option("--offset", default=0, show_default=True, type=click.IntRange(min=0), help="Skip this many first.")
+@click.option("--current", is_flag=True, help="Leave out what a later statement superseded.")
+@click.option("--filter", "filter_json", default=None, metavar="JSON", help="A filter in JSON (docs/http.md).")
+@metadata_option("Only memories whose metadata KEY equals VALUE (repeatable).")
 @json_option
 @pass_ctx
-def memories(ctx: Context, stream: str | None, storyline_id: int | None, limit: int) -> None:
-    listed = ctx.reading.list_memories(stream=stream, storyline_id=storyline_id, limit=limit)
+def memories(
+    ctx: Context,
+    stream: str | None,
+    storyline_id: int | None,
+    limit: int,
+    offset: int,
+    current: bool,
+    filter_json: str | None,
+    metadata: tuple[str, ...],
+) -> None:
+    wanted = chosen(filter_json, metadata)
+    listed = ctx.reading.list_memories(
+        stream=stream, storyline_id=storyline_id, limit=limit, offset=offset, filters=wanted, current_only=current
+    )
     found = ctx.reading.one_fact_once([m.id for m in listed])
     shown = [item for item in found if item.folded_into is None]
-    ctx.emit(found, lambda: "\n".join(listed_line(item) for item in shown) or "no memories yet")
+    narrowed = stream or storyline_id or wanted or current or offset
+
+    def text() -> str:
+        if shown:
+            return "\n".join(listed_line(item) for item in shown)
+        return "no memories match" if narrowed else "no memories yet"
+
+    ctx.emit(found, text)
 
 
-@cli.group(help="One memory by its id.")
+@cli.group(help="One memory by its id: show, edit, delete, history, restore.")
 def memory() -> None:
     pass
+
+
+def _details(m: MemoryItem, storyline: str | None) -> str:
+    """A memory in full: its text, then each field that says something."""
+    lines = [_memory_line(m)]
+    when = m.event_at or m.created_at
+    lines.append(
+        f"  time: {when:%Y-%m-%d %H:%M}"
+        + (f" (stored {m.created_at:%Y-%m-%d %H:%M})" if m.event_at and m.event_at != m.created_at else "")
+    )
+    lines.append(f"  source: {m.source.value}")
+    if storyline is not None:
+        lines.append(f"  storyline: #{m.storyline_id} {storyline}")
+    if m.conversation_id is not None:
+        lines.append(f"  conversation: #{m.conversation_id}")
+    if m.message_ids:
+        lines.append(f"  messages: {', '.join(f'#{i}' for i in m.message_ids)}")
+    if m.emotions:
+        lines.append(f"  emotions: {', '.join(m.emotions)}")
+    if m.metadata:
+        lines.append(f"  metadata: {json.dumps(m.metadata, ensure_ascii=False, sort_keys=True)}")
+    if m.user_edited and m.original_content:
+        lines.append(f"  edited by you; first: {clip(m.original_content, 100)}")
+    if m.valid_to is not None:
+        by = f" by #{m.superseded_by}" if m.superseded_by else ""
+        lines.append(f"  superseded{by} on {m.valid_to:%Y-%m-%d %H:%M} (`narrative memory restore {m.id}` undoes it)")
+    return "\n".join(lines)
+
+
+@memory.command("show", help="One memory in full: text, time, source, storyline, messages, metadata, state.")
+@click.argument("memory_id", type=int)
+@json_option
+@pass_ctx
+def memory_show(ctx: Context, memory_id: int) -> None:
+    mem = ctx.reading
+    m = mem.get_memory(memory_id)
+    storyline = mem.get_storyline(m.storyline_id).name if m.storyline_id is not None else None
+    ctx.emit(m, lambda: _details(m, storyline))
+
+
+@memory.command("edit", help="Change a memory's text, importance, emotions or metadata (its history records it).")
+@click.argument("memory_id", type=int)
+@click.option("--content", "--text", "content", default=None, help="The corrected text.")
+@click.option("--importance", type=click.IntRange(1, 5), default=None, help="1 (trivial) to 5 (life-changing).")
+@click.option("--emotion", "emotions", multiple=True, help="An emotion (repeatable; replaces the list).")
+@metadata_option("Set one metadata key, KEY=VALUE (repeatable; the other keys stay), or a JSON object.")
+@click.option("--clear-metadata", is_flag=True, help="Start the metadata afresh (then --metadata sets keys).")
+@json_option
+@pass_ctx
+def memory_edit(
+    ctx: Context,
+    memory_id: int,
+    content: str | None,
+    importance: int | None,
+    emotions: tuple[str, ...],
+    metadata: tuple[str, ...],
+    clear_metadata: bool,
+) -> None:
+    mem = ctx.existing(user=True)
+    new_metadata = None
+    if metadata or clear_metadata:
+        kept = {} if clear_metadata else dict(mem.get_memory(memory_id).metadata)
+        new_metadata = {**kept, **metadata_pairs(metadata)}
+    if content is None and importance is None and not emotions and new_metadata is None:
+        raise click.UsageError("nothing to change: give --content, --importance, --emotion or --metadata")
+    edited = mem.edit_memory(
+        memory_id,
+        content=content,
+        importance=importance,
+        emotions=emotions or None,
+        metadata=new_metadata,
+    )
+    ctx.emit(edited, lambda: f"edited {_memory_line(edited)}")
+
+
+@memory.command(
+    "delete",
+    help="Delete memories by id (several at once) or by --filter / --metadata: all of them or, when one id is"
+    " unknown, none.  Each keeps a history without its text.",
+)
+@click.argument("memory_ids", type=int, nargs=-1)
+@click.option("--filter", "filter_json", default=None, metavar="JSON", help="Delete what this filter matches.")
+@metadata_option("Delete the memories whose metadata KEY equals VALUE (repeatable).")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@json_option
+@pass_ctx
+def memory_delete(
+    ctx: Context, memory_ids: tuple[int, ...], filter_json: str | None, metadata: tuple[str, ...], yes: bool
+) -> None:
+    mem = ctx.existing(user=True)
+    wanted = chosen(filter_json, metadata)
+    if bool(memory_ids) == (wanted is not None):
+        raise click.UsageError("give memory ids, or --filter / --metadata (one of the two)")
+    if not yes:
+        what = (
+            f"{counted(len(memory_ids), 'memory', 'memories')} ({', '.join(f'#{i}' for i in memory_ids)})"
+            if memory_ids
+            else f"the {counted(mem.count_memories(filters=wanted), 'memory', 'memories')} the filter matches"
+        )
+        click.confirm(f"Delete {what}? This cannot be undone", abort=True)
+    result = mem.delete_memories(list(memory_ids) if memory_ids else None, filters=wanted)
+    ids = ", ".join(f"#{i}" for i in result["ids"])
+    ctx.emit(result, lambda: f"deleted {deleted_counts(result)}" + (f": {ids}" if ids else ""))
 
 
 def _event_line(e: MemoryEvent) -> str:

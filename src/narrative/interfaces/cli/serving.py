@@ -6,6 +6,8 @@ client's config can say ``narrative mcp --db PATH --user NAME``.
 
 from __future__ import annotations
 
+import os
+import socket
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -121,9 +123,25 @@ def _loopback(host: str) -> bool:
     type=click.IntRange(min=1),
     help="Worker processes (stateless; more than one needs a postgresql:// --db).",
 )
+@click.option(
+    "--cors-origin",
+    "cors_origins",
+    multiple=True,
+    metavar="ORIGIN",
+    help="A web origin whose pages may call the API from a browser, e.g. https://app.example (repeatable; '*' for"
+    " any) [env NARRATIVE_CORS_ORIGINS, comma-separated]. None by default: CORS is off.",
+)
 @json_option
 @pass_ctx
-def serve_command(ctx: Context, host: str, port: int, open_user: str | None, max_body: int, workers: int) -> None:
+def serve_command(
+    ctx: Context,
+    host: str,
+    port: int,
+    open_user: str | None,
+    max_body: int,
+    workers: int,
+    cors_origins: tuple[str, ...],
+) -> None:
     try:
         from narrative.interfaces.http import create_app, is_loopback, run
     except ModuleNotFoundError as error:
@@ -131,7 +149,11 @@ def serve_command(ctx: Context, host: str, port: int, open_user: str | None, max
             raise
         message = "the HTTP server needs fastapi and uvicorn: pip install 'narrative[server]'"
         raise click.ClickException(message) from error
-    memory = ctx.memory
+    origins = list(cors_origins) or [o for o in os.environ.get("NARRATIVE_CORS_ORIGINS", "").split(",") if o.strip()]
+    memory = ctx.serving  # every user's: no note about the default user
+    listening = _listen(host, port) if workers == 1 else None  # a taken port fails before anything is printed
+    if workers > 1:
+        _listen(host, port).close()
     if not is_loopback(host):
         click.echo(
             f"warning: listening on {host}, not loopback: anyone who can reach this port can try keys. "
@@ -140,7 +162,7 @@ def serve_command(ctx: Context, host: str, port: int, open_user: str | None, max
         )
     shown = f"[{host}]" if ":" in host else host
     base = f"http://{shown}:{port}/"
-    info: dict[str, Any] = {"url": base, "db": memory.settings.db}
+    info: dict[str, Any] = {"url": base, "db": memory.settings.db, "cors_origins": origins}
     if open_user is not None:
         key = memory.create_api_key(label="serve --open-user", user=open_user)
         info["page"] = f"{base}#key={key}"
@@ -149,17 +171,41 @@ def serve_command(ctx: Context, host: str, port: int, open_user: str | None, max
         lambda: "\n".join(
             [f"narrative HTTP API for {memory.settings.db} on {base} (OpenAPI: {base}openapi.json)"]
             + ([f"review page for {open_user}: {info['page']}"] if open_user else [])
+            + ([f"CORS: pages of {', '.join(origins)} may call the API"] if origins else [])
         ),
     )
-    if workers == 1:
-        run(create_app(memory, max_body=max_body), host=host, port=port)
+    if listening is not None:
+        run(create_app(memory, max_body=max_body, cors_origins=origins), sock=listening)
         return
     if memory.store.backend != "postgres":
         raise click.ClickException("--workers above 1 needs a shared database: --db postgresql://...")
     from narrative.interfaces.http import run_workers
 
     memory.close()  # each worker opens its own pool
-    run_workers(memory.settings.db, workers, host=host, port=port, max_body=max_body, embedder=ctx.embedder)
+    run_workers(
+        memory.settings.db,
+        workers,
+        host=host,
+        port=port,
+        max_body=max_body,
+        embedder=ctx.embedder,
+        cors_origins=origins,
+    )
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port`` (the server takes it over); a clear error when the port is taken."""
+    family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
+    listening = socket.socket(family, socket.SOCK_STREAM)
+    listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listening.bind((host.strip("[]"), port))
+    except OSError as error:
+        listening.close()
+        raise click.ClickException(
+            f"cannot listen on {host}:{port}: {error.strerror or error} (another server there? choose --port)"
+        ) from None
+    return listening
 
 
 @cli.group("keys", help="API keys for the HTTP API (one user per key; stored hashed).")
@@ -175,6 +221,12 @@ def keys() -> None:
 def keys_create(ctx: Context, label: str) -> None:
     memory = ctx.memory
     key = memory.create_api_key(label=label)
+    if not ctx.as_json:  # the key alone on standard output (KEY=$(narrative keys create)); what it is on stderr
+        click.echo(
+            f"API key for user {memory.user!r}{f' ({label})' if label else ''}: shown only this once (only its"
+            " SHA-256 is stored); send it as 'Authorization: Bearer <key>'",
+            err=True,
+        )
     ctx.emit({"user": memory.user, "key": key, "label": label}, key)
 
 

@@ -7,14 +7,14 @@ import click
 
 from narrative.interfaces.cli.common import Context, cli, json_option, pass_ctx
 from narrative.interfaces.cli.conversations import conversation_line
-from narrative.interfaces.cli.text import clip
+from narrative.interfaces.cli.text import clip, counted
 from narrative.model import ConversationStatus, Storyline
 
 
 def storyline_line(s: Storyline) -> str:
     archived = ", archived" if s.status.value == "archived" else ""
     about = f" — {', '.join(s.keywords[:5])}" if s.keywords else ""
-    return f"#{s.id} {s.name} ({s.kind.value}{archived}; {s.interaction_count} messages){about}"
+    return f"#{s.id} {s.name} ({s.kind.value}{archived}; {counted(s.interaction_count, 'message')}){about}"
 
 
 # --- storylines ----------------------------------------------------------------------------------

@@ -23,3 +23,32 @@ def indented(text: str, indent: str) -> str:
     """``text`` with every line after the first indented, so it stays under the line it starts on."""
     lines = [line for line in text.splitlines() if line.strip()] or [""]
     return "\n".join([lines[0], *(indent + line.strip() for line in lines[1:])])
+
+
+def counted(count: int, word: str, plural: str | None = None) -> str:
+    """``1 message``, ``2 messages`` (``plural`` when adding an s is wrong: memory → memories)."""
+    return f"{count} {word if count == 1 else plural or word + 's'}"
+
+
+#: How a delete's counts read, in this order (the keys the engine returns; others are left out).
+_DELETED = (
+    ("memories", "memory", "memories"),
+    ("messages", "message", None),
+    ("conversations", "conversation", None),
+    ("storylines", "storyline", None),
+    ("narratives", "narrative link", None),
+    ("entities", "entity", "entities"),
+    ("uses", "recorded use", None),
+    ("reopened_entities", "reopened thread", None),
+    ("moved_memories", "memory moved to Your Story", "memories moved to Your Story"),
+)
+
+
+def deleted_counts(counts: dict[str, object]) -> str:
+    """What a delete took, in words: ``2 memories, 1 narrative link`` (never a raw dict; ``nothing`` when 0)."""
+    parts = [
+        counted(int(value), word, plural)
+        for key, word, plural in _DELETED
+        if isinstance(value := counts.get(key), int) and not isinstance(value, bool) and value
+    ]
+    return ", ".join(parts) or "nothing"

@@ -169,6 +169,7 @@ def translate_sql(sql: str) -> tuple[str, bool]:
     text = re.sub(r"(\w+) = %s COLLATE NOCASE", r"lower(\1) = lower(%s)", text)
     text = re.sub(r"\bWHERE 1\b(?!\s*=)", "WHERE TRUE", text)
     text = re.sub(r"\bAND 0\b(?!\.)", "AND FALSE", text)
+    text = re.sub(r"\binstr\(", "strpos(", text)  # the same (text, part) order; 0 when absent
     ignore = re.match(r"^\s*INSERT\s+OR\s+IGNORE\s+INTO", text, re.IGNORECASE) is not None
     if ignore:
         text = re.sub(r"^\s*INSERT\s+OR\s+IGNORE\s+INTO", "INSERT INTO", text, flags=re.IGNORECASE)

@@ -11,6 +11,8 @@ a turn whose derived work did not finish) or ``skipped`` (not applicable to this
     vectors     every vector belongs to a memory (storyline) of the same user, is as long as its embedder's
                 identity says, and holds finite numbers
     references  no row points at a missing row or at another user's row, and no row belongs to a missing user
+    metadata    every memory's metadata is a JSON object within its bounds (``checks.require_metadata``): what
+                filters read
     pending     messages stored but never processed (``process_pending`` finishes them)
 
 The row SQL is shared with PostgreSQL; :mod:`narrative.store.postgres.integrity` replaces the checks that are
@@ -19,12 +21,15 @@ SQLite's own.
 
 from __future__ import annotations
 
+import json
 import re
 import sqlite3
 from typing import Any
 
 import numpy as np
 
+from narrative.checks import require_metadata
+from narrative.errors import ValidationError
 from narrative.store.dump_rows import REFERENCES, TABLES
 from narrative.store.sqlite.base import SqliteBase
 
@@ -76,6 +81,7 @@ class IntegrityRows(SqliteBase):
             self._check_full_text(),
             self._check_vectors(),
             self._check_references(),
+            self._check_metadata(),
             self._check_pending(),
         ]
 
@@ -214,6 +220,19 @@ class IntegrityRows(SqliteBase):
         for row in rows:
             by_table[str(row[0])] = by_table.get(str(row[0]), 0) + 1
         return [f"{count} {table} rows break a foreign key" for table, count in sorted(by_table.items())]
+
+    def _check_metadata(self) -> Finding:
+        bad: list[str] = []
+        rows = self._all("SELECT id, metadata FROM memories WHERE metadata != '{}' ORDER BY id")
+        for memory_id, text in rows:
+            try:
+                require_metadata(json.loads(text))
+            except (ValueError, ValidationError) as error:
+                bad.append(f"memory {memory_id}: {error}")
+        if bad:
+            more = f" (and {len(bad) - 5} more)" if len(bad) > 5 else ""
+            return finding("metadata", "problem", "; ".join(bad[:5]) + more)
+        return finding("metadata", "ok", f"every memory's metadata is a JSON object within bounds ({len(rows)} set)")
 
     def _check_pending(self) -> Finding:
         rows = self._all(

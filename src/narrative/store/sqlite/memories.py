@@ -35,6 +35,7 @@ from narrative.store.sqlite.base import (
     to_time_required,
     vector_blob,
 )
+from narrative.store.sqlite.filter_sql import tree_sql
 
 _DETAILS: dict[str, type[Any]] = {
     "conversation": ConversationDetails,
@@ -106,6 +107,7 @@ def _memory(
         created_at=to_time_required(row["created_at"]),
         valid_to=to_time(_column(row, "valid_to")),
         superseded_by=_column(row, "superseded_by"),
+        metadata=loads(_column(row, "metadata"), {}),
     )
 
 
@@ -125,6 +127,7 @@ _UPDATABLE = {
     "user_reviewed",
     "user_edited",
     "original_content",
+    "metadata",
 }
 
 
@@ -138,6 +141,7 @@ NEXT_MEMORY_ID = (
 
 class MemoryRows(SqliteBase):
     _next_memory_id = NEXT_MEMORY_ID
+    backend = "sqlite"  # the SQL dialect of metadata filters (the PostgreSQL store says "postgres")
 
     def insert_memory(self, memory: MemoryItem) -> MemoryItem:
         """Store a memory (its ``id`` is ignored) with its provenance rows and its ``created`` event (history)."""
@@ -148,6 +152,7 @@ class MemoryRows(SqliteBase):
             "content": memory.content,
             "importance": memory.importance,
             "emotions": dumps(list(memory.emotions)),
+            "metadata": dumps(memory.metadata),
             "conversation_id": memory.conversation_id,
             "storyline_id": memory.storyline_id,
             "narrative_id": memory.narrative_id,
@@ -251,7 +256,7 @@ class MemoryRows(SqliteBase):
 
     def list_memories(self, user_id: str, where: MemoryFilter | None = None) -> list[MemoryItem]:
         """Memories matching ``where``, newest first."""
-        sql, params = _filter_sql(user_id, where or MemoryFilter())
+        sql, params = _filter_sql(user_id, where or MemoryFilter(), dialect=self.backend)
         sql = f"SELECT * FROM memories m WHERE {sql} ORDER BY COALESCE(m.event_at, m.created_at) DESC, m.id DESC"
         if where is not None and where.limit is not None:
             sql += " LIMIT ? OFFSET ?"
@@ -259,14 +264,14 @@ class MemoryRows(SqliteBase):
         return self._hydrate(self._all(sql, params))
 
     def count_memories(self, user_id: str, where: MemoryFilter | None = None) -> int:
-        sql, params = _filter_sql(user_id, where or MemoryFilter())
+        sql, params = _filter_sql(user_id, where or MemoryFilter(), dialect=self.backend)
         row = self._one(f"SELECT COUNT(*) FROM memories m WHERE {sql}", params)
         return int(row[0]) if row else 0
 
     def memory_tiers(self, user_id: str, where: MemoryFilter) -> list[tuple[int, Retention, str]]:
         """(id, retention tier, content) of the memories matching ``where``, newest first: what the write
         path's retention step reads every turn, without loading whole memories."""
-        sql, params = _filter_sql(user_id, where)
+        sql, params = _filter_sql(user_id, where, dialect=self.backend)
         sql = (
             f"SELECT m.id, m.retention, m.content FROM memories m WHERE {sql}"
             " ORDER BY COALESCE(m.event_at, m.created_at) DESC, m.id DESC"
@@ -277,7 +282,7 @@ class MemoryRows(SqliteBase):
         return [(int(r[0]), Retention(r[1]), str(r[2])) for r in self._all(sql, params)]
 
     def memory_ids_matching(self, user_id: str, where: MemoryFilter) -> set[int]:
-        sql, params = _filter_sql(user_id, where)
+        sql, params = _filter_sql(user_id, where, dialect=self.backend)
         return {r[0] for r in self._all(f"SELECT m.id FROM memories m WHERE {sql}", params)}
 
     def update_memory(self, user_id: str, memory_id: int, **changes: Any) -> MemoryItem:
@@ -294,6 +299,8 @@ class MemoryRows(SqliteBase):
         for key, value in changes.items():
             if key == "emotions":
                 value = dumps(list(value))
+            elif key == "metadata":
+                value = dumps(dict(value))
             elif key == "details":
                 value = details_to_json(value)
             elif isinstance(value, Retention):
@@ -348,7 +355,7 @@ class MemoryRows(SqliteBase):
         rarest terms (see :meth:`_selective_terms`).
         """
         terms = self._selective_terms(fts_terms(query))
-        sql, params = _filter_sql(user_id, where or MemoryFilter(), by_key=True)
+        sql, params = _filter_sql(user_id, where or MemoryFilter(), by_key=True, dialect=self.backend)
         rows = self._all(
             "SELECT m.id, bm25(memories_fts) AS score FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid"
             f" WHERE memories_fts MATCH ? AND {sql} ORDER BY score LIMIT ?",
@@ -526,8 +533,11 @@ def _vector_bytes(model: str) -> int:
     return int(dims) * 4 if dims.isdigit() else -1
 
 
-def _filter_sql(user_id: str, where: MemoryFilter, by_key: bool = False) -> tuple[str, list[Any]]:
-    """The WHERE clause for a filter over ``memories m``; always scoped to one user.
+def _filter_sql(
+    user_id: str, where: MemoryFilter, by_key: bool = False, dialect: str = "sqlite"
+) -> tuple[str, list[Any]]:
+    """The WHERE clause for a filter over ``memories m``; always scoped to one user (``dialect``: how a
+    ``match`` tree reads metadata, see :mod:`~narrative.store.sqlite.filter_sql`).
 
     ``by_key`` keeps SQLite from driving the query by the user index when rows
     come from elsewhere (FTS matches, an id list): ``+m.user_id`` is a filter only.
@@ -566,4 +576,8 @@ def _filter_sql(user_id: str, where: MemoryFilter, by_key: bool = False) -> tupl
     if where.as_of is not None:
         clauses.append("COALESCE(m.event_at, m.created_at) <= ? AND (m.valid_to IS NULL OR m.valid_to > ?)")
         params += [to_text(where.as_of), to_text(where.as_of)]
+    if where.match is not None:
+        sql, more = tree_sql(where.match, user_id, dialect)
+        clauses.append(sql)
+        params += more
     return " AND ".join(clauses), params

@@ -51,7 +51,7 @@ JSON_COLUMNS: dict[str, frozenset[str]] = {
     "conversations": frozenset({"preview"}),
     "messages": frozenset({"meta"}),
     "narratives": frozenset({"memory_ids"}),
-    "memories": frozenset({"emotions", "details"}),
+    "memories": frozenset({"emotions", "details", "metadata"}),
     "memory_events": frozenset({"detail"}),
     "entities": frozenset({"data"}),
     "state_deltas": frozenset({"data"}),

@@ -3,7 +3,8 @@
  * The API key lives in sessionStorage (this tab only) and goes out as
  * "Authorization: Bearer <key>" on every fetch.  A key in the URL fragment
  * (#key=..., printed by `narrative serve --open-user NAME`) is moved into
- * sessionStorage and removed from the address bar at once.
+ * sessionStorage and removed from the address bar at once: when the page starts, and when such a link is
+ * opened in a tab already on the page (only the fragment changes, so the page hears a hashchange).
  * Everything is built with createElement/textContent: no HTML from data.
  */
 "use strict";
@@ -28,10 +29,23 @@ const N = (() => {
 
   function takeKeyFromFragment() {
     const match = location.hash.match(/^#key=([A-Za-z0-9_\-]+)/);
-    if (match) {
-      sessionStorage.setItem(KEY, match[1]);
-      history.replaceState(null, "", location.pathname + location.search + "#/review");
+    if (!match) return false;
+    sessionStorage.setItem(KEY, match[1]);
+    history.replaceState(null, "", location.pathname + location.search + "#/review");
+    return true;
+  }
+
+  async function onHashChange() {
+    if (takeKeyFromFragment()) {  // a new key (perhaps another user's): sign in with it, then show the review
+      try {
+        await signIn();
+      } catch (error) {
+        failed(error);
+        return;
+      }
+      lastView = null;
     }
+    await dispatch();
   }
 
   async function api(method, path, body) {
@@ -225,7 +239,7 @@ const N = (() => {
       }
     });
     $("signout").addEventListener("click", () => signOut("Key forgotten for this tab."));
-    window.addEventListener("hashchange", dispatch);
+    window.addEventListener("hashchange", onHashChange);
     if (!key()) return showLogin();
     try {
       await signIn();

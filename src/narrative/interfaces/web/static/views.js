@@ -235,7 +235,7 @@
     $("search-query").value = q;
     const found = await get(`/search?q=${encodeURIComponent(q)}&mode=${encodeURIComponent(mode)}&k=20`);
     fill("search-count", `${found.items.length} memories for “${q}”`);
-    fill("search-results", found.items.map((hit) => memoryItem({ ...hit, id: hit.memory_id, shown_text: hit.text },
+    fill("search-results", found.items.map((hit) => memoryItem({ ...hit, shown_text: hit.text },
       { editable: true }, whyList(hit.why))));
   }
 

@@ -1,0 +1,148 @@
+"""What users of memory libraries expect from the MCP server, through the official SDK client over stdio: the
+core tool set (add, search, get, list, update, delete, history) with metadata and filters, typed output schemas
+the client checks every result against, resources and prompts, one name for a count (``limit``), and engine
+errors as the engine says them (no "Error executing tool" prefix)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from anyio.from_thread import start_blocking_portal
+
+import narrative
+from test_mcp import Driver, stdio_session
+
+pytestmark = pytest.mark.timeout(300)
+
+CLI = [sys.executable, "-m", "narrative.interfaces.cli"]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Driver]:
+    """A keyword-only server (no model to load) over a file holding one closed and one waiting conversation."""
+    db = tmp_path_factory.mktemp("mcp-lib") / "lib.db"
+    with narrative.Memory(db, user="alice", embedder="none", env={}) as mem:
+        mem.remember("We decided to keep the garden app offline because the plots have no signal.")
+        mem.close_conversation()
+        mem.confirm_memory()
+        mem.remember("Sam will send the bed measurements on Friday.")
+        mem.close_conversation()
+    args = [*CLI, "--db", str(db), "--user", "alice", "--embedder", "none", "mcp"]
+    with (
+        start_blocking_portal() as portal,
+        portal.wrap_async_context_manager(stdio_session(args, db.with_name("stdio.log"))) as session,
+    ):
+        driver = Driver(portal, session)
+        driver.tools()  # the client caches the output schemas it checks results against
+        yield driver
+
+
+def test_the_core_tool_set(server: Driver) -> None:
+    made = server.ok("add_memory", content="The watering can is in the shed.", metadata={"place": "shed", "n": 1})
+    memory = made["memory"]
+    assert memory["metadata"] == {"n": 1, "place": "shed"} and memory["stream"] == "fact"
+    assert server.ok("get_memory", memory_id=memory["id"])["memory"]["content"] == "The watering can is in the shed."
+    listed = server.ok("list_memories", filters={"metadata.place": "shed"})
+    assert [m["id"] for m in listed["items"]] == [memory["id"]] and listed["limit"] == 20
+    found = server.ok("search_memories", query="watering can", filters={"metadata": {"n": {"gte": 1}}})
+    assert [h["id"] for h in found["items"]] == [memory["id"]]
+    assert server.ok("search_memories", query="watering can", filters={"metadata.place": "kitchen"})["items"] == []
+    changed = server.ok("update_memory", memory_id=memory["id"], importance=4, metadata={"place": "garage"})
+    assert changed["memory"]["importance"] == 4 and changed["memory"]["metadata"] == {"place": "garage"}
+    history = server.ok("get_memory_history", memory_id=memory["id"])
+    assert [e["kind"] for e in history["events"]] == ["created", "edited"]
+    gone = server.ok("delete_memories", filters={"metadata.place": "garage"})
+    assert gone["deleted"] == [memory["id"]] and gone["counts"]["memories"] == 1
+    assert server.ok("get_memory_history", memory_id=memory["id"])["deleted"] is True
+
+
+def test_one_name_for_a_count(server: Driver) -> None:
+    assert len(server.ok("recall", query="garden offline", limit=1)["items"]) == 1
+    assert len(server.ok("recall", query="garden offline", k=1)["items"]) == 1  # the older name, as an alias
+    assert "give limit or k" in server.error("recall", query="garden", limit=1, k=2)
+
+
+def test_engine_errors_read_as_the_engine_says_them(server: Driver) -> None:
+    assert server.error("get_memory", memory_id=999999) == "NotFound: memory 999999 not found"
+    said = server.error("list_memories", filters={"projekt": "garden"})
+    assert said.startswith("ValidationError: filters.projekt: no field 'projekt'")
+    assert (
+        server.error("update_memory", memory_id=1)
+        == "ValidationError: nothing to change: give content, importance or metadata"
+    )
+    assert server.error("search_memories", query="x", limit=500).startswith("search_memories: limit must be")
+    assert "Error executing tool" not in server.error("delete_memories", memory_ids=[999999])
+
+
+def test_every_result_matches_its_output_schema(server: Driver) -> None:
+    tools = {t.name: t for t in server.tools()}
+    hit = tools["search_memories"].output_schema
+    assert hit is not None and "items" in hit["properties"]
+    memory = tools["get_memory"].output_schema
+    assert memory is not None and "user_id" not in json.dumps(memory)
+    # The client checks each structured result against the published schema (it raises otherwise).
+    for name, arguments in [
+        ("greet", {}),
+        ("list_storylines", {}),
+        ("get_your_story", {}),
+        ("get_open_threads", {}),
+        ("get_active_conversation", {}),
+        ("get_memory_preview", {}),
+        ("narrative_search", {}),
+    ]:
+        server.ok(name, **arguments)
+
+
+def test_resources(server: Driver) -> None:
+    portal, session = server.portal, server.session
+    listed = {str(r.uri) for r in portal.call(session.list_resources).resources}
+    assert {"narrative://your-story", "narrative://storylines"} <= listed
+    templates = {t.uri_template for t in portal.call(session.list_resource_templates).resource_templates}
+    assert {"narrative://storylines/{storyline_id}", "narrative://conversations/{conversation_id}"} <= templates
+
+    def read(uri: str) -> dict[str, object]:
+        result = portal.call(session.read_resource, uri)
+        [content] = result.contents
+        assert content.mime_type == "application/json"
+        return json.loads(content.text)  # type: ignore[union-attr]
+
+    story = read("narrative://your-story")
+    assert story["storyline"]["name"] == "Your Story" and "user_id" not in json.dumps(story)  # type: ignore[index]
+    storylines = read("narrative://storylines")["storylines"]
+    topic = next(s for s in storylines if s["kind"] == "detected")  # type: ignore[union-attr]
+    one = read(f"narrative://storylines/{topic['id']}")
+    assert one["storyline"]["id"] == topic["id"] and one["memories"]  # type: ignore[index]
+    talk = read("narrative://conversations/1")
+    assert talk["messages"][0]["content"].startswith("We decided to keep the garden app offline")  # type: ignore[index]
+    with pytest.raises(Exception, match="NotFound"):
+        read("narrative://conversations/999")
+
+
+def test_prompts(server: Driver) -> None:
+    portal, session = server.portal, server.session
+    names = {p.name for p in portal.call(session.list_prompts).prompts}
+    assert names == {"greeting", "close_review"}
+    greeting = portal.call(session.get_prompt, "greeting", {})
+    text = greeting.messages[0].content.text  # type: ignore[union-attr]
+    assert "where we left off" in text and "Sam" in text
+    review = portal.call(session.get_prompt, "close_review", {})
+    said = review.messages[0].content.text  # type: ignore[union-attr]
+    assert "Conversation 2 is closing" in said and "confirm_memory" in said and "Sam" in said
+
+
+def test_the_error_texts_in_the_docs_are_what_clients_receive(server: Driver) -> None:
+    docs = (Path(__file__).parent.parent / "docs" / "mcp.md").read_text("utf-8")
+    received = [
+        server.error("get_memory", memory_id=999),
+        server.error("search_memories", query="x", limit=500),
+        server.error("recall"),
+        server.error("search_memories", query="x", act=3),
+        server.error("add_memory", content=" "),
+    ]
+    for said in received:
+        assert f"`{said}`" in docs, said
+    assert all("Error executing tool" not in said for said in received)
