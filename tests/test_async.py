@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import threading
+from typing import Any
 
 import narrative
 from conftest import FakeClock
@@ -59,7 +60,7 @@ def test_calls_run_on_one_worker_thread(db: str, clock: FakeClock) -> None:
         mem = narrative.AsyncMemory(db, user="maya", embedder="none", clock=clock, env={})
         original = mem.sync.describe
 
-        def spy(*args: object, **kwargs: object) -> object:
+        def spy(*args: Any, **kwargs: Any) -> Any:
             seen.add(threading.current_thread().name)
             return original(*args, **kwargs)
 

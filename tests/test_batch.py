@@ -62,6 +62,7 @@ def test_delete_by_filter(mem: narrative.Memory, three: list[int]) -> None:
     assert done["ids"] == three[:2]
     assert [m.id for m in mem.list_memories()] == [three[2]]
     assert mem.delete_memories(filters={"metadata.project": "garden"})["ids"] == []
+    bad: dict[str, object] | None
     for bad in ({}, None):
         with pytest.raises(ValidationError):
             mem.delete_memories(filters=bad)

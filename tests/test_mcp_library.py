@@ -85,6 +85,7 @@ def test_every_result_matches_its_output_schema(server: Driver) -> None:
     memory = tools["get_memory"].output_schema
     assert memory is not None and "user_id" not in json.dumps(memory)
     # The client checks each structured result against the published schema (it raises otherwise).
+    arguments: dict[str, object]
     for name, arguments in [
         ("greet", {}),
         ("list_storylines", {}),
@@ -108,12 +109,13 @@ def test_resources(server: Driver) -> None:
         result = portal.call(session.read_resource, uri)
         [content] = result.contents
         assert content.mime_type == "application/json"
-        return json.loads(content.text)  # type: ignore[union-attr]
+        loaded: dict[str, object] = json.loads(content.text)  # type: ignore[union-attr]
+        return loaded
 
     story = read("narrative://your-story")
     assert story["storyline"]["name"] == "Your Story" and "user_id" not in json.dumps(story)  # type: ignore[index]
     storylines = read("narrative://storylines")["storylines"]
-    topic = next(s for s in storylines if s["kind"] == "detected")  # type: ignore[union-attr]
+    topic = next(s for s in storylines if s["kind"] == "detected")  # type: ignore[attr-defined]
     one = read(f"narrative://storylines/{topic['id']}")
     assert one["storyline"]["id"] == topic["id"] and one["memories"]  # type: ignore[index]
     talk = read("narrative://conversations/1")

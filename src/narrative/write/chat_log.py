@@ -203,13 +203,18 @@ def _chatgpt_messages(item: Mapping[str, Any], where: str) -> Iterator[tuple[Any
         message = node.get("message")
         if not isinstance(message, dict):
             continue
-        meta = message.get("metadata") if isinstance(message.get("metadata"), dict) else {}
-        author = message.get("author") if isinstance(message.get("author"), dict) else {}
+        meta = _mapping(message.get("metadata"))
+        author = _mapping(message.get("author"))
         role = author.get("role", "user")
         if meta.get("is_visually_hidden_from_conversation") or (role == "system" and not _chatgpt_text(message)):
             yield "", role, "", None
             continue
         yield _chatgpt_text(message), role, str(author.get("name") or ""), message.get("create_time")
+
+
+def _mapping(value: object) -> Mapping[str, Any]:
+    """``value`` when it is a JSON object, else an empty one."""
+    return value if isinstance(value, dict) else {}
 
 
 def _chatgpt_text(message: Mapping[str, Any]) -> str:
@@ -233,7 +238,8 @@ def _claude_messages(item: Mapping[str, Any]) -> Iterator[tuple[Any, Any, str, A
             continue
         text = message.get("text")
         if not isinstance(text, str) or not text.strip():
-            blocks = message.get("content") if isinstance(message.get("content"), list) else []
+            content = message.get("content")
+            blocks = content if isinstance(content, list) else []
             text = "\n".join(
                 b["text"]
                 for b in blocks

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 ELLIPSIS = "…"
 
 
@@ -44,7 +46,7 @@ _DELETED = (
 )
 
 
-def deleted_counts(counts: dict[str, object]) -> str:
+def deleted_counts(counts: Mapping[str, object]) -> str:
     """What a delete took, in words: ``2 memories, 1 narrative link`` (never a raw dict; ``nothing`` when 0)."""
     parts = [
         counted(int(value), word, plural)
