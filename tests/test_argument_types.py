@@ -52,6 +52,7 @@ WRONG: dict[str, list[Any]] = {
     "Sequence[int]": [5, ["a"], "12", [1.5]],
     "Iterable[int]": [5, ["a"], "12"],
     "dict[str, Any]": [["x"], "text", {1: "x"}],
+    "Mapping[str, Any]": [["x"], "text", {1: "x"}],
     "Sequence[Mapping[str, Any]]": [["hello"], 5, {"content": "x"}],
     "Sequence[dict[str, Any]]": [["hello"], 5],
     "Iterable[dict[str, Any]]": [[1], 5, "text"],
