@@ -485,7 +485,7 @@ def test_every_input_schema_refuses_unknown_arguments(server: Driver) -> None:
         assert t.input_schema.get("additionalProperties") is False, t.name
     wrong = server.error("search_memories", query="garden", act="Garden")
     assert wrong == (
-        "search_memories: there is no argument act (it takes act_id, include_superseded, limit, min_score, "
+        "search_memories: there is no argument act (it takes act_id, filters, include_superseded, limit, min_score, "
         "query, storyline_id, your_story_only)."
     )
 

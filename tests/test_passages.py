@@ -105,6 +105,17 @@ def test_a_hit_on_a_long_reply_shows_the_passage_that_answers(smem: narrative.Me
     assert any(p and p["message_id"] == reply.message.id for p in passages)
 
 
+def test_a_hit_on_an_assistant_reply_shows_the_question_it_answers(smem: narrative.Memory) -> None:
+    asked = smem.remember("My budget is 300 euros this year. How should I plan the garden?", speaker="Maya")
+    text = long_reply() + "\n\nFinally: the blue watering can lives behind the greenhouse door, next to the rake."
+    reply = smem.remember(text, role="assistant", speaker="Rook")
+    top = smem.search("where is the blue watering can?", 3)[0]
+    assert top.shown == (asked.message.id, reply.message.id)  # the person's turn, then the reply's passage
+    assert top.text.startswith("Maya: My budget is 300 euros") and "behind the greenhouse door" in top.text
+    assert len(top.text) < len(text) / 3
+    # Between people, a turn found by its own passage is shown alone (see the next test).
+
+
 def test_a_short_turn_is_found_on_its_own(smem: narrative.Memory) -> None:
     smem.remember("We finally tried the new sushi place downtown on Friday.", speaker="Ana")
     said = smem.remember("Nah it gave me food poisoning lol", speaker="Ben")

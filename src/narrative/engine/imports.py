@@ -18,7 +18,7 @@ from narrative.engine.core import Runtime
 from narrative.engine.turns import Turn
 from narrative.errors import InvalidTransition, NarrativeError, ValidationError
 from narrative.model import ConversationStatus
-from narrative.store.filters import MemoryFilter
+from narrative.read.listing import count_in_conversations
 from narrative.write.chat_log import ChatConversation, parse_chat_log
 
 if TYPE_CHECKING:
@@ -70,7 +70,7 @@ class Imports:
                     else type(error)(said)
                 ) from error
             done += len(conversation.turns)
-        memories = self.rt.store.count_memories(user_id, MemoryFilter(conversation_ids=made)) if made else 0
+        memories = count_in_conversations(self.rt.store, user_id, made)
         return {
             "format": log.format,
             "conversations": len(made),
@@ -81,9 +81,8 @@ class Imports:
         }
 
     def _free(self, user_id: str) -> None:
-        store = self.rt.store
-        busy = store.active_conversation(user_id)
-        waiting = store.list_conversations(user_id, status=ConversationStatus.READY_TO_CLOSE, limit=1)
+        busy = self.conversations.active_conversation(user=user_id)
+        waiting = self.conversations.list_conversations(ConversationStatus.READY_TO_CLOSE.value, limit=1, user=user_id)
         if busy is not None or waiting:
             which = busy.id if busy is not None else waiting[0].id
             state = "active" if busy is not None else "waiting for review"

@@ -16,10 +16,11 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from narrative.model import SUMMARY_STREAMS, MemoryItem
+from narrative.store.filters import MemoryFilter
 from narrative.store.protocol import Store
 from narrative.text.lines import turn_line
 
-__all__ = ["Listed", "one_fact_once"]
+__all__ = ["Listed", "count_in_conversations", "one_fact_once"]
 
 
 @dataclass
@@ -59,3 +60,10 @@ def one_fact_once(store: Store, user_id: str, memories: Sequence[MemoryItem]) ->
             item.text = "\n".join(turn_line(said[i]) for i in new)
         owner.update(dict.fromkeys(new, item))
     return listed
+
+
+def count_in_conversations(store: Store, user_id: str, conversation_ids: Sequence[int]) -> int:
+    """How many memories these conversations hold (0 for none)."""
+    if not conversation_ids:
+        return 0
+    return store.count_memories(user_id, MemoryFilter(conversation_ids=list(conversation_ids)))

@@ -26,7 +26,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from narrative.model import SUMMARY_STREAMS, MemoryItem, Message, Passage, Stream
+from narrative.model import SUMMARY_STREAMS, MemoryItem, Message, Passage, Role, Stream
 from narrative.read.current import stale_messages
 from narrative.store.filters import MemoryFilter
 from narrative.store.keyword_index import query_terms, terms
@@ -213,6 +213,7 @@ class _Candidates:
     fused_max: float = 1.0  # a first place in every list searched
     passages: list[Passage] = field(default_factory=list)  # every passage found, best first
     loaded: dict[int, Passage] = field(default_factory=dict)  # passages read while ranking
+    holds: dict[int, tuple[int, ...]] = field(default_factory=dict)  # memory id → its messages (passage hits)
 
 
 def hybrid_search(
@@ -358,6 +359,7 @@ def _merge_turns(store: Store, user_id: str, found: _Candidates) -> None:
                 continue
             found.units[anchor], found.fused[anchor] = _Unit(unit.memory_id, *brief), 0.0
         if raw > found.fused[anchor] and found.units[anchor].passage is None:
+            found.holds[unit.memory_id] = found.units[anchor].sources
             found.units[anchor], found.fused[anchor] = unit, raw
             found.keyword.pop(anchor, None)
             found.vector.pop(anchor, None)
@@ -419,19 +421,45 @@ def _shown(
         for ident in memory_order
     }
     by_memory, messages = shown_messages(store, user_id, query, memory_order, briefs, k)
+    asked = _asked_turns(store, user_id, order[: 4 * k + 20], found, messages)
     shows: dict[Key, frozenset[int]] = {}
     for key in order:
         unit = found.units[key]
-        shows[key] = frozenset(unit.sources) if unit.passage is not None else by_memory[key[1]]
+        shows[key] = frozenset((*asked.get(key, ()), *unit.sources)) if unit.passage is not None else by_memory[key[1]]
     stale = _stale_messages(store, user_id, {m for key in order[: 4 * k + 20] for m in shows[key]}, params)
     emptied = set()
     if stale:
         for key, value in shows.items():
-            if found.units[key].passage is None and value & stale:
+            if found.units[key].passage is not None and key in asked and value & stale:
+                shows[key] = value - (stale - set(found.units[key].sources))  # the asking turn was superseded
+            elif found.units[key].passage is None and value & stale:
                 shows[key] = value - stale
                 if not shows[key] and found.units[key].stream not in SUMMARY_STREAMS:
                     emptied.add(key)  # everything it would show was superseded
     return shows, messages, emptied
+
+
+def _asked_turns(
+    store: Store, user_id: str, head: Sequence[Key], found: _Candidates, messages: dict[int, Message]
+) -> dict[Key, tuple[int]]:
+    """For a hit on a passage of an assistant's reply: the turn it answers (the exchange's other turn, when a
+    person said it).  An assistant's reply is read with the question it answers: what the person said is what
+    a memory of the conversation is for, and the reply's passage alone would show the answer without the fact it
+    answers.  A person's own turn is shown alone (its passage is what they said)."""
+    pairs: dict[Key, tuple[int, int]] = {}
+    for key in head:
+        unit = found.units[key]
+        held = sorted(found.holds.get(unit.memory_id, ()))
+        if unit.passage is not None and len(held) == 2 and held[1] == unit.passage.message_id:
+            pairs[key] = (held[0], held[1])
+    wanted = sorted({m for pair in pairs.values() for m in pair} - messages.keys())
+    messages.update({m.id: m for m in store.get_messages(user_id, wanted)} if wanted else {})
+    asked: dict[Key, tuple[int]] = {}
+    for key, (earlier, later) in pairs.items():
+        question, reply = messages.get(earlier), messages.get(later)
+        if question is not None and reply is not None and (question.role, reply.role) == (Role.USER, Role.ASSISTANT):
+            asked[key] = (earlier,)
+    return asked
 
 
 def _stale_messages(store: Store, user_id: str, message_ids: set[int], params: SearchParams) -> set[int]:
@@ -651,7 +679,8 @@ def shown_messages(
     some of the query's words — the reply belongs with the question that found it; a reply found by its own words
     does not need the turn before it.  When neither turn holds a query word (a match by meaning), both are shown.
     A turn's words include its speaker's name, as the exchange's text does: "what does Melanie do to de-stress"
-    holds a word of Melanie's own turn, not only of the reply that thanks her by name.
+    holds a word of Melanie's own turn, not only of the reply that thanks her by name.  An assistant's reply is
+    always shown with the person's turn it answers (see :func:`_asked_turns`).
     """
     head = order[: 4 * k + 20]  # enough for the collapse to fill k results
     pairs = [i for i in head if briefs[i][0] not in SUMMARY_STREAMS and len(briefs[i][2]) == 2]
@@ -666,7 +695,8 @@ def shown_messages(
         elif memory_id in pairs and all(m in messages for m in sources):
             earlier, later = sorted(sources)
             matched = [bool(words & set(terms(turn_line(messages[m])))) for m in (earlier, later)]
-            shows[memory_id] = frozenset((later,) if matched == [False, True] else (earlier, later))
+            asked = (messages[earlier].role, messages[later].role) == (Role.USER, Role.ASSISTANT)
+            shows[memory_id] = frozenset((later,) if matched == [False, True] and not asked else (earlier, later))
         else:
             shows[memory_id] = frozenset(sources)
     return shows, messages
