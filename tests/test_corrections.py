@@ -85,10 +85,26 @@ def test_people_correct_themselves_in_these_ways(old: str, new: str) -> None:
         ("I'm not sure about the API limits for my app.", "I'm not sure how to update my app now."),
         ("The gallery has 8 project cards.", "The gallery now has 8 project cards and a footer."),  # same value
         ("We bought 3 chairs.", "Now we need 2 tables."),  # different things counted
+        ("The first triangle has sides 3, 4 and 5.", "Now the second triangle has sides 6, 8 and 10."),  # bare numbers
+        (  # two dates of different things in sentences that share a topic
+            "I study dice problems with my sister, whose birthday party is on May 2.",
+            "I study dice problems now, and my new phone arrives on May 9.",
+        ),
     ],
 )
 def test_these_are_not_corrections(old: str, new: str) -> None:
     assert _update(old, new) is None
+
+
+def test_an_assistant_reply_neither_supersedes_nor_is_superseded(db: str, clock: FakeClock) -> None:
+    with narrative.Memory(db, user="alice", embedder="none", clock=clock, env={}) as mem:
+        mem.remember("The launch is on April 1, 2024.")
+        mem.remember("Update: the launch moved to April 5, 2024, so the review is now on April 3.", role="assistant")
+        mem.remember("With the new numbers the probability is now 1/3 and the total is now 12 cards.", role="assistant")
+        mem.remember("Update: the total is now 14 cards.", role="assistant")
+        assert all(m.valid_to is None for m in mem.list_memories(limit=50))
+        mem.remember("Update: the launch moved to April 5, 2024.")  # the person says so
+        assert any(m.valid_to is not None for m in mem.list_memories(limit=50))
 
 
 def test_a_denial_contradicts_what_was_affirmed_with_no_order_between_them() -> None:

@@ -10,7 +10,10 @@ People correct themselves in a few recognisable ways, and this module reads only
 * **a subject** — the content words the two sentences share (singular, lower case), beyond values and cues.
 
 A sentence *updates* an earlier one when it has a change cue, they share the subject, and it gives the same kind
-of value with a different content — or its "not X" names a value the earlier one states.  A sentence
+of value with a different content for the same thing (the words around the two values share a content word:
+"the launch moved to April 5" and "the launch is on April 1"; two numbers in long sentences that merely share a
+topic are values of different things; a bare number with no unit, like a triangle's sides "3, 4, 5", is no
+value that changes) — or its "not X" names a value the earlier one states.  A sentence
 *contradicts* an earlier one, with no order between them, when one denies ("I've never …", "I haven't …") what
 the other affirms about the same subject (at least two shared content words, one of them a content word of
 the denied clause).  Code blocks assert nothing here.
@@ -79,6 +82,7 @@ class Value:
     kind: str
     unit: str
     text: str  # normalised, for comparing ("1200", "2024-04-05" as written, "lisbon")
+    near: frozenset[str] = frozenset()  # content keys of the words around it: what it is the value of
 
 
 @dataclass(frozen=True)
@@ -148,11 +152,26 @@ def _statement(sentence: str, start: int) -> Statement:
     )
 
 
+NEAR = 3  # content words on each side of a value that say what it is the value of
+REACH = 12  # words walked on each side to find them
+
+
+def _near(sentence: str, start: int, end: int) -> frozenset[str]:
+    """The ``NEAR`` closest content keys on each side of ``sentence[start:end]`` within ``REACH`` words (cue
+    words and verbs skipped: "coverage has recently improved to 78%" gives "coverage")."""
+    found: list[str] = []
+    for side in (reversed(P.words(sentence[:start])[-REACH:]), P.words(sentence[end:])[:REACH]):
+        keys = (k for w in side if (k := P.tag_key(w.lower())) is not None and k not in _CUE_KEYS)
+        found += [k for _, k in zip(range(NEAR), keys, strict=False)]
+    return frozenset(found)
+
+
 def _values(sentence: str) -> tuple[Value, ...]:
     values: list[Value] = []
     taken: list[tuple[int, int]] = []
     for match in _DATE.finditer(sentence):
-        values.append(Value("date", "", " ".join(match.group(0).lower().replace(",", " ").split())))
+        text = " ".join(match.group(0).lower().replace(",", " ").split())
+        values.append(Value("date", "", text, _near(sentence, *match.span())))
         taken.append(match.span())
     for match in _NUMBER.finditer(sentence):
         if any(a <= match.start() < b for a, b in taken):
@@ -168,7 +187,7 @@ def _values(sentence: str) -> tuple[Value, ...]:
             word = ""
         elif word:
             word = P.singular(word)
-        values.append(Value("number", word, number))
+        values.append(Value("number", word, number, _near(sentence, *match.span())))
     return tuple(values)
 
 
@@ -188,8 +207,8 @@ def update(new: Statement, old: Statement) -> Change | None:
             if before.kind != value.kind or before.text == value.text:
                 continue
             unit = _same_unit(value, before, new, old)
-            if unit is None:
-                continue
+            if unit is None or not value.near & before.near or (value.kind == "number" and not unit):
+                continue  # counts different things, of different things, or a bare number (a side, a step)
             needed = 1 if unit in _SYMBOLS or new.cue.split()[0] not in _WEAK_CUES else 2
             if len(shared | ({unit} if unit and unit not in P.STOPWORDS else set())) >= needed:
                 return Change(f"{new.cue}: {value.text}{' ' + unit if unit else ''}, was {before.text}", (before.text,))

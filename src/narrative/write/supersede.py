@@ -14,7 +14,10 @@ compared passage by passage):
   newer ("I've never written Flask routes" / "the homepage route returns static HTML") — links the two as
   conflicting, so search and context show both and say so.
 
-Only the same speaker (and role) corrects a statement: one person's news does not make another's stale.
+Only the same speaker (and role) corrects a statement: one person's news does not make another's stale.  Only a
+person's turns (role ``user``) are settled: an assistant's reply explains and works examples ("the probability is
+now 1/3", "your new total is 12") rather than stating what is true of the person's world, so its sentences neither
+supersede nor are superseded; when a fact changes, the person says so.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from narrative.model import Conflict, EventKind, MemoryItem, Message, Passage, Storyline, Stream
+from narrative.model import Conflict, EventKind, MemoryItem, Message, Passage, Role, Storyline, Stream
 from narrative.store.filters import MemoryFilter
 from narrative.store.protocol import Store
 from narrative.text import statements as S
@@ -62,6 +65,8 @@ def settle(store: Store, message: Message, passages: Sequence[Passage], judge: J
     With an LLM (``judge``), the model decides each pair that shares a subject (its answer validated; no answer
     or a malformed one: the rules decide); without one, the rules of :mod:`narrative.text.statements`."""
     settled = Settled()
+    if message.role != Role.USER:
+        return settled
     everything = S.statements(message.content)
     said = [s for s in everything if s.cue or s.denied]
     said += [s for s in everything if not (s.cue or s.denied) and s.personal][:AFFIRMATIONS]
