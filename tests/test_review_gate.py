@@ -186,3 +186,14 @@ def test_a_reviewed_memory_is_never_folded_into_another(mem: narrative.Memory) -
     listed = mem.list_memories(conversation_id=conversation.id, limit=100)
     shown = {item.memory.id: item for item in mem.one_fact_once([m.id for m in listed])}
     assert shown[kept.id].folded_into is None and shown[kept.id].text == kept.content
+
+
+def test_a_machine_narrative_of_any_length_confirms_within_the_bound() -> None:
+    """Rules over a long conversation can write a narrative past the 5,000 characters a person's edit may have:
+    it ends at the last sentence that fits instead of failing the confirm (seen on a BEAM chat)."""
+    from narrative.write.close import NARRATIVE_MAX, _bounded
+
+    long = " ".join(f"Decided: step {i} of the garden plan uses the north beds." for i in range(200))
+    cut = _bounded(long)
+    assert len(cut) <= NARRATIVE_MAX and cut.endswith(".…") and long.startswith(cut[:-1])
+    assert _bounded("Short and done.") == "Short and done."

@@ -41,6 +41,7 @@ from narrative.model import (
 )
 from narrative.store.filters import MemoryFilter
 from narrative.store.protocol import Store
+from narrative.validate import MAX_TEXT
 from narrative.write import forget, history, lifecycle, resolve, review
 from narrative.write.compose import compose_narrative, topic_parts, user_said
 from narrative.write.compress import (
@@ -220,6 +221,20 @@ def recompose(store: Store, user_id: str, conversation: Conversation, preview: P
     return _note_restated(store, user_id, preview, messages)
 
 
+NARRATIVE_MAX = 5000  # characters of a closing narrative (a person's edit beyond it is refused)
+
+
+def _bounded(text: str) -> str:
+    """A narrative within :data:`NARRATIVE_MAX`: a machine-made one (rules over a long conversation can
+    exceed it) ends at the last sentence that fits, never failing the confirm; a person's edit is refused
+    before it gets here."""
+    if len(text) <= NARRATIVE_MAX:
+        return text
+    cut = text[: NARRATIVE_MAX - 1]
+    end = max(cut.rfind(". "), cut.rfind("; "))
+    return (cut[: end + 1] if end > NARRATIVE_MAX // 2 else cut.rstrip()) + "…"
+
+
 def edit(preview: Preview, narrative: str | None, remove: Sequence[str] = ()) -> Preview:
     """Change the narrative (the original is kept) and/or drop over-extracted entities by key."""
     keys = {e.key for e in preview.entities}
@@ -227,7 +242,7 @@ def edit(preview: Preview, narrative: str | None, remove: Sequence[str] = ()) ->
     if unknown:
         raise ValidationError(f"no such entity in the preview: {', '.join(unknown)}", field="remove_entities")
     if narrative is not None:
-        text = require_text(narrative, "narrative", 5000).strip()
+        text = require_text(narrative, "narrative", NARRATIVE_MAX).strip()
         if text != preview.narrative:
             if preview.original_narrative is None:
                 preview.original_narrative = preview.narrative
@@ -382,7 +397,7 @@ def _memory(
     narrative_id: int | None,
 ) -> MemoryItem:
     """One part's memory; its key points are the extracted items it carries (see :func:`_owner`)."""
-    text = require_text(part.narrative, "narrative", 5000).strip()
+    text = _bounded(require_text(part.narrative, "narrative", MAX_TEXT).strip())
     edited = text != preview.narrative or preview.user_edited
     original = preview.original_narrative or preview.narrative
     points = "; ".join(f"{LABELS[e.entity_type]}: {e.label}" for e in carried if e.entity_type is not EntityType.PERSON)
