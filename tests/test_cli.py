@@ -482,3 +482,14 @@ def test_keys_create_says_what_the_key_is(run: Run) -> None:
     code, out, err = run("--db", "k.db", "--user", "maya", "keys", "create")
     assert code == 0 and out.strip().startswith("nk_") and len(out.strip().splitlines()) == 1
     assert "API key for user 'maya'" in err and "shown only this once" in err
+
+
+def test_export_the_memories_as_jsonl_and_csv(run: Run) -> None:
+    import csv
+
+    db = ("--db", "x.db", "--user", "maya")
+    ok(run, *db, "add", "memory", "Water the tomatoes every morning.", "--metadata", "project=garden")
+    first = json.loads(ok(run, *db, "export", "--format", "jsonl").splitlines()[0])
+    assert first["content"] == "Water the tomatoes every morning." and first["metadata"] == {"project": "garden"}
+    [row] = list(csv.DictReader(io.StringIO(ok(run, *db, "export", "--format", "csv"))))
+    assert row["id"] == str(first["id"]) and json.loads(row["metadata"]) == {"project": "garden"}

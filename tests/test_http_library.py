@@ -114,12 +114,42 @@ def test_unknown_query_parameters_are_refused(alice: Client) -> None:
     assert alice.get(f"{API}/search?q=tomatoes&limit=3&k=4").json["field"] == "limit"
 
 
+def test_a_method_the_path_does_not_take_is_405_naming_those_it_does(alice: Client) -> None:
+    reply = alice.call("PUT", f"{API}/memories", body={"memories": []})
+    assert reply.status == 405 and reply.json["error"] == "method_not_allowed"
+    assert reply.json["message"] == "PUT is not allowed on /api/v1/memories; it takes GET, POST, PATCH, DELETE"
+    assert reply.headers["allow"] == "GET, POST, PATCH, DELETE"
+    assert alice.call("POST", f"{API}/memories/1/history").headers["allow"] == "GET"
+
+
 def test_operation_ids_are_readable_and_unique(alice: Client) -> None:
     spec = alice.get("/openapi.json").json
     ids = [op["operationId"] for path in spec["paths"].values() for op in path.values()]
     assert len(ids) == len(set(ids))
     assert {"list_memories", "search", "search_body", "update_memories", "delete_memories", "import_chat"} <= set(ids)
     assert all(i.isidentifier() and "api_v1" not in i for i in ids)
+
+
+def test_the_mem0_table_names_routes_calls_and_tools_that_exist(alice: Client) -> None:
+    """docs/http.md, "Coming from mem0": every route is in the API, every call is a method of Memory, every tool
+    is served by `narrative mcp`."""
+    import re
+
+    from narrative.interfaces.mcp import TOOLSETS
+
+    docs = (Path(__file__).parent.parent / "docs" / "http.md").read_text("utf-8")
+    table = docs.split("## Coming from mem0", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split(" | ") for line in table.splitlines() if line.startswith("| `")]
+    assert len(rows) >= 12
+    spec = {re.sub(r"\{\w+\}", "{}", path): ops for path, ops in alice.get("/openapi.json").json["paths"].items()}
+    tools = {name for toolset in TOOLSETS for name in dir(toolset) if not name.startswith("_")}
+    for _, python, http, mcp in rows:
+        for method, path in re.findall(r"`(GET|POST|PATCH|DELETE) (/[^`?]*)", http):
+            assert method.lower() in spec[API + re.sub(r"\{\w+\}", "{}", path)], (method, path)
+        for call in re.findall(r"mem\.(\w+)\(", python):
+            assert callable(getattr(narrative.Memory, call)), call
+        for tool in set(re.findall(r"`(\w+)`", mcp)) - {"filters"}:  # tools and their argument
+            assert tool in tools, tool
 
 
 def test_cors_is_off_by_default_and_configurable(db_path: Path, clock: FakeClock) -> None:

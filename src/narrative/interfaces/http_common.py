@@ -6,6 +6,7 @@ engine with ``user=caller.user``, so another user's ids are simply not found (40
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar
@@ -261,10 +262,25 @@ def body_problem(request: Request, errors: Sequence[Any]) -> JSONResponse | None
     return None
 
 
-def http_error(_request: Request, error: Exception) -> JSONResponse:
+def http_error(request: Request, error: Exception) -> JSONResponse:
     assert isinstance(error, StarletteHTTPException)
     kinds = {401: "unauthorized", 404: "not_found", 405: "method_not_allowed", 413: "too_large", 501: "not_implemented"}
+    if error.status_code == 405 and (allow := _allowed(request)):  # which methods the path takes, said and in Allow
+        said = f"{request.method} is not allowed on {request.url.path}; it takes {allow}"
+        reply = error_body(405, "method_not_allowed", said)
+        reply.headers["Allow"] = allow
+        return reply
     return error_body(error.status_code, kinds.get(error.status_code, "http_error"), str(error.detail))
+
+
+def _allowed(request: Request) -> str:
+    """The methods the request's path takes (``GET, POST, PATCH, DELETE``), from the OpenAPI paths it matches."""
+    path = request.url.path
+    methods: list[str] = []
+    for template, operations in request.app.openapi().get("paths", {}).items():
+        if re.fullmatch(re.sub(r"\\\{[^/]+?\\\}", "[^/]+", re.escape(template)), path):
+            methods += [m.upper() for m in operations if m.upper() not in methods]
+    return ", ".join(methods)
 
 
 def unauthorized(_request: Request, error: Exception) -> JSONResponse:

@@ -16,9 +16,17 @@ from narrative.interfaces.cli.text import counted, deleted_counts
 from narrative.validate import MAX_DOCUMENT
 
 
-@cli.command(help="Export everything of the user: json (lossless, re-importable) or markdown (readable).")
+@cli.command(
+    help="Export everything of the user: json (lossless, re-importable) or markdown (readable); or the memories"
+    " alone, one a line: jsonl or csv (docs/export-format.md)."
+)
 @click.option(
-    "--format", "fmt", type=click.Choice(["json", "markdown"]), default="json", show_default=True, help="Output format."
+    "--format",
+    "fmt",
+    type=click.Choice(["json", "markdown", "jsonl", "csv"]),
+    default="json",
+    show_default=True,
+    help="Output format.",
 )
 @click.option(
     "-o",
