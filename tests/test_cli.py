@@ -493,3 +493,15 @@ def test_export_the_memories_as_jsonl_and_csv(run: Run) -> None:
     assert first["content"] == "Water the tomatoes every morning." and first["metadata"] == {"project": "garden"}
     [row] = list(csv.DictReader(io.StringIO(ok(run, *db, "export", "--format", "csv"))))
     assert row["id"] == str(first["id"]) and json.loads(row["metadata"]) == {"project": "garden"}
+
+
+def test_importing_a_chat_log_draws_a_progress_bar_on_a_terminal(
+    run: Run, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    rows = [{"content": "I planted basil on the balcony today."}, {"content": "Basil likes sun.", "role": "assistant"}]
+    (tmp_path / "log.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows), "utf-8")
+    screen = Terminal()
+    monkeypatch.setattr("sys.stderr", screen)
+    said = ok(run, "--db", "p.db", "--user", "maya", "import", "log.jsonl")
+    assert said.strip() == "imported 1 conversation (2 messages) from a JSONL log: 2 memories for maya"
+    assert screen.getvalue().startswith("\rimport [") and "] 2/2" in screen.getvalue()
