@@ -78,3 +78,21 @@ def test_the_readme_command_lines_print_what_the_readme_says(tmp_path: Path) -> 
         failed = any(line.startswith("error:") for line in step.expected)
         assert (done.returncode != 0) == failed, f"`{step.command}` exited {done.returncode}:\n{done.stderr}"
         assert_shows(step, done.stdout + done.stderr)
+
+
+def test_the_readme_python_is_python_and_names_what_exists() -> None:
+    """The README's ``python`` blocks parse, import only what ``narrative`` exports, and call only methods a
+    Memory has (``mem.…``, ``amem.…``); and the README points at nothing outside the repository."""
+    import ast
+
+    text = README.read_text("utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    assert len(blocks) >= 3
+    for block in blocks:
+        tree = compile(block, "README.md", "exec", flags=ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module == "narrative":
+                assert all(hasattr(narrative, alias.name) for alias in node.names), ast.unparse(node)
+    for call in re.findall(r"\b(?:mem|amem)\.(\w+)\(", text):
+        assert callable(getattr(narrative.Memory, call, None)), f"README calls mem.{call}(), which Memory lacks"
+    assert "../shared" not in text  # a clone of the repository has no such folder
