@@ -81,7 +81,9 @@ def test_batch_update_and_delete(alice: Client) -> None:
     by_filter = alice.delete(f"{API}/memories?filters=" + q({"metadata.n": {"gte": 3}}))
     assert by_filter.json["deleted"] == [ids[3]]
     assert [m["id"] for m in alice.get(f"{API}/memories").json["items"]] == [ids[2]]
-    assert alice.delete(f"{API}/memories").status == 422  # neither ids nor filters: nothing is deleted
+    neither = alice.delete(f"{API}/memories")  # neither ids nor filters (or both): nothing is deleted
+    assert neither.status == 422 and neither.json["field"] == "ids" and "one of the two" in neither.json["message"]
+    assert alice.delete(f"{API}/memories?ids={ids[2]}&filters=" + q({"stream": "fact"})).json["field"] == "ids"
     assert alice.delete(f"{API}/memories?ids=1,x").json["field"] == "ids"
 
 

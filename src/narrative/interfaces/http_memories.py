@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
 
+from narrative.errors import ValidationError
 from narrative.interfaces import http_schemas as S
 from narrative.interfaces.http_common import Paging, Who, id_list, json_query, ok, paged, sliced
 from narrative.interfaces.http_models import (
@@ -133,6 +134,8 @@ def delete_memories(
     ids: Annotated[list[str] | None, Query(description="Memory ids: ?ids=1,2 or ?ids=1&ids=2.")] = None,
     filters: Filters = None,
 ) -> JSONResponse:
+    if (ids is None) == (filters is None):  # the query's names, not the engine's (memory_ids)
+        raise ValidationError("give ids=1,2 or filters=JSON (one of the two)", field="ids")
     result = who.memory.delete_memories(id_list(ids), filters=json_query(filters, "filters"), user=who.user)
     deleted = result.pop("ids")
     return ok({"deleted": deleted, "result": result})
