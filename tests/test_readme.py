@@ -82,7 +82,8 @@ def test_the_readme_command_lines_print_what_the_readme_says(tmp_path: Path) -> 
 
 def test_the_readme_python_is_python_and_names_what_exists() -> None:
     """The README's ``python`` blocks parse, import only what ``narrative`` exports, and call only methods a
-    Memory has (``mem.…``, ``amem.…``); and the README points at nothing outside the repository."""
+    Memory (``mem.…``) or an AsyncMemory (``amem.…``) has; and the README points at nothing outside the
+    repository."""
     import ast
 
     text = README.read_text("utf-8")
@@ -93,6 +94,7 @@ def test_the_readme_python_is_python_and_names_what_exists() -> None:
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and node.module == "narrative":
                 assert all(hasattr(narrative, alias.name) for alias in node.names), ast.unparse(node)
-    for call in re.findall(r"\b(?:mem|amem)\.(\w+)\(", text):
-        assert callable(getattr(narrative.Memory, call, None)), f"README calls mem.{call}(), which Memory lacks"
+    for name, call in re.findall(r"\b(mem|amem)\.(\w+)\(", text):
+        kind = narrative.Memory if name == "mem" else narrative.AsyncMemory
+        assert callable(getattr(kind, call, None)), f"README calls {name}.{call}(), which {kind.__name__} lacks"
     assert "../shared" not in text  # a clone of the repository has no such folder
