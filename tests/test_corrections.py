@@ -107,6 +107,23 @@ def test_an_assistant_reply_neither_supersedes_nor_is_superseded(db: str, clock:
         assert any(m.valid_to is not None for m in mem.list_memories(limit=50))
 
 
+def test_a_message_that_says_more_stays_current_and_is_shown_after_its_update(db: str, clock: FakeClock) -> None:
+    with narrative.Memory(db, user="alice", embedder="none", clock=clock, env={}) as mem:
+        first = mem.remember(
+            "The first sprint deadline is April 1, 2024. The whole project should take 6 weeks of evenings."
+        )
+        clock.advance(days=3)
+        later = mem.remember("Update: the first sprint deadline moved to April 5, 2024.")
+        assert all(m.valid_to is None for m in mem.list_memories(limit=50))  # nothing went stale
+        hits = mem.search("when is the first sprint deadline?", 5)
+        shown_at = {m: next(i for i, h in enumerate(hits) if m in h.shown) for h in hits for m in h.shown}
+        assert shown_at[later.message.id] <= shown_at[first.message.id]  # the update first (or with it)
+        assert [m for h in hits for m in h.shown].count(first.message.id) == 1
+        linked = next(h for h in hits if first.message.id in h.shown)
+        assert any(r.startswith("updates: ") for r in linked.conflict_reasons)
+        assert any(first.message.id in h.shown for h in mem.search("how long should the whole project take?", 3))
+
+
 def test_a_denial_contradicts_what_was_affirmed_with_no_order_between_them() -> None:
     [never] = statements("I've never written any Flask routes in this project.")
     [did] = statements("The homepage route with Flask returns static HTML.")

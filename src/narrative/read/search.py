@@ -26,12 +26,13 @@ from typing import TypeVar
 
 import numpy as np
 
-from narrative.model import SUMMARY_STREAMS, MemoryItem, Message, Passage, Role, Stream
+from narrative.model import SUMMARY_STREAMS, Conflict, MemoryItem, Message, Passage, Role, Stream
 from narrative.read.current import stale_messages
 from narrative.store.filters import MemoryFilter
 from narrative.store.keyword_index import query_terms, terms
 from narrative.store.protocol import Store
 from narrative.text.lines import turn_line
+from narrative.text.statements import UPDATES
 from narrative.text.when import Period, named_period
 from narrative.text.words import topic_text
 
@@ -505,7 +506,10 @@ def _with_conflicting(
     listed = {found.units[key].memory_id: key for key in chosen}
     conflicts = store.conflicts_of(user_id, listed)
     partners: dict[Key, list[tuple[int, int | None]]] = {}
+    newer: set[int] = set()  # memories that update a partner which still says more (shown before it)
     for c in conflicts:
+        if c.reason.startswith(UPDATES):
+            newer.add(c.memory_id)
         for mine, other, other_passage in (
             (c.memory_id, c.other_memory_id, c.other_passage_id),
             (c.other_memory_id, c.memory_id, c.passage_id),
@@ -513,7 +517,7 @@ def _with_conflicting(
             if mine in listed and other not in listed:
                 partners.setdefault(listed[mine], []).append((other, other_passage))
     if not partners:
-        return chosen
+        return _updates_first(chosen, conflicts, found)
     wanted = {m for pairs in partners.values() for m, _ in pairs}
     current = {m.id: m for m in store.get_memories(user_id, wanted) if m.is_current or params.include_superseded}
     passages = {p.id: p for p in store.get_passages(user_id, [p for ps in partners.values() for _, p in ps if p])}
@@ -526,6 +530,9 @@ def _with_conflicting(
             extra = ("m", other)
             if memory is None or extra in result or extra in added:
                 continue
+            shown = {m for k in result for m in shows.get(k, ())}
+            if set(memory.message_ids) <= shown:
+                continue  # a reader already has every message of it
             if passage is not None and passage.is_current:
                 found.units[extra] = _Unit(
                     other, memory.stream, memory.event_at or memory.created_at, (passage.message_id,), passage
@@ -537,10 +544,24 @@ def _with_conflicting(
             found.fused.setdefault(extra, found.fused[key])
             scored[extra] = scored.get(extra, scored[key])
             shows[extra] = frozenset(found.units[extra].sources)
-            result.append(extra)
+            result.insert(result.index(key) if other in newer else len(result), extra)
             added.append(extra)
     while len(result) > params.k and any(key not in added for key in result):
         result.remove(next(key for key in reversed(result) if key not in added and key not in partners))
+    return _updates_first(result, conflicts, found)
+
+
+def _updates_first(order: list[Key], conflicts: Sequence[Conflict], found: _Candidates) -> list[Key]:
+    """An earlier statement that an update left current (its message says more) is shown after its update:
+    when both are results, the update moves up to just above it."""
+    result = list(order)
+    for c in conflicts:
+        if not c.reason.startswith(UPDATES):
+            continue
+        at = {found.units[key].memory_id: i for i, key in enumerate(result)}
+        old, new = at.get(c.other_memory_id), at.get(c.memory_id)
+        if old is not None and new is not None and new > old:
+            result.insert(old, result.pop(new))
     return result
 
 

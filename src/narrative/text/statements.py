@@ -10,7 +10,8 @@ People correct themselves in a few recognisable ways, and this module reads only
 * **a subject** — the content words the two sentences share (singular, lower case), beyond values and cues.
 
 A sentence *updates* an earlier one when it has a change cue, they share the subject, and it gives the same kind
-of value with a different content for the same thing (the words around the two values share a content word:
+of value with a different content for the same thing (a count of the same things, "1,200 calls" after "1,000
+calls"; for a percentage, a duration or a date, the words around the two values share a content word:
 "the launch moved to April 5" and "the launch is on April 1"; two numbers in long sentences that merely share a
 topic are values of different things; a bare number with no unit, like a triangle's sides "3, 4, 5", is no
 value that changes) — or its "not X" names a value the earlier one states.  A sentence
@@ -26,7 +27,11 @@ from dataclasses import dataclass
 
 from narrative.text import patterns as P
 
-__all__ = ["Change", "Statement", "Value", "contradiction", "statements", "update"]
+__all__ = ["UPDATES", "Change", "Statement", "Value", "contradiction", "statements", "update"]
+
+#: How a conflict row's reason starts when it links an update to an earlier statement whose message says more
+#: than what was updated (so the message stays current; readers show the update first).
+UPDATES = "updates: "
 
 _FENCE = re.compile(r"```.*?(?:```|\Z)|~~~.*?(?:~~~|\Z)", re.DOTALL)
 _INLINE_CODE = re.compile(r"`[^`\n]*`")
@@ -207,8 +212,11 @@ def update(new: Statement, old: Statement) -> Change | None:
             if before.kind != value.kind or before.text == value.text:
                 continue
             unit = _same_unit(value, before, new, old)
-            if unit is None or not value.near & before.near or (value.kind == "number" and not unit):
-                continue  # counts different things, of different things, or a bare number (a side, a step)
+            if unit is None or (value.kind == "number" and not unit):
+                continue  # counts different things, or a bare number (a side of a triangle, a step)
+            counted = bool(unit) and unit not in _SYMBOLS and unit not in _UNIT_WORDS  # "1,200 calls", "10 cards"
+            if not counted and not value.near & before.near:
+                continue  # a percentage, a time, a date: of what is said by the words around it
             needed = 1 if unit in _SYMBOLS or new.cue.split()[0] not in _WEAK_CUES else 2
             if len(shared | ({unit} if unit and unit not in P.STOPWORDS else set())) >= needed:
                 return Change(f"{new.cue}: {value.text}{' ' + unit if unit else ''}, was {before.text}", (before.text,))

@@ -80,7 +80,9 @@ def settle(store: Store, message: Message, passages: Sequence[Passage], judge: J
             before = earlier[candidate.message_id]
             for old in _statements_of(before, candidate):
                 change, reason = _relation(judge, asks, message, before, candidate, statement, old)
-                if change is not None:
+                if change is not None and _says_more(before, candidate, old):
+                    reason = f"{S.UPDATES}{change} (the rest of message #{candidate.message_id} still stands)"
+                elif change is not None:
                     settled.superseded.append(_supersede(store, message, candidate, mine, change, settled))
                     break
                 if reason is not None:
@@ -179,6 +181,17 @@ def _candidates(store: Store, message: Message, statement: S.Statement, seen: di
         and seen[p.message_id].role is message.role
         and seen[p.message_id].speaker.strip().casefold() == message.speaker.strip().casefold()
     ][: 2 * CANDIDATES]
+
+
+def _says_more(before: Message, passage: Passage, old: S.Statement) -> bool:
+    """True when the earlier passage states something besides the statement updated (another sentence with a
+    value or two content words of its own): it stays current, linked to its update, instead of going stale
+    with everything else it says ("the first sprint ends on March 29" is updated; "the project takes 6 weeks"
+    in the same message is still true)."""
+    return any(
+        (s.start, s.end) != (old.start, old.end) and (s.values or len(s.keys - old.keys) >= 2)
+        for s in _statements_of(before, passage)
+    )
 
 
 def _statements_of(message: Message, passage: Passage) -> list[S.Statement]:
