@@ -163,13 +163,17 @@ def _candidates(store: Store, message: Message, statement: S.Statement, seen: di
     if not statement.keys:
         return []
     user_id = message.user_id
-    query = " ".join(sorted(statement.keys | set(statement.not_values)))
-    exchanges = store.keyword_search_memories(
-        user_id, query, MemoryFilter(streams=[Stream.CONVERSATION], current_only=True), limit=CANDIDATES
-    )
-    sources = [m for memory in store.get_memories(user_id, [i for i, _ in exchanges]) for m in memory.message_ids]
+    queries = [" ".join(sorted(statement.keys | set(statement.not_values)))]
+    # and what each value is of ("commits merged main branch"): a long sentence's many words find other things
+    queries += [" ".join(sorted(v.near | ({v.unit} if v.unit else set()))) for v in statement.values if v.near]
+    where = MemoryFilter(streams=[Stream.CONVERSATION], current_only=True)
+    exchanges = [
+        i for q in dict.fromkeys(queries) for i, _ in store.keyword_search_memories(user_id, q, where, limit=CANDIDATES)
+    ]
+    sources = [m for memory in store.get_memories(user_id, dict.fromkeys(exchanges)) for m in memory.message_ids]
     whole = [p for ps in store.passages_of_messages(user_id, sources).values() for p in ps if p.parts == 1]
-    parts = store.get_passages(user_id, [i for i, _ in store.keyword_search_passages(user_id, query, limit=CANDIDATES)])
+    cut = [i for q in dict.fromkeys(queries) for i, _ in store.keyword_search_passages(user_id, q, limit=CANDIDATES)]
+    parts = store.get_passages(user_id, dict.fromkeys(cut))
     found = [p for p in dict.fromkeys([*whole, *parts]) if p.is_current and p.message_id != message.id]
     missing = sorted({p.message_id for p in found} - seen.keys())
     seen.update({m.id: m for m in store.get_messages(user_id, missing)} if missing else {})
@@ -180,7 +184,7 @@ def _candidates(store: Store, message: Message, statement: S.Statement, seen: di
         and seen[p.message_id].position < message.position
         and seen[p.message_id].role is message.role
         and seen[p.message_id].speaker.strip().casefold() == message.speaker.strip().casefold()
-    ][: 2 * CANDIDATES]
+    ][: 2 * CANDIDATES * len(queries)]
 
 
 def _says_more(before: Message, passage: Passage, old: S.Statement) -> bool:
