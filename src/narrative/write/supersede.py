@@ -173,18 +173,23 @@ def _candidates(store: Store, message: Message, statement: S.Statement, seen: di
     sources = [m for memory in store.get_memories(user_id, dict.fromkeys(exchanges)) for m in memory.message_ids]
     whole = [p for ps in store.passages_of_messages(user_id, sources).values() for p in ps if p.parts == 1]
     cut = [i for q in dict.fromkeys(queries) for i, _ in store.keyword_search_passages(user_id, q, limit=CANDIDATES)]
-    parts = store.get_passages(user_id, dict.fromkeys(cut))
+    hit = store.get_passages(user_id, dict.fromkeys(cut))
+    # a long message found by one of its parts is read whole: the statement updated may be in another part
+    siblings = store.passages_of_messages(user_id, {p.message_id for p in hit})
+    parts = [q for p in hit for q in siblings.get(p.message_id, [p])]
     found = [p for p in dict.fromkeys([*whole, *parts]) if p.is_current and p.message_id != message.id]
     missing = sorted({p.message_id for p in found} - seen.keys())
     seen.update({m.id: m for m in store.get_messages(user_id, missing)} if missing else {})
-    return [
+    kept = [
         p
         for p in found
         if p.message_id in seen
         and seen[p.message_id].position < message.position
         and seen[p.message_id].role is message.role
         and seen[p.message_id].speaker.strip().casefold() == message.speaker.strip().casefold()
-    ][: 2 * CANDIDATES * len(queries)]
+    ]
+    wanted = list(dict.fromkeys(p.message_id for p in kept))[: 2 * CANDIDATES * len(queries)]
+    return [p for p in kept if p.message_id in set(wanted)]
 
 
 def _says_more(before: Message, passage: Passage, old: S.Statement) -> bool:
