@@ -502,8 +502,9 @@ def _with_conflicting(
     params: SearchParams,
 ) -> list[Key]:
     """Contradictions are shown, not resolved by guess: a hit whose memory conflicts with a current memory not
-    among the results brings that memory in right after it (the weakest other hit makes room)."""
-    listed = {found.units[key].memory_id: key for key in chosen}
+    among the results brings that memory in right after it (the weakest other hit makes room).  A hit stands for
+    the messages it shows as well: an exchange showing a turn whose own memory conflicts counts as that memory."""
+    listed = _standing_for(store, user_id, chosen, shows, found)
     conflicts = store.conflicts_of(user_id, listed)
     partners: dict[Key, list[tuple[int, int | None]]] = {}
     newer: set[int] = set()  # memories that update a partner which still says more (shown before it)
@@ -517,7 +518,7 @@ def _with_conflicting(
             if mine in listed and other not in listed:
                 partners.setdefault(listed[mine], []).append((other, other_passage))
     if not partners:
-        return _updates_first(chosen, conflicts, found)
+        return _updates_first(chosen, conflicts, listed)
     wanted = {m for pairs in partners.values() for m, _ in pairs}
     current = {m.id: m for m in store.get_memories(user_id, wanted) if m.is_current or params.include_superseded}
     passages = {p.id: p for p in store.get_passages(user_id, [p for ps in partners.values() for _, p in ps if p])}
@@ -548,17 +549,35 @@ def _with_conflicting(
             added.append(extra)
     while len(result) > params.k and any(key not in added for key in result):
         result.remove(next(key for key in reversed(result) if key not in added and key not in partners))
-    return _updates_first(result, conflicts, found)
+    listed.update({found.units[key].memory_id: key for key in added})
+    return _updates_first(result, conflicts, listed)
 
 
-def _updates_first(order: list[Key], conflicts: Sequence[Conflict], found: _Candidates) -> list[Key]:
+def _standing_for(
+    store: Store, user_id: str, chosen: Sequence[Key], shows: dict[Key, frozenset[int]], found: _Candidates
+) -> dict[int, Key]:
+    """Memory id → the result that stands for it: each result's own memory, and the own memory of each message
+    it shows (the memory its passages belong to), the better-ranked result first."""
+    listed: dict[int, Key] = {}
+    for key in chosen:
+        listed.setdefault(found.units[key].memory_id, key)
+    messages = {m for key in chosen for m in shows.get(key, ())}
+    owners = {m: {p.memory_id for p in ps} for m, ps in store.passages_of_messages(user_id, messages).items()}
+    for key in chosen:
+        for message in sorted(shows.get(key, ())):
+            for memory_id in owners.get(message, ()):
+                listed.setdefault(memory_id, key)
+    return listed
+
+
+def _updates_first(order: list[Key], conflicts: Sequence[Conflict], listed: dict[int, Key]) -> list[Key]:
     """An earlier statement that an update left current (its message says more) is shown after its update:
     when both are results, the update moves up to just above it."""
     result = list(order)
     for c in conflicts:
         if not c.reason.startswith(UPDATES):
             continue
-        at = {found.units[key].memory_id: i for i, key in enumerate(result)}
+        at = {ident: result.index(key) for ident, key in listed.items() if key in result}
         old, new = at.get(c.other_memory_id), at.get(c.memory_id)
         if old is not None and new is not None and new > old:
             result.insert(old, result.pop(new))
