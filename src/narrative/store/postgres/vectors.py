@@ -321,6 +321,7 @@ class PostgresVectors(PostgresBase):
                         )
                     finally:
                         self._exec("RESET maintenance_work_mem")
+                    self._exec(f"ANALYZE {table}")  # the planner weighs the new index against fresh statistics
             finally:
                 self._exec("SELECT pg_advisory_unlock(?, hashtext(?))", (_BUILD_LOCK, name))
             return self._index_state(name) is True
