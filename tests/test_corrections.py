@@ -124,6 +124,19 @@ def test_a_message_that_says_more_stays_current_and_is_shown_after_its_update(db
         assert any(first.message.id in h.shown for h in mem.search("how long should the whole project take?", 3))
 
 
+def test_an_exchange_showing_an_updated_turn_brings_the_update_above_it(db: str, clock: FakeClock) -> None:
+    with narrative.Memory(db, user="alice", embedder="none", clock=clock, env={}) as mem:
+        first = mem.remember("The launch is on April 1, 2024. The venue holds 80 people and has a small stage.")
+        mem.remember("Great, an April launch with a small stage sounds lovely.", role="assistant")
+        for i in range(3):
+            mem.remember(f"Unrelated note {i} about the garden beds and tomatoes.")
+        later = mem.remember("Update: the launch moved to April 5, 2024.")
+        hits = mem.search("lovely small stage launch venue people", 6)
+        at = {m: next(i for i, h in enumerate(hits) if m in h.shown) for h in hits for m in h.shown}
+        assert hits[at[first.message.id]].memory.message_ids != (first.message.id,)  # shown through the exchange
+        assert at[later.message.id] < at[first.message.id]  # the update is brought in above it
+
+
 def test_a_denial_contradicts_what_was_affirmed_with_no_order_between_them() -> None:
     [never] = statements("I've never written any Flask routes in this project.")
     [did] = statements("The homepage route with Flask returns static HTML.")
