@@ -502,19 +502,23 @@ def _with_conflicting(
     params: SearchParams,
 ) -> list[Key]:
     """Contradictions are shown, not resolved by guess: a hit whose memory conflicts with a current memory not
-    among the results brings that memory in right after it (the weakest other hit makes room).  A hit stands for
+    among the results brings that memory in right after it (the weakest other hit makes room); an earlier
+    statement that an update left current brings the update in above it (not the other way round).  A hit stands for
     the messages it shows as well: an exchange showing a turn whose own memory conflicts counts as that memory."""
     listed = _standing_for(store, user_id, chosen, shows, found)
     conflicts = store.conflicts_of(user_id, listed)
     partners: dict[Key, list[tuple[int, int | None]]] = {}
     newer: set[int] = set()  # memories that update a partner which still says more (shown before it)
     for c in conflicts:
-        if c.reason.startswith(UPDATES):
+        updates = c.reason.startswith(UPDATES)
+        if updates:
             newer.add(c.memory_id)
         for mine, other, other_passage in (
             (c.memory_id, c.other_memory_id, c.other_passage_id),
             (c.other_memory_id, c.memory_id, c.passage_id),
         ):
+            if updates and mine == c.memory_id:
+                continue  # an update is read without what it updated; the older statement brings its update in
             if mine in listed and other not in listed:
                 partners.setdefault(listed[mine], []).append((other, other_passage))
     if not partners:
