@@ -29,6 +29,7 @@ import numpy as np
 from narrative.model import SUMMARY_STREAMS, Conflict, MemoryItem, Message, Passage, Role, Stream
 from narrative.read.current import stale_messages
 from narrative.read.excerpts import EXCERPT_TOKENS, excerpt_of
+from narrative.read.speakers import query_vector_of, speaker_names
 from narrative.store.filters import MemoryFilter
 from narrative.store.keyword_index import query_terms, terms
 from narrative.store.protocol import Store
@@ -236,7 +237,7 @@ def hybrid_search(
         query = f"{query} {period.spelled}"
     query_vector, model = None, ""
     if params.mode is not SearchMode.KEYWORD and embed_query is not None:
-        query_vector, model = embed_query(query)
+        query_vector, model = query_vector_of(query, speaker_names(store, user_id), embed_query)
     found = _candidates(store, user_id, query, params, where, query_vector, model)
     if not found.fused:
         return []
