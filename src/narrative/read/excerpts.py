@@ -36,13 +36,11 @@ def excerpt_of(text: str, words: Collection[str], limit: int = EXCERPT_TOKENS) -
     last_end = 0
     for index in sorted(chosen):
         piece = pieces[index]
-        if index == 0 and piece.start == 0 or parts and index - 1 in chosen:
-            parts.append(text[piece.start : piece.end])
-        else:
-            parts.append(f"{ELLIPSIS} {text[piece.start : piece.end]}")
+        left_out = text[last_end : piece.start].strip()  # text between this piece and the one shown before it
+        parts.append(f"{ELLIPSIS} {text[piece.start : piece.end]}" if left_out else text[piece.start : piece.end])
         last_end = piece.end
-    shown = " ".join(parts) if parts else text[: pieces[0].end]
-    return shown if not text[last_end:].strip() else f"{shown} {ELLIPSIS}"
+    shown = " ".join(parts)
+    return f"{shown} {ELLIPSIS}" if text[last_end:].strip() else shown
 
 
 def _chosen(text: str, pieces: list[Span], words: set[str], limit: int) -> set[int]:
