@@ -3,7 +3,8 @@
 The order of work (each step is visible on every hit, so a result can say why):
 
 1. candidates: the best ``pool`` memories by BM25 (FTS5) and by cosine similarity,
-   both already restricted to the user and the filter;
+   both already restricted to the user and the filter (a query that names a speaker is embedded so the name
+   weighs no more than what is asked: :mod:`narrative.read.speakers`);
 2. fusion: ``fused = Σ 1 / (rrf_k + rank)`` over the lists a memory appears in;
 3. a floor: a candidate needs evidence of its own — a query word in its text (BM25) or a cosine similarity at or
    above ``similarity_floor`` — so a query with nothing relevant returns nothing;
@@ -13,7 +14,8 @@ The order of work (each step is visible on every hit, so a result can say why):
    week"), the age is measured to that period instead of to now (a date belongs with its event);
 5. one result per message: a memory that shows a message already shown by a better hit (the exchange, the turn
    and the decision extracted from it) is folded into that hit, which names it in ``also``.  Summaries of many
-   messages (reflections, narrative links, closing memories) show no single message, so they fold nothing away.
+   messages (reflections, narrative links, closing memories) show no single message, so they fold nothing away;
+6. what a hit shows: its turns, a long one by an excerpt (:mod:`narrative.read.excerpts`).
 """
 
 from __future__ import annotations
