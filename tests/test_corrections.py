@@ -262,9 +262,9 @@ def test_only_the_same_speaker_corrects_a_statement(db: str, clock: FakeClock) -
 
 def test_a_contradiction_is_shown_with_both_sides_and_says_so(db: str, clock: FakeClock) -> None:
     with narrative.Memory(db, user="alice", embedder="none", clock=clock, env={}) as mem:
-        mem.remember("I've never written any Flask routes in this project.")
+        mem.remember("The homepage route with Flask returns static HTML, I wrote it yesterday.")
         mem.remember("Sure, happy to help with Flask.", role="assistant")
-        said = mem.remember("The homepage route with Flask returns static HTML, I wrote it yesterday.")
+        said = mem.remember("I've never written any Flask routes in this project.")
         assert said.settled.conflicts
         hits = mem.search("have I written Flask routes", 10, record=False)
         texts = " ".join(h.text for h in hits)
@@ -291,6 +291,18 @@ def test_a_denial_is_linked_to_the_earlier_turns_that_say_most_of_what_it_denies
         assert len(linked) <= 3
         mine = {p.memory_id for p in mem.store.passages_of_messages("alice", [did.message.id])[did.message.id]}
         assert mine & linked
+
+
+def test_doing_what_was_denied_is_progress_shown_above_the_denial(db: str, clock: FakeClock) -> None:
+    with narrative.Memory(db, user="alice", embedder="none", clock=clock, env={}) as mem:
+        never = mem.remember("I've never written any Flask routes in this project.")
+        clock.advance(days=2)
+        done = mem.remember("I wrote the homepage route with Flask today, it returns static HTML.")
+        [link] = done.settled.conflicts
+        assert link.reason.startswith("updates: since done") and not done.settled.superseded
+        hits = mem.search("Flask routes written", 5, record=False)
+        at = {m: i for i, h in enumerate(hits) for m in h.shown}
+        assert at[done.message.id] <= at[never.message.id]  # progress first; the denial stays, linked
 
 
 # --- with an LLM: the model's judgement, validated --------------------------------------------------------------

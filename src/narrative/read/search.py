@@ -620,11 +620,14 @@ def _hits(
     shows, messages, passages = view.shows, view.messages, view.passages
     memories = {m.id: m for m in store.get_memories(user_id, {found.units[key].memory_id for key in chosen})}
     superseded = store.superseded_by_memories(user_id, memories)
+    # a result says the conflicts of its own memory and of the messages it shows (their own memories)
+    on_screen = {m for key in chosen for m in shows.get(key, ())}
+    owners = {m: {p.memory_id for p in ps} for m, ps in store.passages_of_messages(user_id, on_screen).items()}
     conflicts: dict[int, list[tuple[int, str]]] = {}
-    for conflict in store.conflicts_of(user_id, memories):
+    for conflict in store.conflicts_of(user_id, {*memories, *(i for ids in owners.values() for i in ids)}):
         conflicts.setdefault(conflict.memory_id, []).append((conflict.other_memory_id, conflict.reason))
         conflicts.setdefault(conflict.other_memory_id, []).append((conflict.memory_id, conflict.reason))
-    wanted = sorted({m for key in chosen for m in shows.get(key, ())} - messages.keys())
+    wanted = sorted(on_screen - messages.keys())
     messages.update({m.id: m for m in store.get_messages(user_id, wanted)} if wanted else {})
     hits = []
     listed = {found.units[key].memory_id for key in chosen}
@@ -637,6 +640,8 @@ def _hits(
         b_rank, b_score = found.keyword.get(key, (None, None))
         v_rank, v_sim = found.vector.get(key, (None, None))
         shown = tuple(sorted(shows.get(key, ())))
+        mine = {memory.id, *(i for m in shown for i in owners.get(m, ()))}
+        said = dict.fromkeys((i, r) for own in sorted(mine) for i, r in conflicts.get(own, ()) if i != memory.id)
         also = tuple(dict.fromkeys(found.units[f].memory_id for f in folded.get(key, ()) if f in found.units))
         hits.append(
             SearchHit(
@@ -657,8 +662,8 @@ def _hits(
                 passage=unit.passage,
                 passages=tuple(passages[m] for m in shown if m in passages),
                 supersedes=tuple(superseded.get(memory.id, ())),
-                conflicts=tuple(i for i, _ in conflicts.get(memory.id, ())),
-                conflict_reasons=tuple(r for _, r in conflicts.get(memory.id, ())),
+                conflicts=tuple(i for i, _ in said),
+                conflict_reasons=tuple(r for _, r in said),
             )
         )
     return hits

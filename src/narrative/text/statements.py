@@ -338,6 +338,14 @@ def contradiction(new: Statement, old: Statement) -> str | None:
     return DISAGREES + ", ".join(sorted(shared)[:4])
 
 
+def disagreement(new: Statement, old: Statement) -> int:
+    """How strongly two statements disagree: the denied words the other affirms, one more when it counts the
+    denied thing ("5 coin toss problems" against "never completed any coin toss problems")."""
+    shared = denied_shared(new, old)
+    other = old if new.denied else new
+    return len(shared) + any(v.unit in shared or v.noun in shared for v in other.values if v.unit or v.noun)
+
+
 def denied_shared(new: Statement, old: Statement) -> frozenset[str]:
     """The content words of the denied clause that the other statement affirms (empty unless exactly one of
     the two is a denial): how strongly two statements disagree."""

@@ -10,9 +10,10 @@ compared passage by passage):
   (``valid_to``, ``superseded_by``); when that leaves its message nothing current, the memories that state
   only that message (its own conversation memory, a decision or note drawn from it) are superseded by the
   new turn's memory.  Nothing is deleted; ``restore`` undoes it.
-* a **contradiction** — one statement denies what the other affirms, with no change cue to say which is
-  newer ("I've never written Flask routes" / "the homepage route returns static HTML") — links the two as
-  conflicting, so search and context show both and say so.
+* a **contradiction** — a denial of what the speaker affirmed before ("the homepage route returns static HTML" /
+  later "I've never written Flask routes") — links the two as conflicting, so search and context show both and
+  say so.  The other order is progress, not a contradiction ("I've never written Flask routes" / later "I wrote
+  the homepage route"): the two are linked as an update that leaves the denial current ("updates: since done").
 
 Only the same speaker (and role) corrects a statement: one person's news does not make another's stale.  Only a
 person's turns (role ``user``) are settled: an assistant's reply explains and works examples ("the probability is
@@ -89,7 +90,9 @@ def settle(store: Store, message: Message, passages: Sequence[Passage], judge: J
                     settled.superseded.append(_supersede(store, message, candidate, mine, change, settled))
                     break
                 if reason is not None and reason.startswith(S.DISAGREES):
-                    disagreeing.append((-len(S.denied_shared(statement, old)), rank, candidate, reason))
+                    if not statement.denied:  # done since it was denied: progress, not a contradiction
+                        reason = f"{S.UPDATES}since done: " + ", ".join(sorted(S.denied_shared(statement, old))[:4])
+                    disagreeing.append((-S.disagreement(statement, old), rank, candidate, reason))
                     break
                 if reason is not None:
                     _link(store, message, mine, candidate, reason, settled)
