@@ -70,6 +70,10 @@ def _update(old: str, new: str) -> str | None:
         ("The gallery has 8 project cards.", "I added two projects, so the gallery now has 10 project cards."),
         ("I have spent 3 hours studying probability.", "I've now spent 4 hours studying probability."),
         ("The budget for the trip is $1,500.", "The trip budget is now $2,000."),
+        (  # the counted noun ends its phrase: "12 conditional probability problems" counts problems
+            "I finished 8 problems on conditional probability with 85% accuracy.",
+            "I've recently increased my practice to 12 conditional probability problems a week.",
+        ),
     ],
 )
 def test_people_correct_themselves_in_these_ways(old: str, new: str) -> None:
@@ -86,6 +90,30 @@ def test_people_correct_themselves_in_these_ways(old: str, new: str) -> None:
         ("The gallery has 8 project cards.", "The gallery now has 8 project cards and a footer."),  # same value
         ("We bought 3 chairs.", "Now we need 2 tables."),  # different things counted
         ("The first triangle has sides 3, 4 and 5.", "Now the second triangle has sides 6, 8 and 10."),  # bare numbers
+        (  # "4" of "4/5 correct" is no count of what the later sentence counts, though both say "probability"
+            "My score was 4/5 correct on the coin toss problems, so my probability mastery is good.",
+            "I've been studying coin toss problems for a week now and got 90% on a quiz of 10 probability questions.",
+        ),
+        (  # "15 classification problems" and "8 problems on medians" count different problems
+            "I recently completed 15 classification problems on triangles with 80% accuracy.",
+            "I recently solved 8 problems on medians and altitudes of a triangle.",
+        ),
+        (  # a describing word after "instead of" names no old value
+            "I want to use the correct notation for the triangle sides.",
+            "I used s = 12 instead of the correct s = 18 for the triangle sides.",
+        ),
+        (  # a question states no value
+            "hmm, so how do I set up alerts when bounce rates go above 40%?",
+            "The bounce rate has improved, now consistently staying below 35%.",
+        ),
+        (  # a verb of change without the value it changes to
+            "The budget tracker project had its MVP deadline on April 15.",
+            "The budget tracker release v1.0.0 of April 20 has been pushed to the GitHub repository.",
+        ),
+        (  # "already" is no change cue: a progress report of another thing ("95% accuracy" on area problems)
+            "I completed 15 classification problems with 80% accuracy.",
+            "I've already completed 12 area problems with 95% accuracy on triangle classification.",
+        ),
         (  # two dates of different things in sentences that share a topic
             "I study dice problems with my sister, whose birthday party is on May 2.",
             "I study dice problems now, and my new phone arrives on May 9.",
@@ -124,6 +152,18 @@ def test_a_message_that_says_more_stays_current_and_is_shown_after_its_update(db
         assert any(first.message.id in h.shown for h in mem.search("how long should the whole project take?", 3))
 
 
+def test_an_update_is_shown_without_dragging_in_what_it_updated(db: str, clock: FakeClock) -> None:
+    with narrative.Memory(db, user="alice", embedder="none", clock=clock, env={}) as mem:
+        first = mem.remember(
+            "The first sprint deadline is April 1, 2024. The whole project should take 6 weeks of evenings."
+        )
+        clock.advance(days=3)
+        later = mem.remember("Update: the first sprint deadline moved to April 5, 2024.")
+        assert later.settled.conflicts  # linked: the earlier message says more, so it stays current
+        shown = [m for h in mem.search("moved", 5, record=False) for m in h.shown]
+        assert later.message.id in shown and first.message.id not in shown
+
+
 def test_an_exchange_showing_an_updated_turn_brings_the_update_above_it(db: str, clock: FakeClock) -> None:
     with narrative.Memory(db, user="alice", embedder="none", clock=clock, env={}) as mem:
         first = mem.remember("The launch is on April 1, 2024. The venue holds 80 people and has a small stage.")
@@ -143,6 +183,21 @@ def test_a_denial_contradicts_what_was_affirmed_with_no_order_between_them() -> 
     assert contradiction(never, did) is not None and contradiction(did, never) is not None
     [other] = statements("The weather in Lisbon was lovely.")
     assert contradiction(never, other) is None
+    # what is denied is the clause after "never": sharing the rest of the sentence is no contradiction
+    [never] = statements("I've never completed any coin toss problems before, but I want to learn about dice.")
+    [dice] = statements("My dice questions about probability were fun, I want to learn more about dice.")
+    [coins] = statements("I scored 4/5 on the 5 coin toss problems in my probability quiz.")
+    assert contradiction(never, dice) is None and contradiction(never, coins) is not None
+
+
+def test_a_run_on_sentence_is_read_clause_by_clause() -> None:
+    clauses = ", ".join(f"and then I talked about topic number {i} at some length" for i in range(12))
+    text = f"I don't know why I have never practiced any conditional probability problems before, {clauses}."
+    assert len(text) > 600
+    found = statements(text)
+    assert len(found) > 1 and found[0].denied
+    assert {"conditional", "probability", "problem"} <= found[0].denied_keys
+    assert all(text[s.start : s.end].strip() for s in found)
 
 
 # --- through the write and read paths ------------------------------------------------------------------------
@@ -217,6 +272,25 @@ def test_a_contradiction_is_shown_with_both_sides_and_says_so(db: str, clock: Fa
         flagged = [h for h in hits if h.conflicts]
         assert len(flagged) >= 2
         assert "conflicts with" in str(flagged[0].why()["summary"])
+
+
+def test_a_denial_is_linked_to_the_earlier_turns_that_say_most_of_what_it_denies(db: str, clock: FakeClock) -> None:
+    with narrative.Memory(db, user="alice", embedder="none", clock=clock, env={}) as mem:
+        did = mem.remember("My score was 4/5 correct on the 5 coin toss problems, how does that show mastery?")
+        mem.remember("A 4/5 score on coin toss problems shows 80% mastery. " * 20, role="assistant")
+        for i in range(6):  # turns that share the sentence's other words, or only one of the denied ones
+            mem.remember(f"I want to learn probability concepts with a concrete example about coins, part {i}.")
+            mem.remember(
+                f"Here is a concrete example about coin probability and tosses, part {i}. " * 10, role="assistant"
+            )
+        said = mem.remember(
+            "I've never completed any coin toss problems before, but I want to learn probability concepts with a "
+            "concrete example."
+        )
+        linked = {c.other_memory_id for c in said.settled.conflicts}
+        assert len(linked) <= 3
+        mine = {p.memory_id for p in mem.store.passages_of_messages("alice", [did.message.id])[did.message.id]}
+        assert mine & linked
 
 
 # --- with an LLM: the model's judgement, validated --------------------------------------------------------------

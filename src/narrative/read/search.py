@@ -3,7 +3,8 @@
 The order of work (each step is visible on every hit, so a result can say why):
 
 1. candidates: the best ``pool`` memories by BM25 (FTS5) and by cosine similarity,
-   both already restricted to the user and the filter;
+   both already restricted to the user and the filter (a query that names a speaker is embedded so the name
+   weighs no more than what is asked: :mod:`narrative.read.speakers`);
 2. fusion: ``fused = Σ 1 / (rrf_k + rank)`` over the lists a memory appears in;
 3. a floor: a candidate needs evidence of its own — a query word in its text (BM25) or a cosine similarity at or
    above ``similarity_floor`` — so a query with nothing relevant returns nothing;
@@ -13,13 +14,14 @@ The order of work (each step is visible on every hit, so a result can say why):
    week"), the age is measured to that period instead of to now (a date belongs with its event);
 5. one result per message: a memory that shows a message already shown by a better hit (the exchange, the turn
    and the decision extracted from it) is folded into that hit, which names it in ``also``.  Summaries of many
-   messages (reflections, narrative links, closing memories) show no single message, so they fold nothing away.
+   messages (reflections, narrative links, closing memories) show no single message, so they fold nothing away;
+6. what a hit shows: its turns, a long one by an excerpt (:mod:`narrative.read.excerpts`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
 from typing import TypeVar
@@ -28,10 +30,13 @@ import numpy as np
 
 from narrative.model import SUMMARY_STREAMS, Conflict, MemoryItem, Message, Passage, Role, Stream
 from narrative.read.current import stale_messages
+from narrative.read.excerpts import EXCERPT_TOKENS, excerpt_of
+from narrative.read.speakers import query_vector_of, speaker_names
 from narrative.store.filters import MemoryFilter
 from narrative.store.keyword_index import query_terms, terms
 from narrative.store.protocol import Store
 from narrative.text.lines import turn_line
+from narrative.text.passages import approx_tokens
 from narrative.text.statements import UPDATES
 from narrative.text.when import Period, named_period
 from narrative.text.words import topic_text
@@ -234,7 +239,7 @@ def hybrid_search(
         query = f"{query} {period.spelled}"
     query_vector, model = None, ""
     if params.mode is not SearchMode.KEYWORD and embed_query is not None:
-        query_vector, model = embed_query(query)
+        query_vector, model = query_vector_of(query, speaker_names(store, user_id), embed_query)
     found = _candidates(store, user_id, query, params, where, query_vector, model)
     if not found.fused:
         return []
@@ -249,7 +254,8 @@ def hybrid_search(
     chosen, folded = _collapsed(order, shows, params.k, found) if params.collapse else (order[: params.k], {})
     chosen = _with_conflicting(store, user_id, chosen, shows, found, scored, params)
     shown_passages = _passages_to_show(store, user_id, chosen, shows, found, query_vector, model)
-    return _hits(store, user_id, chosen, folded, shows, messages, shown_passages, found, scored, params, period)
+    shown = _Shown(shows, messages, shown_passages, frozenset(query_terms(topic_text(query))))
+    return _hits(store, user_id, chosen, folded, shown, found, scored, params, period)
 
 
 def _candidates(
@@ -502,19 +508,23 @@ def _with_conflicting(
     params: SearchParams,
 ) -> list[Key]:
     """Contradictions are shown, not resolved by guess: a hit whose memory conflicts with a current memory not
-    among the results brings that memory in right after it (the weakest other hit makes room).  A hit stands for
+    among the results brings that memory in right after it (the weakest other hit makes room); an earlier
+    statement that an update left current brings the update in above it (not the other way round).  A hit stands for
     the messages it shows as well: an exchange showing a turn whose own memory conflicts counts as that memory."""
     listed = _standing_for(store, user_id, chosen, shows, found)
     conflicts = store.conflicts_of(user_id, listed)
     partners: dict[Key, list[tuple[int, int | None]]] = {}
     newer: set[int] = set()  # memories that update a partner which still says more (shown before it)
     for c in conflicts:
-        if c.reason.startswith(UPDATES):
+        updates = c.reason.startswith(UPDATES)
+        if updates:
             newer.add(c.memory_id)
         for mine, other, other_passage in (
             (c.memory_id, c.other_memory_id, c.other_passage_id),
             (c.other_memory_id, c.memory_id, c.passage_id),
         ):
+            if updates and mine == c.memory_id:
+                continue  # an update is read without what it updated; the older statement brings its update in
             if mine in listed and other not in listed:
                 partners.setdefault(listed[mine], []).append((other, other_passage))
     if not partners:
@@ -584,20 +594,30 @@ def _updates_first(order: list[Key], conflicts: Sequence[Conflict], listed: dict
     return result
 
 
+@dataclass(frozen=True)
+class _Shown:
+    """What the results show: each result's messages, the messages read, the passage shown of each long message,
+    and the query's words (what an excerpt of a long turn keeps)."""
+
+    shows: dict[Key, frozenset[int]]
+    messages: dict[int, Message]
+    passages: dict[int, Passage]
+    words: frozenset[str]
+
+
 def _hits(
     store: Store,
     user_id: str,
     chosen: Sequence[Key],
     folded: dict[Key, list[Key]],
-    shows: dict[Key, frozenset[int]],
-    messages: dict[int, Message],
-    passages: dict[int, Passage],
+    view: _Shown,
     found: _Candidates,
     scored: dict[Key, tuple[float, float, Weights]],
     params: SearchParams,
     period: Period | None,
 ) -> list[SearchHit]:
-    """The winners, loaded whole, each with the text it shows (passages of long messages, not the whole)."""
+    """The winners, loaded whole, each with the text it shows (excerpts of long messages, not the whole)."""
+    shows, messages, passages = view.shows, view.messages, view.passages
     memories = {m.id: m for m in store.get_memories(user_id, {found.units[key].memory_id for key in chosen})}
     superseded = store.superseded_by_memories(user_id, memories)
     conflicts: dict[int, list[tuple[int, str]]] = {}
@@ -632,7 +652,7 @@ def _hits(
                 also=tuple(i for i in also if i not in listed),
                 floor=params.similarity_floor,
                 shown=shown,
-                text=_text(memory, shown, messages, passages, unit),
+                text=_text(memory, shown, view, unit),
                 period="" if period is None else period.label,
                 passage=unit.passage,
                 passages=tuple(passages[m] for m in shown if m in passages),
@@ -680,26 +700,26 @@ def _passages_to_show(
     return best
 
 
-def _text(
-    memory: MemoryItem,
-    shown: Sequence[int],
-    messages: Mapping[int, Message],
-    passages: Mapping[int, Passage],
-    unit: _Unit,
-) -> str:
-    """What a hit shows: its memory's text, or the turns it shows, each long message by one passage of it."""
-    if unit.passage is None and not any(m in passages for m in shown):
+def _text(memory: MemoryItem, shown: Sequence[int], view: _Shown, unit: _Unit) -> str:
+    """What a hit shows: its memory's text, or the turns it shows, each long message by an excerpt of one passage
+    of it, and a turn longer than an excerpt by its excerpt (see :mod:`narrative.read.excerpts`)."""
+    messages, passages = view.messages, view.passages
+    long = memory.stream is Stream.CONVERSATION and any(
+        m in messages and approx_tokens(messages[m].content) > EXCERPT_TOKENS for m in shown
+    )
+    if unit.passage is None and not long and not any(m in passages for m in shown):
         return shown_text(memory, shown, messages)
     if not all(m in messages for m in shown):
         return memory.content
-    return "\n".join(_line(messages[m], passages.get(m)) for m in shown)
+    return "\n".join(_line(messages[m], passages.get(m), view.words) for m in shown)
 
 
-def _line(message: Message, passage: Passage | None) -> str:
-    """A turn as shown: the whole turn, or one passage of it with a pointer to the whole message."""
+def _line(message: Message, passage: Passage | None, words: Collection[str] = ()) -> str:
+    """A turn as shown: the whole turn, or an excerpt of it (of one passage of it, with a pointer to the whole
+    message) when it is longer than an excerpt: the pieces that hold the most of the query's ``words``."""
     if passage is None:
-        return turn_line(message)
-    piece = message.content[passage.start : passage.end]
+        return turn_line(replace(message, content=excerpt_of(message.content, words)))
+    piece = excerpt_of(message.content[passage.start : passage.end], words)
     who = f"{message.speaker} " if message.speaker else ""
     return f"{who}(message #{message.id}, part {passage.seq + 1}): {piece}"
 

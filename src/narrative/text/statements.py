@@ -27,24 +27,40 @@ from dataclasses import dataclass
 
 from narrative.text import patterns as P
 
-__all__ = ["UPDATES", "Change", "Statement", "Value", "contradiction", "statements", "update"]
+__all__ = [
+    "DISAGREES",
+    "UPDATES",
+    "Change",
+    "Statement",
+    "Value",
+    "contradiction",
+    "denied_shared",
+    "statements",
+    "update",
+]
 
 #: How a conflict row's reason starts when it links an update to an earlier statement whose message says more
 #: than what was updated (so the message stays current; readers show the update first).
 UPDATES = "updates: "
+#: How a contradiction's reason starts (then the denied words the other statement affirms).
+DISAGREES = "one says never, the other says it did: "
 
 _FENCE = re.compile(r"```.*?(?:```|\Z)|~~~.*?(?:~~~|\Z)", re.DOTALL)
 _INLINE_CODE = re.compile(r"`[^`\n]*`")
+_MONTHS = (
+    "january|february|march|april|may|june|july|august|september|october|november|december|"
+    "jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec"
+)
+#: A verb of change counts as a cue when the value it changes to follows ("extended … to 4 hours", "pushed to
+#: April 20"): "pushed to the GitHub repository" changes nothing.
+_DAYS = "next|tomorrow|monday|tuesday|wednesday|thursday|friday|saturday|sunday"
+_TO_VALUE = rf"to(?=\s+(?:\w+\s+){{0,3}}?(?:[$€£]?\d|(?:{_MONTHS}|{_DAYS})\b))"
 _CUE = re.compile(
     r"\b(?:actually|correction|corrected|update[ds]?|updating|anymore|any more|no longer|instead|"
     r"now|nowadays|currently|recently|lately|latest|new|newly|changed?|changing|moved|switch(?:ed)?|"
     r"(?:improv|increas|decreas|extend|reduc|rais|lower|grow|grew|drop|dropp|bump|push|revis|adjust|"
-    r"shift|postpon|delay|mov)(?:e|es|ed|ing)?\s+(?:\w+\s+){0,4}?to|reached|has\s+become|is\s+now|are\s+now)\b",
+    rf"shift|postpon|delay|mov)(?:e|es|ed|ing)?\s+(?:\w+\s+){{0,4}}?{_TO_VALUE}|reached|has\s+become|is\s+now|are\s+now)\b",
     re.IGNORECASE,
-)
-_MONTHS = (
-    "january|february|march|april|may|june|july|august|september|october|november|december|"
-    "jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec"
 )
 _DATE = re.compile(
     rf"\b(?:(?:{_MONTHS})\.?\s+\d{{1,2}}(?:st|nd|rd|th)?(?:,?\s+\d{{4}})?|\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?"
@@ -57,6 +73,12 @@ _NOT_X = re.compile(
     r"\b(?:instead\s+of|rather\s+than)\s+(?:the\s+|a\s+|an\s+|my\s+)?([\w][\w\-]*)|"
     r"\bnot\s+(?:the\s+|a\s+|an\s+|in\s+|at\s+)?([\w][\w\-]*)\s+(?:any\s*more|any\s+longer)\b",
     re.IGNORECASE,
+)
+#: How a question opens (after fillers): "how do I …?", "can you …?", "is it …?".  "I've done 12, can you …?"
+#: opens with a statement and still states its value.
+_ASKING = re.compile(
+    r"(?:how|what|why|when|where|which|who|whom|whose|can|could|would|should|will|shall|do|does|did|is|are|was|"
+    r"were|am|may|might|have|has|had)\b"
 )
 _PERSONAL = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|we|we're|we've|my|our)\b", re.IGNORECASE)
 _ENDED = re.compile(r"\b(?:any\s*more|any\s+longer|no\s+longer)\b", re.IGNORECASE)
@@ -74,6 +96,11 @@ _UNIT_WORDS = frozenset(
 _WEAK_CUES = frozenset({"now", "nowadays", "currently", "recently", "lately", "latest", "new", "newly"})
 _SYMBOLS = frozenset({"percent", "money", "ms", "s", "sec", "h", "hr", "hrs", "km", "kg", "g", "mb", "gb", "kb"})
 _NOT_UNITS = frozenset(P.STOPWORDS) | {"and", "or", "to", "of", "in", "on", "at", "by", "for", "with", "from"}
+#: Words that describe rather than name: "instead of the correct s = 18" names no old value.
+_DESCRIBING = frozenset(
+    """correct right wrong same usual original previous old other default standard normal regular proper best
+    good bad first last next whole full real actual exact simple basic""".split()
+)
 _CUE_KEYS = frozenset(
     """actually correction update updating anymore longer instead now nowadays currently recently lately latest
     new newly change changing moved switch switched reached become""".split()
@@ -88,6 +115,8 @@ class Value:
     unit: str
     text: str  # normalised, for comparing ("1200", "2024-04-05" as written, "lisbon")
     near: frozenset[str] = frozenset()  # content keys of the words around it: what it is the value of
+    noun: str = ""  # the last word of the noun phrase it counts ("12 conditional probability problems": problem)
+    alone: bool = False  # a number no word follows ("… have reached 165."): it counts what the words before name
 
 
 @dataclass(frozen=True)
@@ -114,6 +143,8 @@ class Statement:
     not_values: tuple[str, ...]
     ended: bool = False  # "no longer", "anymore": the earlier state is over
     personal: bool = False  # said in the first person ("I", "we", "my"): what a denial can contradict
+    denied_keys: frozenset[str] = frozenset()  # content keys of the clause denied ("never … coin toss problems")
+    asks: bool = False  # a question ("how do I get alerts when bounce rates go above 40%?"): it states no value
 
 
 def statements(text: str) -> list[Statement]:
@@ -127,9 +158,28 @@ def statements(text: str) -> list[Statement]:
         if start < 0:
             continue
         position = start + len(sentence)
-        if len(sentence) > 600 or not P.words(sentence):
-            continue
-        found.append(_statement(sentence, start))
+        for clause, at in _clauses(sentence, start):
+            if P.words(clause):
+                found.append(_statement(clause, at))
+    return found
+
+
+LONGEST = 600  # characters: a longer run-on sentence is read clause by clause
+_CLAUSE_END = re.compile(r"(?<=[,;:])\s+|\s+(?=(?:but|so|because|although|though|whereas)\b)", re.IGNORECASE)
+
+
+def _clauses(sentence: str, start: int) -> list[tuple[str, int]]:
+    """``sentence`` (at ``start``) whole, or clause by clause when it runs on past ``LONGEST`` characters (a
+    clause still longer than that is left out)."""
+    if len(sentence) <= LONGEST:
+        return [(sentence, start)]
+    found: list[tuple[str, int]] = []
+    at = 0
+    for cut in [*_CLAUSE_END.finditer(sentence), None]:
+        end = len(sentence) if cut is None else cut.start()
+        if 0 < end - at <= LONGEST:
+            found.append((sentence[at:end], start + at))
+        at = end if cut is None else cut.end()
     return found
 
 
@@ -143,6 +193,7 @@ def _statement(sentence: str, start: int) -> Statement:
         if (key := P.tag_key(word.lower())) is not None and key not in _CUE_KEYS and key not in value_words
     )
     cue = _CUE.search(normal)
+    denial = _DENIAL.search(normal)
     nots = tuple(next(g for g in m.groups() if g).lower() for m in _NOT_X.finditer(normal))
     return Statement(
         start=start,
@@ -150,11 +201,24 @@ def _statement(sentence: str, start: int) -> Statement:
         keys=keys,
         values=values,
         cue="" if cue is None else cue.group(0).lower(),
-        denied=_DENIAL.search(normal) is not None,
-        not_values=tuple(n for n in nots if P.tag_key(n) is not None),
+        denied=denial is not None,
+        not_values=tuple(n for n in nots if P.tag_key(n) is not None and n not in _DESCRIBING),
         ended=_ENDED.search(normal) is not None,
         personal=_PERSONAL.search(normal) is not None and len(keys) >= 2,
+        denied_keys=frozenset() if denial is None else _denied(normal, denial.start(), keys),
+        asks=normal.rstrip().endswith("?") and _ASKING.match(P.strip_lead(normal.lower())) is not None,
     )
+
+
+_DENIED_END = re.compile(r"[,;:.!?()]|\s(?:but|so|because|although|though|since|while|whereas)\s", re.IGNORECASE)
+
+
+def _denied(sentence: str, start: int, keys: frozenset[str]) -> frozenset[str]:
+    """The content keys of the clause a denial starting at ``start`` denies, up to the clause's end ("I've never
+    written any Flask routes or handled HTTP requests in this project, so …": flask, route, http, request, …)."""
+    end = _DENIED_END.search(sentence, start)
+    clause = sentence[start : len(sentence) if end is None else end.start()]
+    return frozenset(k for w in P.words(clause) if (k := P.tag_key(w.lower())) is not None and k in keys)
 
 
 NEAR = 3  # content words on each side of a value that say what it is the value of
@@ -188,19 +252,39 @@ def _values(sentence: str) -> tuple[Value, ...]:
             word = "money"
         elif word in ("%", "percent"):
             word = "percent"
-        elif word in _NOT_UNITS or (word and word not in _UNIT_WORDS and P.tag_key(word) is None):
-            word = ""
+        elif word not in _UNIT_WORDS and (word in _NOT_UNITS | _DESCRIBING or (word and P.tag_key(word) is None)):
+            word = ""  # "2 weeks" keeps its unit, though "weeks" is a stopword elsewhere
         elif word:
             word = P.singular(word)
-        values.append(Value("number", word, number, _near(sentence, *match.span())))
+        noun = _noun(sentence, match.end()) if word and word not in _SYMBOLS | _UNIT_WORDS else ""
+        alone = not word and not re.match(r"\s*[A-Za-z]", sentence[match.end() :])
+        values.append(Value("number", word, number, _near(sentence, *match.span()), noun, alone))
     return tuple(values)
+
+
+_PHRASE = re.compile(r"(?:[ \t]+[A-Za-z][A-Za-z\-]*){1,2}")
+
+
+def _noun(sentence: str, end: int) -> str:
+    """The counted noun of a number whose first word is ``sentence[:end]``'s last: the last of up to two more
+    content words that follow it with nothing between ("12 conditional probability problems", "5 coin toss
+    problems"), or "" when the first word is the noun ("8 problems with …")."""
+    phrase = _PHRASE.match(sentence, end)
+    if phrase is None:
+        return ""
+    noun = ""
+    for word in phrase.group(0).split():
+        if word.lower() in _NOT_UNITS or P.tag_key(word.lower()) is None:
+            break
+        noun = P.singular(word.lower())
+    return noun
 
 
 def update(new: Statement, old: Statement) -> Change | None:
     """Why ``new`` (said later) updates ``old``, or None: a change cue, a shared subject, and a changed value
     of the same kind (or a "not X" naming the old one).  The reason reads like "now: 78 percent, was 65"."""
-    if not new.cue:
-        return None
+    if not new.cue or new.asks or old.asks:
+        return None  # a question states no value to change or be changed
     shared = new.keys & old.keys
     for gone in new.not_values:
         if gone in {v.text for v in old.values} | set(old.keys) and len(shared - {gone}) >= 1:
@@ -223,24 +307,41 @@ def update(new: Statement, old: Statement) -> Change | None:
     return None
 
 
+def _kind_said(value: Value, other: Statement) -> bool:
+    """Whether the kind a counted noun phrase names ("15 *classification* problems") is said by the other
+    statement too: "8 problems on medians" counts other problems."""
+    return not value.noun or value.unit == value.noun or value.unit in other.keys
+
+
 def _same_unit(value: Value, before: Value, new: Statement, old: Statement) -> str | None:
     """The unit two values share ("" for dates and plain numbers), or None when they count different things.
-    A number said without its unit takes the unit the other sentence gives, when it names it too ("the
-    commits … reached 165" and "150 commits")."""
+    A number no word follows takes what the other counts (its noun, else its unit), when that word is among the
+    words around it ("the commits … reached 165" and "150 commits"; not the "4" of "4/5 correct" in a sentence
+    that mentions probability elsewhere, nor a "2" that counts weeks)."""
     if value.kind != "number" or value.unit == before.unit:
         return value.unit
-    if not value.unit and before.unit in new.keys:
-        return before.unit
-    if not before.unit and value.unit in old.keys:
-        return value.unit
+    named = {value.unit, value.noun} & {before.unit, before.noun} - {""}
+    if named and _kind_said(value, old) and _kind_said(before, new):
+        return named.pop()  # "12 conditional probability problems" and "8 problems" on conditional probability
+    if value.alone and (before.noun or before.unit) in value.near:
+        return before.noun or before.unit
+    if before.alone and (value.noun or value.unit) in before.near:
+        return value.noun or value.unit
     return None
 
 
 def contradiction(new: Statement, old: Statement) -> str | None:
     """Why two statements disagree with no update between them (one denies what the other affirms), or None."""
-    if new.denied == old.denied:
-        return None
-    shared = new.keys & old.keys
+    shared = denied_shared(new, old)
     if len(shared) < 2:
         return None
-    return "one says never, the other says it did: " + ", ".join(sorted(shared)[:4])
+    return DISAGREES + ", ".join(sorted(shared)[:4])
+
+
+def denied_shared(new: Statement, old: Statement) -> frozenset[str]:
+    """The content words of the denied clause that the other statement affirms (empty unless exactly one of
+    the two is a denial): how strongly two statements disagree."""
+    if new.denied == old.denied:
+        return frozenset()
+    denial, other = (new, old) if new.denied else (old, new)
+    return denial.denied_keys & other.keys

@@ -35,7 +35,9 @@ from narrative.write import history, storylines
 __all__ = ["Settled", "Superseded", "restore", "settle"]
 
 CANDIDATES = 8  # earlier passages read per cue sentence (the best keyword matches)
+SAID = 24  # the speaker's own earlier messages read per value or denial (the best keyword matches)
 AFFIRMATIONS = 12  # plain first-person sentences of a turn compared with earlier denials ("I've never …")
+DISAGREEMENTS = 3  # earlier messages a statement is linked to as contradicting it: those sharing most of the denial
 
 
 @dataclass(frozen=True)
@@ -76,7 +78,8 @@ def settle(store: Store, message: Message, passages: Sequence[Passage], judge: J
     asks = list(range(JUDGED))  # the model is asked about this many pairs at most
     for statement in said:
         mine = _passage_at(passages, statement.start)
-        for candidate in _candidates(store, message, statement, earlier):
+        disagreeing: list[tuple[int, int, Passage, str]] = []  # (-strength, rank, earlier passage, reason)
+        for rank, candidate in enumerate(_candidates(store, message, statement, earlier)):
             before = earlier[candidate.message_id]
             for old in _statements_of(before, candidate):
                 change, reason = _relation(judge, asks, message, before, candidate, statement, old)
@@ -85,20 +88,32 @@ def settle(store: Store, message: Message, passages: Sequence[Passage], judge: J
                 elif change is not None:
                     settled.superseded.append(_supersede(store, message, candidate, mine, change, settled))
                     break
-                if reason is not None:
-                    conflict = store.insert_conflict(
-                        message.user_id,
-                        mine.memory_id,
-                        candidate.memory_id,
-                        message.created_at,
-                        passage_id=mine.id,
-                        other_passage_id=candidate.id,
-                        reason=reason,
-                    )
-                    if conflict is not None:
-                        settled.conflicts.append(conflict)
+                if reason is not None and reason.startswith(S.DISAGREES):
+                    disagreeing.append((-len(S.denied_shared(statement, old)), rank, candidate, reason))
                     break
+                if reason is not None:
+                    _link(store, message, mine, candidate, reason, settled)
+                    break
+        linked: set[int] = set()
+        for _, _, candidate, reason in sorted(disagreeing, key=lambda d: d[:2]):
+            if len(linked) < DISAGREEMENTS and candidate.message_id not in linked:
+                linked.add(candidate.message_id)
+                _link(store, message, mine, candidate, reason, settled)
     return settled
+
+
+def _link(store: Store, message: Message, mine: Passage, other: Passage, reason: str, settled: Settled) -> None:
+    conflict = store.insert_conflict(
+        message.user_id,
+        mine.memory_id,
+        other.memory_id,
+        message.created_at,
+        passage_id=mine.id,
+        other_passage_id=other.id,
+        reason=reason,
+    )
+    if conflict is not None:
+        settled.conflicts.append(conflict)
 
 
 #: How an LLM judges two statements: (speaker, earlier, earlier's time, new, new's time) → relation or None.
@@ -164,8 +179,13 @@ def _candidates(store: Store, message: Message, statement: S.Statement, seen: di
         return []
     user_id = message.user_id
     queries = [" ".join(sorted(statement.keys | set(statement.not_values)))]
-    # and what each value is of ("commits merged main branch"): a long sentence's many words find other things
-    queries += [" ".join(sorted(v.near | ({v.unit} if v.unit else set()))) for v in statement.values if v.near]
+    # what each value is of ("commits merged main branch") and what a denial denies ("coin toss problems"): a long
+    # sentence's many words find other things; these are looked up in the speaker's own messages as well, where
+    # an exchange's long reply does not outweigh the short turn that said it
+    of = [" ".join(sorted(v.near | ({v.unit, v.noun} - {""}))) for v in statement.values if v.near]
+    of += [" ".join(sorted(statement.denied_keys))] if statement.denied_keys else []
+    said = [p for q in dict.fromkeys(of) for p in _said_before(store, message, q)]
+    queries += of
     where = MemoryFilter(streams=[Stream.CONVERSATION], current_only=True)
     exchanges = [
         i for q in dict.fromkeys(queries) for i, _ in store.keyword_search_memories(user_id, q, where, limit=CANDIDATES)
@@ -177,7 +197,7 @@ def _candidates(store: Store, message: Message, statement: S.Statement, seen: di
     # a long message found by one of its parts is read whole: the statement updated may be in another part
     siblings = store.passages_of_messages(user_id, {p.message_id for p in hit})
     parts = [q for p in hit for q in siblings.get(p.message_id, [p])]
-    found = [p for p in dict.fromkeys([*whole, *parts]) if p.is_current and p.message_id != message.id]
+    found = [p for p in dict.fromkeys([*said, *whole, *parts]) if p.is_current and p.message_id != message.id]
     missing = sorted({p.message_id for p in found} - seen.keys())
     seen.update({m.id: m for m in store.get_messages(user_id, missing)} if missing else {})
     kept = [
@@ -190,6 +210,20 @@ def _candidates(store: Store, message: Message, statement: S.Statement, seen: di
     ]
     wanted = list(dict.fromkeys(p.message_id for p in kept))[: 2 * CANDIDATES * len(queries)]
     return [p for p in kept if p.message_id in set(wanted)]
+
+
+def _said_before(store: Store, message: Message, query: str) -> list[Passage]:
+    """The passages of the speaker's own earlier messages that best match ``query`` (a keyword search over
+    messages: an exchange's long reply would outweigh the short turn that said it)."""
+    said = [
+        m.id
+        for m, _ in store.search_messages(message.user_id, query, limit=8 * CANDIDATES)
+        if m.position < message.position
+        and m.role is message.role
+        and m.speaker.strip().casefold() == message.speaker.strip().casefold()
+    ][:SAID]
+    passages = store.passages_of_messages(message.user_id, said)
+    return [p for m in said for p in passages.get(m, [])]
 
 
 def _says_more(before: Message, passage: Passage, old: S.Statement) -> bool:
