@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import math
 import sqlite3
+from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from narrative.model import MemoryItem, Source, Stream
 from narrative.store.filters import MemoryFilter
-from narrative.store.keyword_index import KeywordIndex, query_terms, terms
+from narrative.store.keyword_index import QUERY_STOPWORDS, KeywordIndex, query_terms, terms, words
 from narrative.store.porter import stem
 from narrative.store.sqlite import SqliteStore
 
@@ -81,8 +84,14 @@ def test_users_never_see_each_other_and_scores_are_per_user() -> None:
     assert index.search("carol", ["rescu"], 10) == []
 
 
-def test_replace_remove_and_compaction_keep_answers_right() -> None:
-    index = KeywordIndex()
+def pruning() -> KeywordIndex:
+    """An index that takes the pruned path for every query and keeps every term's layout (tiny tails)."""
+    return KeywordIndex(prune_from=0, keep_layouts_from=1)
+
+
+@pytest.mark.parametrize("make", [KeywordIndex, pruning])
+def test_replace_remove_and_compaction_keep_answers_right(make: type[KeywordIndex]) -> None:
+    index = make()
     index.upsert([(i, "u", f"note {i} about the garden") for i in range(3000)])
     index.upsert([(5, "u", "now about the marathon")])
     assert [h[0] for h in index.search("u", ["marathon"], 5)] == [5]
@@ -212,3 +221,69 @@ def test_the_top_k_is_the_brute_force_top_k(
     assert all(score > 0 for _, score in everything)
     assert [h for h in everything if h[0] in removed] == []
     assert everything == sorted(everything, key=lambda h: (-h[1], h[0]))
+
+
+# --- the pruned search against a brute-force oracle ---------------------------------------------------
+
+VOCAB = ["garden", "trip", "lisbon", "maya", "sam", "kayak"]
+
+
+def brute_force(texts: dict[int, str], query: list[str], k: int, allowed: set[int] | None) -> list[tuple[int, float]]:
+    """Every live text scored on its own, with the index's float32 arithmetic, terms added in query order."""
+    f32 = np.float32
+    lengths = {i: len(words(text)) for i, text in texts.items()}
+    counts = {i: Counter(stem(w) for w in words(text) if w not in QUERY_STOPWORDS) for i, text in texts.items()}
+    if not texts:
+        return []
+    live, average = len(texts), sum(lengths.values()) / len(texts)
+    weights = {}
+    for term in query:
+        df = sum(1 for c in counts.values() if c[term])
+        if df:
+            weights[term] = math.log(1.0 + (live - df + 0.5) / (df + 0.5))
+    scored = []
+    for i in texts:
+        total = f32(0.0)
+        for term, weight in weights.items():
+            tf = f32(min(counts[i][term], 65_535))
+            if tf:
+                x = f32(lengths[i]) * f32(1.2 * 0.75 / average) + f32(1.2 * 0.25)
+                total = f32(total + f32(tf / f32(x + tf)) * f32(weight * 2.2))
+        if total > 0 and (allowed is None or i in allowed):
+            scored.append((i, float(total)))
+    return sorted(scored, key=lambda hit: (-hit[1], hit[0]))[:k]
+
+
+text_strategy = st.builds(
+    lambda content, filler: " ".join(content + ["the"] * filler),
+    st.lists(st.sampled_from(VOCAB), max_size=5),
+    st.one_of(st.integers(0, 6), st.sampled_from([140, 400])),  # lengths of their own buckets, and long ones
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(text_strategy, max_size=60),
+    st.lists(text_strategy, max_size=25),
+    st.sets(st.integers(0, 84), max_size=15),
+    st.lists(st.sampled_from(VOCAB), min_size=1, max_size=4, unique=True),
+    st.integers(1, 40),
+    st.one_of(st.none(), st.sets(st.integers(0, 99), max_size=40)),
+)
+def test_the_pruned_top_k_is_the_brute_force_top_k(
+    first: list[str], later: list[str], removed: set[int], query: list[str], k: int, allowed: set[int] | None
+) -> None:
+    """Whole length buckets skipped, kept layouts with rows appended since, replacements, removals, the
+    ``allowed`` filter, many ties: the same hits and the same float32 scores as scoring every text."""
+    index = pruning()
+    texts = dict(enumerate(first))
+    index.upsert([(i, "u", text) for i, text in texts.items()])
+    index.search("u", query, k)  # keeps a layout per term: what comes next lands in tails
+    replaced = {i % max(1, len(first)): text for i, text in enumerate(later[:5])}
+    added = {60 + i: text for i, text in enumerate(later)}
+    texts |= replaced | added
+    index.upsert([(i, "u", text) for i, text in (replaced | added).items()])
+    index.remove(removed)
+    texts = {i: text for i, text in texts.items() if i not in removed}
+    assert index.search("u", query, k, allowed=allowed) == brute_force(texts, query, k, allowed)
+    assert index.search("u", query, k) == brute_force(texts, query, k, None)

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from conftest import pg_server
+from narrative.errors import EmbeddingMismatch
 from narrative.model import MemoryItem, Source, Stream
 from narrative.store.postgres import PostgresStore, vectors
 from narrative.store.postgres.vectors import user_index_name
@@ -98,6 +99,20 @@ def test_inside_a_transaction_a_large_user_is_searched_exactly_until_the_index_e
     assert pg._index_state(user_index_name("whale")) is True
     pg.delete_user("whale")  # the user's index goes with them
     assert pg._index_state(user_index_name("whale")) is None
+
+
+def test_another_model_is_refused_on_both_search_paths(pg: PostgresStore) -> None:
+    """The foreign-model check rides in the indexed search's transaction (no round trip of its own) and still
+    refuses, as the exact search's does."""
+    fill(pg, "whale", 60, seed=9)  # above the limit: its own index
+    fill(pg, "shrimp", 5, seed=10)  # exact
+    query = np.random.default_rng(11).standard_normal(384).astype(np.float32)
+    pg.vector_search("whale", query, MODEL, k=5)  # builds the index
+    assert pg._index_state(user_index_name("whale")) is True
+    for user in ("whale", "shrimp"):
+        with pytest.raises(EmbeddingMismatch, match="made by m:384"):
+            pg.vector_search(user, query, "other:384", k=5)
+        assert len(pg.vector_search(user, query, MODEL, k=5)) == 5
 
 
 def test_index_names_are_safe_for_any_user_id(pg: PostgresStore) -> None:

@@ -63,6 +63,22 @@ def raw(url: str) -> Any:
     return psycopg.connect(url, autocommit=True)
 
 
+# --- statements ------------------------------------------------------------------------
+
+
+def test_an_in_list_is_one_array_parameter_whatever_its_length(pg: PostgresStore) -> None:
+    """``IN (?, ?, ...)`` goes out as ``= ANY(?)`` (``NOT IN``: ``<> ALL``): one statement text for every length,
+    which the driver converts once and the server prepares once, and the same rows."""
+    made = [pg.insert_memory(memory("alice", f"note {i}")).id for i in range(5)]
+    texts = set()
+    for size in (1, 3, 5):
+        sql = f"SELECT id FROM memories WHERE user_id = ? AND id IN ({','.join('?' * size)}) AND id NOT IN (?, ?)"
+        params = ["alice", *made[:size], -1, made[0]]
+        texts.add(pg_base.collapse_in_lists(sql, params)[0])
+        assert sorted(row[0] for row in pg._all(sql, params)) == made[1:size]
+    assert texts == {"SELECT id FROM memories WHERE user_id = ? AND id = ANY(?) AND id <> ALL(?)"}
+
+
 # --- migrations -------------------------------------------------------------------------
 
 

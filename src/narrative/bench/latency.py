@@ -135,12 +135,14 @@ def build_store(
     BM25); its vector is a pool sentence's embedding with a small jitter.
     """
     texts = random.Random(seed)
-    streams = ["conversation", "decision", "research", "fact"]
+    # streams without follow-up work: a new decision or research item is linked to every earlier one of its
+    # stream (engine/followups.py), work that grows with the square of a store this size and is not search
+    streams = ["conversation", "fact"]
     ids = np.empty(size, dtype=np.int64)
     for start in range(0, size, CHUNK):
         end = min(size, start + CHUNK)
         items = [
-            {"content": sentence(texts), "stream": streams[i % 4], "importance": 1 + i % 5} for i in range(start, end)
+            {"content": sentence(texts), "stream": streams[i % 2], "importance": 1 + i % 5} for i in range(start, end)
         ]
         made = mem.add_memories(items, vectors=chunk_vectors(pool_vectors, seed, start, end), user=user)
         ids[start:end] = [m.id for m in made]

@@ -28,7 +28,6 @@ so only the rows at or above it are ranked.
 
 from __future__ import annotations
 
-import math
 import re
 import threading
 import unicodedata
@@ -41,11 +40,9 @@ import numpy as np
 import numpy.typing as npt
 
 from narrative.store.id_map import MISSING, IdMap
+from narrative.store.keyword_topk import Hits, Layout, Scratch, idf, layouts_of, part, pruned_top, top
 from narrative.store.porter import stem
 
-K1 = 1.2
-B = 0.75
-Hits = list[tuple[int, float]]
 _SLOT_BITS = 32  # an IdMap value: shard number << _SLOT_BITS | slot
 _SLOT_MASK = (1 << _SLOT_BITS) - 1
 
@@ -86,13 +83,15 @@ def query_terms(text: str) -> list[str]:
 
 
 class _Postings:
-    """One term's rows (slots) and how often the term occurs in each."""
+    """One term's rows (slots, ascending) and how often the term occurs in each."""
 
-    __slots__ = ("counts", "slots")
+    __slots__ = ("counts", "df_at", "layout", "slots")
 
     def __init__(self) -> None:
         self.slots = array("i")
         self.counts = array("H")  # a term's occurrences in one text, capped at 65,535
+        self.layout: Layout | None = None  # kept for long lists: the rows grouped by length bucket
+        self.df_at = (-1, 0, 0)  # (shard removals, rows) when the live rows were counted, and their number
 
 
 class _Shard:
@@ -107,6 +106,8 @@ class _Shard:
         self.live = 0
         self.total_length = 0.0
         self.dead = 0
+        self.removals = 0  # ever: a posting's count of live rows is good while this stays the same
+        self.scratch = Scratch(0)  # per-slot work space of the pruned search
 
     def add(self, row_id: int, text: str) -> int:
         """Index a text; returns its slot."""
@@ -131,6 +132,7 @@ class _Shard:
         self.live -= 1
         self.total_length -= self.lengths[slot]
         self.dead += 1
+        self.removals += 1
 
     def compact(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
         """Drop dead slots from every posting list (after many removals); (ids, new slots) of the live rows."""
@@ -146,54 +148,87 @@ class _Shard:
                 continue
             posting.slots = array("i", new_slot[slots[mask]].astype(np.int32).tobytes())
             posting.counts = array("H", counts[mask].tobytes())
+            posting.layout = None
         ids = np.frombuffer(self.ids, dtype=np.int64)[keep]
         self.ids = array("q", ids.tobytes())
         self.lengths = array("f", np.frombuffer(self.lengths, dtype=np.float32)[keep].tobytes())
         self.alive = bytearray(b"\x01" * len(ids))
         self.dead = 0
+        self.removals += 1
+        self.scratch = Scratch(0)
         return ids.astype(np.int64), np.arange(len(ids), dtype=np.int64)
 
-    def scores(self, query: Sequence[str]) -> tuple[npt.NDArray[np.float32], list[tuple[float, npt.NDArray[np.int32]]]]:
-        """BM25 of every slot for the query terms (0 where nothing matches), and (idf, slots) of each term found."""
-        total = np.zeros(len(self.ids), dtype=np.float32)
-        found: list[tuple[float, npt.NDArray[np.int32]]] = []
+    def weighted(self, query: Sequence[str]) -> list[tuple[float, _Postings]]:
+        """(idf, postings) of each query term some live row holds, in query order."""
+        found: list[tuple[float, _Postings]] = []
         if not self.live:
-            return total, found
-        lengths = np.frombuffer(self.lengths, dtype=np.float32)
-        alive = np.frombuffer(self.alive, dtype=np.uint8)
-        average = self.total_length / self.live
+            return found
         for term in query:
             posting = self.postings.get(term)
             if posting is None:
                 continue
+            df = self._live_rows(posting)
+            if df > 0:
+                found.append((idf(self.live, df), posting))
+        return found
+
+    def _live_rows(self, posting: _Postings) -> int:
+        if not self.dead:
+            return len(posting.slots)
+        removals, rows, df = posting.df_at
+        if removals != self.removals or rows != len(posting.slots):
+            alive = np.frombuffer(self.alive, dtype=np.uint8)
+            df = int(np.count_nonzero(alive[np.frombuffer(posting.slots, dtype=np.int32)]))
+            posting.df_at = (self.removals, len(posting.slots), df)
+        return df
+
+    @property
+    def average(self) -> float:
+        return self.total_length / self.live
+
+    def scores(self, found: list[tuple[float, _Postings]]) -> npt.NDArray[np.float32]:
+        """BM25 of every slot (0 where nothing matches, and for dead rows)."""
+        total = np.zeros(len(self.ids), dtype=np.float32)
+        lengths = np.frombuffer(self.lengths, dtype=np.float32)
+        for weight, posting in found:
             slots = np.frombuffer(posting.slots, dtype=np.int32)
-            df = len(slots) if not self.dead else int(np.count_nonzero(alive[slots]))
-            if df <= 0:
-                continue
-            idf = math.log(1.0 + (self.live - df + 0.5) / (df + 0.5))
-            counts = np.frombuffer(posting.counts, dtype=np.uint16).astype(np.float32)
-            part = lengths[slots]  # in place from here: a posting list may hold a quarter of a million rows
-            part *= K1 * B / average
-            part += K1 * (1.0 - B)
-            part += counts
-            np.divide(counts, part, out=part)  # tf / (tf + k1 (1 - b + b len / avg))
-            part *= idf * (K1 + 1.0)
-            total[slots] += part
-            found.append((idf, slots))
+            counts = np.frombuffer(posting.counts, dtype=np.uint16)
+            total[slots] += part(lengths.take(slots), counts, self.average, weight)
         if self.dead:
-            total *= alive
-        return total, found
+            total *= np.frombuffer(self.alive, dtype=np.uint8)
+        return total
+
+    def scores_of(self, found: list[tuple[float, _Postings]], slots: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
+        """BM25 of the given slots (ascending) alone, looked up in each posting list: the same values as
+        :meth:`scores`."""
+        total = np.zeros(len(slots), dtype=np.float32)
+        lengths = np.frombuffer(self.lengths, dtype=np.float32)
+        for weight, posting in found:
+            held = np.frombuffer(posting.slots, dtype=np.int32)
+            at = np.minimum(np.searchsorted(held, slots), len(held) - 1)
+            hit = held[at] == slots
+            counts = np.frombuffer(posting.counts, dtype=np.uint16)[at[hit]]
+            total[hit] += part(lengths[slots[hit]], counts, self.average, weight)
+        total *= np.frombuffer(self.alive, dtype=np.uint8)[slots]
+        return total
+
+    def pruned(self, found: list[tuple[float, _Postings]], k: int, keep: npt.NDArray[np.bool_], keep_from: int) -> Hits:
+        """The top ``k`` by scoring length buckets, best bound first (see :mod:`keyword_topk`)."""
+        lengths = np.frombuffer(self.lengths, dtype=np.float32)
+        terms = [(weight, layouts_of(posting, lengths, keep_from)) for weight, posting in found]
+        if len(self.scratch.scores) < len(self.ids):
+            self.scratch = Scratch(len(self.ids) + len(self.ids) // 8)
+        ids = np.frombuffer(self.ids, dtype=np.int64)
+        return pruned_top(terms, lengths, keep, self.scratch, self.average, ids, k)
 
 
-def _best_slots(
-    scores: npt.NDArray[np.float32], found: list[tuple[float, npt.NDArray[np.int32]]], k: int
-) -> npt.NDArray[np.int64]:
+def _best_slots(scores: npt.NDArray[np.float32], found: list[tuple[float, _Postings]], k: int) -> npt.NDArray[np.int64]:
     """Slots that may hold the ``k`` best positive scores (all of those, and some ties or more besides).
 
     Any ``k`` rows' scores bound the k-th best score from below; rows of the rarest term with at least
     ``k`` rows score high, so a few thousand of them give a floor that few rows reach.
     """
-    lists = sorted((slots for _, slots in found if len(slots) >= k), key=len)
+    lists = sorted((np.frombuffer(p.slots, dtype=np.int32) for _, p in found if len(p.slots) >= k), key=len)
     if lists:
         sample = scores[lists[0][:: max(1, len(lists[0]) // (32 * k))]]
         sample = sample[sample > 0]
@@ -203,28 +238,12 @@ def _best_slots(
     return np.flatnonzero(scores > 0)
 
 
-def _top(
-    candidates: npt.NDArray[np.int64], scores: npt.NDArray[np.float32], ids: npt.NDArray[np.int64], k: int
-) -> Hits:
-    """The ``k`` best candidates, best first, ties broken by the smaller id (however many rows tie)."""
-    values = scores[candidates]
-    if k < len(candidates):
-        kth = np.partition(values, len(values) - k)[len(values) - k]
-        above, tied = candidates[values > kth], candidates[values == kth]
-        need = k - len(above)
-        if len(tied) > need:  # keep the tied rows with the smallest ids
-            tied = tied[np.argpartition(ids[tied], need - 1)[:need]]
-        candidates = np.concatenate([above, tied])
-        values = scores[candidates]
-    chosen = ids[candidates]
-    order = np.lexsort((chosen, -values))
-    return [(int(chosen[i]), float(values[i])) for i in order]
-
-
 class KeywordIndex:
     """Per-user BM25 over texts keyed by int64 ids.  One lock guards every change and search."""
 
-    def __init__(self) -> None:
+    def __init__(self, prune_from: int = 20_000, keep_layouts_from: int = 2_048) -> None:
+        self.prune_from = prune_from  # query postings from which whole length buckets are skipped
+        self.keep_layouts_from = keep_layouts_from  # a posting list this long keeps its rows grouped by length
         self._shards: dict[str, _Shard] = {}
         self._numbered: list[_Shard | None] = []
         self._where = IdMap()  # id -> shard number << 32 | slot
@@ -284,12 +303,24 @@ class KeywordIndex:
             shard = self._shards.get(user_id)
             if shard is None or k <= 0 or not query:
                 return []
-            scores, found = shard.scores(query)
-            all_ids = np.frombuffer(shard.ids, dtype=np.int64)
-            if allowed is None:
-                candidates = _best_slots(scores, found, k)
-            else:
+            found = shard.weighted(query)
+            if not found:
+                return []
+            ids = np.frombuffer(shard.ids, dtype=np.int64)
+            postings = sum(len(posting.slots) for _, posting in found)
+            if allowed is not None:
                 places = self._where.get_many(np.fromiter(allowed, dtype=np.int64, count=len(allowed)))
-                candidates = places[(places != MISSING) & ((places >> _SLOT_BITS) == shard.number)] & _SLOT_MASK
-                candidates = candidates[scores[candidates] > 0]
-            return _top(candidates.astype(np.int64), scores, all_ids, k)
+                slots = np.unique(places[(places != MISSING) & ((places >> _SLOT_BITS) == shard.number)] & _SLOT_MASK)
+                if len(slots) * 16 < postings or postings < self.prune_from:  # score the allowed rows alone
+                    scores = shard.scores_of(found, slots)
+                    return top(slots[scores > 0], scores[scores > 0], ids, k)
+                keep = np.zeros(len(ids), dtype=bool)
+                keep[slots] = True
+                keep &= np.frombuffer(shard.alive, dtype=np.uint8).view(bool)
+                return shard.pruned(found, k, keep, self.keep_layouts_from)
+            if postings < self.prune_from:
+                scores = shard.scores(found)
+                candidates = _best_slots(scores, found, k).astype(np.int64)
+                return top(candidates, scores[candidates], ids, k)
+            keep = np.frombuffer(shard.alive, dtype=np.uint8).view(bool)
+            return shard.pruned(found, k, keep, self.keep_layouts_from)

@@ -183,6 +183,35 @@ def translate_sql(sql: str) -> tuple[str, bool]:
     return text, returning
 
 
+_IN_LIST = re.compile(r"\b(NOT\s+)?IN\s*\(\s*\?(?:\s*,\s*\?)*\s*\)", re.IGNORECASE)
+
+
+def collapse_in_lists(sql: str, params: Sequence[Any]) -> tuple[str, list[Any]]:
+    """``x IN (?, ?, ...)`` → ``x = ANY(?)`` with the list's values as one array parameter (``NOT IN``: ``<> ALL``).
+
+    One statement text whatever the list's length, so the driver converts it once and the server plans it
+    once (prepared after a few runs) instead of parsing and planning every new length again.
+    """
+    if "?" not in sql or _IN_LIST.search(sql) is None:
+        return sql, list(params)
+    pieces: list[str] = []
+    values: list[Any] = []
+    used = last = 0
+    for match in _IN_LIST.finditer(sql):
+        before = sql[last : match.start()]
+        count = before.count("?")
+        values += params[used : used + count]
+        used += count
+        size = match.group(0).count("?")
+        values.append(list(params[used : used + size]))
+        used += size
+        pieces.append(before + ("<> ALL(?)" if match.group(1) else "= ANY(?)"))
+        last = match.end()
+    pieces.append(sql[last:])
+    values += params[used:]
+    return "".join(pieces), values
+
+
 def translate_error(error: psycopg.Error) -> Exception:
     """Constraint failures → the glossary's errors; everything else is a StoreError."""
     diag = getattr(error, "diag", None)
@@ -465,6 +494,7 @@ class PostgresBase:
             raise translate_error(error) from error
 
     def _exec(self, sql: str, params: Sequence[Any] = ()) -> Result:
+        sql, params = collapse_in_lists(sql, params)
         text, returning = translate_sql(sql)
         return self._run(text, params, returning)
 

@@ -157,11 +157,17 @@ class PostgresVectors(PostgresBase):
         where: MemoryFilter | None = None,
     ) -> list[tuple[int, float]]:
         """(memory id, cosine similarity) best first, only this user's, only within ``where``."""
-        self._refuse_foreign(model)
         allowed: set[int] | None = None
         if where is not None and not where.is_open:
             allowed = self.memory_ids_matching(user_id, where)  # type: ignore[attr-defined]  # the row classes'
-        return self._search(self._prepared_search(user_id, query, model, k, allowed))
+        small = self._search_if_small(user_id, query, model, k, allowed)
+        if small is not None:
+            return small
+        prepared = self._prepared_search(user_id, query, model, k, allowed)
+        if prepared is None or not prepared[2]:
+            self._refuse_foreign(model)
+            return self._search(prepared)
+        return self._search(prepared, model)  # the model check rides in the search's transaction
 
     def passage_vector_search(
         self, user_id: str, query: np.ndarray, model: str, k: int = 50, where: MemoryFilter | None = None
@@ -177,9 +183,54 @@ class PostgresVectors(PostgresBase):
                 "SELECT id FROM passages WHERE user_id = ? AND memory_id = ANY(?)", [user_id, sorted(allowed)]
             )
             among = {int(r[0]) for r in rows}
+        small = self._search_if_small(user_id, query, model, k, among, table="passage_vectors")
+        if small is not None:
+            return small
         return self._search(self._prepared_search(user_id, query, model, k, among, table="passage_vectors"))
 
-    def _search(self, prepared: tuple[str, list[Any], tuple[str, list[Any]] | None] | None) -> list[tuple[int, float]]:
+    def _search_if_small(
+        self,
+        user_id: str,
+        query: np.ndarray,
+        model: str,
+        k: int,
+        allowed: set[int] | None,
+        table: str = "memory_vectors",
+    ) -> list[tuple[int, float]] | None:
+        """The exact search of a user not known to have an index of their own, in the statement that counts their
+        vectors (and, for memories, reads the stored models): one round trip where a small user took two or three.
+        None when the search needs the general path (a large user, whose exact search the count skipped)."""
+        if (table, user_id) in self._indexed_users or (allowed is not None and len(allowed) <= EXACT_LIMIT):
+            return None
+        vector = vector_value(query)
+        if len(vector) != HNSW_DIMS or k <= 0 or float(np.linalg.norm(vector)) == 0.0:
+            return None
+        key = VECTOR_TABLES[table]
+        among = f" AND {key} = ANY(?)" if allowed is not None else ""
+        count = f"(SELECT COUNT(*) FROM (SELECT 1 FROM {table} WHERE user_id = ? LIMIT ?) AS mine)"
+        models = "(SELECT MIN(model) FROM memory_vectors), (SELECT MAX(model) FROM memory_vectors)"
+        rows = self._all(
+            f"SELECT 0 AS part, NULL::bigint, NULL::float8, {count}, "
+            + (models if table == "memory_vectors" else "NULL, NULL")
+            + f" UNION ALL (SELECT 1, {key}, 1 - (vector <=> ?), NULL, NULL, NULL FROM {table}"
+            f" WHERE user_id = ? AND model || '' = ?{among} AND {count} <= ? ORDER BY vector <=> ? LIMIT ?)"
+            " ORDER BY 1, 3 DESC",
+            [user_id, EXACT_LIMIT + 1, vector, user_id, model]
+            + ([sorted(allowed)] if allowed is not None else [])
+            + [user_id, EXACT_LIMIT + 1, EXACT_LIMIT, vector, k],
+        )
+        head = rows[0]
+        if table == "memory_vectors":
+            _refuse((head[4], head[5]), model)
+        if int(head[3]) > EXACT_LIMIT:
+            return None
+        return [(int(r[1]), float(r[2])) for r in rows[1:]]
+
+    def _search(
+        self, prepared: tuple[str, list[Any], tuple[str, list[Any]] | None] | None, model: str | None = None
+    ) -> list[tuple[int, float]]:
+        """Run a prepared search; with ``model``, the foreign-model check is sent in the same pipelined
+        transaction (its answer comes with the search's: a round trip fewer)."""
         if prepared is None:
             return []
         sql, params, settings = prepared
@@ -187,8 +238,11 @@ class PostgresVectors(PostgresBase):
             rows = self._all(sql, params)
         else:
             with self.transaction():
+                models = self._exec(_MODELS) if model is not None else None
                 self._exec(settings[0], settings[1])
                 rows = self._all(sql, params)
+                if models is not None and model is not None:
+                    _refuse(models.fetchone(), model)
         return [(int(r[0]), float(r[1])) for r in rows]
 
     def explain_vector_search(
@@ -226,12 +280,7 @@ class PostgresVectors(PostgresBase):
         # the two ends of the model index (PostgreSQL answers MIN and MAX from an index's ends); the earlier
         # ``WHERE model < ? OR model > ? LIMIT 1`` could be planned, before statistics existed, as a scan of the
         # whole table: 15-200 ms a search at 100,000 vectors
-        row = self._one("SELECT MIN(model), MAX(model) FROM memory_vectors")
-        foreign = None if row is None else next((m for m in row if m is not None and m != model), None)
-        if foreign is not None:
-            raise EmbeddingMismatch(
-                f"stored vectors were made by {foreign} but the embedder is {model}: run `narrative reindex`"
-            )
+        _refuse(self._one(_MODELS), model)
 
     def _prepared_search(
         self,
@@ -377,3 +426,15 @@ def _index_names(nodes: Iterable[dict[str, Any]]) -> set[str]:
             names.add(str(node["Index Name"]))
         names |= _index_names(node.get("Plans", ()))
     return names
+
+
+_MODELS = "SELECT MIN(model), MAX(model) FROM memory_vectors"
+
+
+def _refuse(row: Any, model: str) -> None:
+    """Raise when the stored vectors' models (``MIN``, ``MAX``) name another model than ``model``."""
+    foreign = None if row is None else next((m for m in row if m is not None and m != model), None)
+    if foreign is not None:
+        raise EmbeddingMismatch(
+            f"stored vectors were made by {foreign} but the embedder is {model}: run `narrative reindex`"
+        )

@@ -211,24 +211,23 @@ class MemoryRows(SqliteBase):
     def memory_briefs(
         self, user_id: str, memory_ids: Iterable[int]
     ) -> dict[int, tuple[Stream, datetime, tuple[int, ...]]]:
-        """What ranking needs, cheaply: stream, time (event or creation) and source message ids."""
+        """What ranking needs, cheaply: stream, time (event or creation) and source message ids (one statement:
+        on PostgreSQL every statement is a round trip)."""
         ids = list(dict.fromkeys(memory_ids))
         if not ids:
             return {}
-        rows = self._all(
-            "SELECT id, stream, COALESCE(event_at, created_at) FROM memories"
-            f" WHERE +user_id = ? AND id IN ({placeholders(ids)})",  # '+': look ids up by key, not by user
+        found: dict[int, tuple[str, Any, list[int]]] = {}
+        for memory_id, stream, when, message_id in self._all(
+            "SELECT m.id, m.stream, COALESCE(m.event_at, m.created_at), s.message_id FROM memories m"
+            " LEFT JOIN memory_sources s ON s.memory_id = m.id"
+            f" WHERE +m.user_id = ? AND m.id IN ({placeholders(ids)})"  # '+': look ids up by key, not by user
+            " ORDER BY s.message_id",
             [user_id, *ids],
-        )
-        sources: dict[int, list[int]] = {r[0]: [] for r in rows}
-        for memory_id, message_id in self._all(
-            f"SELECT memory_id, message_id FROM memory_sources WHERE memory_id IN ({placeholders(ids)})"
-            " ORDER BY message_id",
-            ids,
         ):
-            if memory_id in sources:
-                sources[memory_id].append(message_id)
-        return {r[0]: (Stream(r[1]), to_time_required(r[2]), tuple(sources[r[0]])) for r in rows}
+            brief = found.setdefault(memory_id, (stream, when, []))
+            if message_id is not None:
+                brief[2].append(message_id)
+        return {i: (Stream(kind), to_time_required(when), tuple(sources)) for i, (kind, when, sources) in found.items()}
 
     def _hydrate(self, rows: list[sqlite3.Row], order: list[int] | None = None) -> list[MemoryItem]:
         if not rows:
