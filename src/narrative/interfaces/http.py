@@ -326,7 +326,13 @@ def run_workers(
         port=port,
         log_level="warning",
         server_header=False,
+        h11_max_incomplete_event_size=MAX_REQUEST_HEAD,
     )
+
+
+#: The largest request line and headers the server reads (uvicorn's default, 16 KiB, cut a GET or DELETE whose
+#: ``filters`` query names many values: the connection was reset instead of answered).
+MAX_REQUEST_HEAD = 1 << 20
 
 
 def run(app: Any, host: str = "127.0.0.1", port: int = 8765, log_level: str = "info", sock: Any = None) -> None:
@@ -334,7 +340,16 @@ def run(app: Any, host: str = "127.0.0.1", port: int = 8765, log_level: str = "i
     import uvicorn
 
     if sock is None:
-        uvicorn.run(app, host=host, port=port, log_level=log_level, server_header=False)
+        uvicorn.run(
+            app,
+            host=host,
+            port=port,
+            log_level=log_level,
+            server_header=False,
+            h11_max_incomplete_event_size=MAX_REQUEST_HEAD,
+        )
         return
-    config = uvicorn.Config(app, log_level=log_level, server_header=False)
+    config = uvicorn.Config(
+        app, log_level=log_level, server_header=False, h11_max_incomplete_event_size=MAX_REQUEST_HEAD
+    )
     uvicorn.Server(config).run(sockets=[sock])

@@ -43,9 +43,12 @@ MAX_CANDIDATES = 8
 EVERYTHING = 100_000
 
 
-def research_items(store: Store, user_id: str) -> list[MemoryItem]:
-    """Every research item of the user, oldest first."""
-    found = store.list_memories(user_id, MemoryFilter(streams=[Stream.RESEARCH], limit=EVERYTHING))
+POOL = 2_000  # earlier research items a new one is compared with (the newest), so an import stays linear
+
+
+def research_items(store: Store, user_id: str, limit: int = EVERYTHING) -> list[MemoryItem]:
+    """The user's research items (the newest ``limit``), oldest first."""
+    found = store.list_memories(user_id, MemoryFilter(streams=[Stream.RESEARCH], limit=limit))
     return sorted(found, key=lambda m: m.id)
 
 
@@ -118,12 +121,12 @@ def consolidate(
     judge: ResearchJudge | None = None,
     pool: Sequence[MemoryItem] | None = None,
 ) -> list[MemoryLink]:
-    """Link each research item of ``new`` to the earlier research items (``pool``, default: all the user's);
-    returns the links not stored before (they are stored)."""
+    """Link each research item of ``new`` to the earlier research items (``pool``, default: the user's newest
+    :data:`POOL`); returns the links not stored before (they are stored)."""
     items = sorted((m for m in new if m.stream is Stream.RESEARCH), key=lambda m: m.id)
     if not items:
         return []
-    everything = list(pool) if pool is not None else research_items(store, user_id)
+    everything = list(pool) if pool is not None else research_items(store, user_id, POOL)
     known = {(k.memory_id, k.linked_id, k.kind) for k in store.memory_links(user_id, [m.id for m in items])}
     made: list[MemoryLink] = []
     for item in items:
