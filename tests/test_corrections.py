@@ -152,17 +152,6 @@ def test_a_message_that_says_more_stays_current_and_is_shown_after_its_update(db
         assert any(first.message.id in h.shown for h in mem.search("how long should the whole project take?", 3))
 
 
-def test_a_sentence_with_other_values_stays_current_when_one_value_is_updated(db: str, clock: FakeClock) -> None:
-    with narrative.Memory(db, user="alice", embedder="none", clock=clock, env={}) as mem:
-        first = mem.remember("My accuracy in conditional probability problems rose from 60% to 85% after 8 problems.")
-        clock.advance(days=3)
-        later = mem.remember("I've recently increased my practice to 12 conditional probability problems.")
-        assert not later.settled.superseded  # the percentages are still true
-        assert any(c.reason.startswith("updates: ") for c in later.settled.conflicts)
-        assert all(m.valid_to is None for m in mem.list_memories(limit=50))
-        assert first.message.id in {m for h in mem.search("accuracy rose 60% 85%", 5, record=False) for m in h.shown}
-
-
 def test_an_update_is_shown_without_dragging_in_what_it_updated(db: str, clock: FakeClock) -> None:
     with narrative.Memory(db, user="alice", embedder="none", clock=clock, env={}) as mem:
         first = mem.remember(

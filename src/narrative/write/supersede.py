@@ -84,7 +84,7 @@ def settle(store: Store, message: Message, passages: Sequence[Passage], judge: J
             before = earlier[candidate.message_id]
             for old in _statements_of(before, candidate):
                 change, reason = _relation(judge, asks, message, before, candidate, statement, old)
-                if change is not None and _says_more(before, candidate, old, change):
+                if change is not None and _says_more(before, candidate, old):
                     reason = f"{S.UPDATES}{change} (the rest of message #{candidate.message_id} still stands)"
                 elif change is not None:
                     settled.superseded.append(_supersede(store, message, candidate, mine, change, settled))
@@ -229,14 +229,11 @@ def _said_before(store: Store, message: Message, query: str) -> list[Passage]:
     return [p for m in said for p in passages.get(m, [])]
 
 
-def _says_more(before: Message, passage: Passage, old: S.Statement, change: S.Change) -> bool:
-    """True when the earlier passage states something besides the value updated (another sentence with a value
-    or two content words of its own, or another value of the same sentence with its unit): it stays current,
-    linked to its update, instead of going stale with everything else it says ("the first sprint ends on March
-    29" is updated; "the project takes 6 weeks" in the same message is still true; "accuracy improved from 60%
-    to 85% after 8 problems" keeps its percentages when "12 problems" updates the count)."""
-    if change.gone and any(v.text not in change.gone and (v.unit or v.kind == "date") for v in old.values):
-        return True
+def _says_more(before: Message, passage: Passage, old: S.Statement) -> bool:
+    """True when the earlier passage states something besides the statement updated (another sentence with a
+    value or two content words of its own): it stays current, linked to its update, instead of going stale
+    with everything else it says ("the first sprint ends on March 29" is updated; "the project takes 6 weeks"
+    in the same message is still true)."""
     return any(
         (s.start, s.end) != (old.start, old.end) and (s.values or len(s.keys - old.keys) >= 2)
         for s in _statements_of(before, passage)
