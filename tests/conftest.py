@@ -292,3 +292,21 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         f"tests per store: sqlite {_RAN['sqlite ran']} ran ({_RAN['sqlite skipped']} skipped), "
         f"postgres {_RAN['postgres ran']} ran ({_RAN['postgres skipped']} skipped)"
     )
+
+
+@pytest.fixture(scope="module")
+def minilm() -> Any:
+    """The real local MiniLM model, loaded once per module (a module may define its own)."""
+    from narrative.providers.embed import MiniLMEmbedder
+
+    embedder = MiniLMEmbedder()
+    embedder.embed_batch(["warm up"])
+    return embedder
+
+
+@pytest.fixture
+def smem(db: str, clock: FakeClock, minilm: Any) -> Iterator[narrative.Memory]:
+    """Alice's memory with the real MiniLM model, on each backend."""
+    memory = narrative.Memory(db, user="alice", embedder=minilm, clock=clock, env={})
+    yield memory
+    memory.close()

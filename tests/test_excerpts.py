@@ -3,32 +3,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import narrative
-from conftest import FakeClock
-from narrative.providers.embed import MiniLMEmbedder
 from narrative.read.excerpts import ELLIPSIS, EXCERPT_TOKENS, excerpt_of
 from narrative.store.keyword_index import query_terms
 from narrative.text.passages import approx_tokens
-
-
-@pytest.fixture(scope="module")
-def minilm() -> MiniLMEmbedder:
-    embedder = MiniLMEmbedder()
-    embedder.embed_batch(["warm up"])
-    return embedder
-
-
-@pytest.fixture
-def smem(db: str, clock: FakeClock, minilm: MiniLMEmbedder) -> Iterator[narrative.Memory]:
-    memory = narrative.Memory(db, user="alice", embedder=minilm, clock=clock, env={})
-    yield memory
-    memory.close()
 
 
 def garden_steps(count: int) -> list[str]:

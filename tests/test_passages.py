@@ -5,7 +5,6 @@ shows the passage that answers (issue 28); a short message is one passage, found
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,21 +15,6 @@ import narrative
 from conftest import FakeClock
 from narrative.providers.embed import MiniLMEmbedder
 from narrative.text.passages import ONE_PASSAGE_TOKENS, TARGET_TOKENS, approx_tokens, split_passages
-
-
-@pytest.fixture(scope="module")
-def minilm() -> MiniLMEmbedder:
-    embedder = MiniLMEmbedder()
-    embedder.embed_batch(["warm up"])
-    return embedder
-
-
-@pytest.fixture
-def smem(db: str, clock: FakeClock, minilm: MiniLMEmbedder) -> Iterator[narrative.Memory]:
-    """Alice's memory with the real MiniLM model, on each backend."""
-    memory = narrative.Memory(db, user="alice", embedder=minilm, clock=clock, env={})
-    yield memory
-    memory.close()
 
 
 def long_reply(paragraphs: int = 30) -> str:

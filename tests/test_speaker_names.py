@@ -3,14 +3,10 @@ said look close to a question about them (issue 28), while the keyword list stil
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import numpy as np
 import pytest
 
 import narrative
-from conftest import FakeClock
-from narrative.providers.embed import MiniLMEmbedder
 from narrative.read.speakers import query_vector_of, speaker_names, without_speakers
 
 NAMES = frozenset({"caroline", "melanie"})
@@ -23,20 +19,6 @@ CHAT = [
     ("how have you been?", "Ben"),
     ("talk soon!", "Ben"),
 ]
-
-
-@pytest.fixture(scope="module")
-def minilm() -> MiniLMEmbedder:
-    embedder = MiniLMEmbedder()
-    embedder.embed_batch(["warm up"])
-    return embedder
-
-
-@pytest.fixture
-def smem(db: str, clock: FakeClock, minilm: MiniLMEmbedder) -> Iterator[narrative.Memory]:
-    memory = narrative.Memory(db, user="alice", embedder=minilm, clock=clock, env={})
-    yield memory
-    memory.close()
 
 
 @pytest.mark.parametrize(
