@@ -68,6 +68,22 @@ def test_items_sharing_enough_words_are_about_one_idea(mem: narrative.Memory) ->
     assert links(mem, c.id) == {}
 
 
+def test_a_new_item_is_compared_with_the_newest_items_only(
+    mem: narrative.Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from narrative.write import consolidate
+
+    monkeypatch.setattr(consolidate, "POOL", 2)  # so an import of n items costs n × POOL, not n²
+    oldest = item(mem, "Feedback loops keep a watering schedule honest when volunteers change.")
+    for topic in ("The herb spiral needs gravel at the bottom.", "Comfrey makes a quick liquid fertiliser."):
+        item(mem, topic)
+    late = item(mem, "Without feedback loops the watering schedule drifts as volunteers change.")
+    assert links(mem, late.id) == {}  # the item it repeats is older than the newest two
+    monkeypatch.setattr(consolidate, "POOL", 2_000)
+    again = item(mem, "Feedback loops keep the watering schedule honest whenever volunteers change.")
+    assert (oldest.id, LinkKind.SAME_IDEA) in links(mem, again.id)
+
+
 def test_a_hit_opens_its_linked_items(mem: narrative.Memory) -> None:
     cite = item(
         mem, "Meadows on stocks and flows", "citation", work_title="Thinking in Systems", author="Donella Meadows"
