@@ -721,6 +721,35 @@ def test_serve_command_serves_the_open_user(db_path: Path) -> None:
         process.communicate(timeout=30)
 
 
+def test_a_request_head_past_uvicorns_default_is_answered_not_reset(db_path: Path, tmp_path: Path) -> None:
+    """A long ``filters`` query (20,000 characters, ~180 KB percent-encoded) gets an answer, not a reset."""
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NARRATIVE_")}
+    log = tmp_path / "serve.log"
+    args = ["--db", str(db_path), "--embedder", "none", "serve", "--port", str(port), "--open-user", "maya"]
+    with log.open("w") as out:  # a file, not a pipe: the access log line is as long as the URL
+        process = subprocess.Popen(
+            [sys.executable, "-m", "narrative.interfaces.cli", *args], stdout=out, stderr=out, env=env
+        )
+    try:
+        deadline = time.monotonic() + 60
+        while not (key := re.search(r"#key=(nk_[A-Za-z0-9_\-]+)", log.read_text())):
+            assert process.poll() is None and time.monotonic() < deadline, log.read_text()[-2000:]
+            time.sleep(0.2)
+        while True:
+            try:
+                with Client(port, key.group(1)) as client:
+                    reply = client.get(API + "/memories?filters=" + "%E0%A0%80" * 20_000)
+                break
+            except ConnectionRefusedError:
+                assert time.monotonic() < deadline
+                time.sleep(0.2)
+        assert reply.status == 422 and reply.json["field"] == "filters"
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
 def test_loopback_detection() -> None:
     assert is_loopback("127.0.0.1") and is_loopback("localhost") and is_loopback("::1") and is_loopback("127.8.0.1")
     assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.4") and not is_loopback("example.org")
