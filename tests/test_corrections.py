@@ -74,6 +74,14 @@ def _update(old: str, new: str) -> str | None:
             "I finished 8 problems on conditional probability with 85% accuracy.",
             "I've recently increased my practice to 12 conditional probability problems a week.",
         ),
+        (  # a change in a clause that states, after one that asks
+            "The team meeting is on May 4.",
+            "What a week, the team meeting is now on May 6.",
+        ),
+        (  # a clause opening with "when" that states: when it moved, it moved
+            "Our launch date is April 1.",
+            "Our launch, when we last spoke, moved to April 5.",
+        ),
     ],
 )
 def test_people_correct_themselves_in_these_ways(old: str, new: str) -> None:
@@ -117,6 +125,18 @@ def test_people_correct_themselves_in_these_ways(old: str, new: str) -> None:
         (  # two dates of different things in sentences that share a topic
             "I study dice problems with my sister, whose birthday party is on May 2.",
             "I study dice problems now, and my new phone arrives on May 9.",
+        ),
+        (  # the terms of a worked example are no values: "1/2 × 1/2 = 1/4" does not change "4 heads"
+            "I calculated the probability of getting 4 heads out of 5 coin tosses for my mastery score.",
+            "Now I see that heads on each coin toss is 1/2, so two heads is 1/2 × 1/2 = 1/4 for my mastery score.",
+        ),
+        (  # a change asked about changes nothing
+            "The probability of heads for my 2 coins is 50 percent.",
+            "I'm tossing my 2 coins again, and how does that change to 25 percent for both coins showing heads",
+        ),
+        (  # nor does one supposed
+            "The price of my coffee subscription is 12 dollars.",
+            "I keep the coffee subscription, but if the price is raised to 15 dollars I will cancel it.",
         ),
     ],
 )

@@ -192,7 +192,7 @@ def _statement(sentence: str, start: int) -> Statement:
         for word in P.words(normal)
         if (key := P.tag_key(word.lower())) is not None and key not in _CUE_KEYS and key not in value_words
     )
-    cue = _CUE.search(normal)
+    cue = _cue(normal)
     denial = _DENIAL.search(normal)
     nots = tuple(next(g for g in m.groups() if g).lower() for m in _NOT_X.finditer(normal))
     return Statement(
@@ -208,6 +208,32 @@ def _statement(sentence: str, start: int) -> Statement:
         denied_keys=frozenset() if denial is None else _denied(normal, denial.start(), keys),
         asks=normal.rstrip().endswith("?") and _ASKING.match(P.strip_lead(normal.lower())) is not None,
     )
+
+
+_CLAUSE_START = re.compile(r"[,;:]\s*|\s(?:but|so|and|or|because|although|though|while|whereas)\s", re.IGNORECASE)
+
+
+_AUX = r"(?:do|does|did|is|are|was|were|am|can|could|would|should|will|shall|might|has|have|had)"
+#: How a clause that asks or supposes opens: a question word and an auxiliary ("how does that change …", "what
+#: if …"), an auxiliary and its subject ("does it change …", "can you update …"), or a supposition ("if …",
+#: "suppose …").  "When I moved to Lisbon" and "…, is now Tuesday" state.
+_NOT_STATED = re.compile(
+    rf"(?:how|what|why|when|where|which|who)\s+(?:if|{_AUX})\b|"
+    rf"{_AUX}\s+(?:i|you|we|they|it|he|she|that|this|these|those|the|my|your|our)\b|"
+    r"(?:if|suppose|supposing|assuming)\b"
+)
+
+
+def _cue(sentence: str) -> re.Match[str] | None:
+    """The first change cue of ``sentence`` in a clause that states: in "…, how does that change the
+    calculation, …" the clause holding "change" asks, and a question changes nothing."""
+    for cue in _CUE.finditer(sentence):
+        opened = 0
+        for stop in _CLAUSE_START.finditer(sentence, 0, cue.start()):
+            opened = stop.end()
+        if _NOT_STATED.match(P.strip_lead(sentence[opened : cue.start()].lower())) is None:
+            return cue
+    return None
 
 
 _DENIED_END = re.compile(r"[,;:.!?()]|\s(?:but|so|because|although|though|since|while|whereas)\s", re.IGNORECASE)
@@ -243,7 +269,7 @@ def _values(sentence: str) -> tuple[Value, ...]:
         values.append(Value("date", "", text, _near(sentence, *match.span())))
         taken.append(match.span())
     for match in _NUMBER.finditer(sentence):
-        if any(a <= match.start() < b for a, b in taken):
+        if any(a <= match.start() < b for a, b in taken) or _in_formula(sentence, match):
             continue
         currency, whole, fraction, unit = match.groups()
         number = whole.replace(",", "") + (f".{fraction}" if fraction else "")
@@ -260,6 +286,17 @@ def _values(sentence: str) -> tuple[Value, ...]:
         alone = not word and not re.match(r"\s*[A-Za-z]", sentence[match.end() :])
         values.append(Value("number", word, number, _near(sentence, *match.span()), noun, alone))
     return tuple(values)
+
+
+_OPERATORS = frozenset("/×*=+^÷<>")
+
+
+def _in_formula(sentence: str, match: re.Match[str]) -> bool:
+    """Whether a number is a term of a fraction or a formula ("4/5 correct", "1/2 × 1/2 = 1/4"): a ratio or a
+    worked example, not a value the speaker states and may later change."""
+    before = sentence[: match.start()].rstrip()[-1:]
+    after = sentence[match.end(3) if match.group(3) else match.end(2) :].lstrip()[:1]
+    return before in _OPERATORS or after in _OPERATORS
 
 
 _PHRASE = re.compile(r"(?:[ \t]+[A-Za-z][A-Za-z\-]*){1,2}")
