@@ -15,7 +15,7 @@ import pytest
 import narrative
 from conftest import FakeClock
 from narrative.interfaces.cli import main
-from narrative.text.statements import contradiction, statements, update
+from narrative.text.statements import SINCE_DONE, contradiction, statements, update
 
 Run = Callable[..., tuple[int, str, str]]
 
@@ -81,6 +81,10 @@ def _update(old: str, new: str) -> str | None:
         (  # a clause opening with "when" that states: when it moved, it moved
             "Our launch date is April 1.",
             "Our launch, when we last spoke, moved to April 5.",
+        ),
+        (  # a relative clause states: "which has now reached 165" is no question
+            "The main branch has 150 commits merged.",
+            "I'm securing the app, given the commits merged into the main branch, which has now reached 165.",
         ),
     ],
 )
@@ -325,6 +329,36 @@ def test_doing_what_was_denied_is_progress_shown_above_the_denial(db: str, clock
         assert at[done.message.id] <= at[never.message.id]  # progress first; the denial stays, linked
 
 
+def test_a_denial_brings_in_only_the_newest_progress(db: str, clock: FakeClock) -> None:
+    """Each report of doing what was denied is linked to the denial; a search that shows the denial brings in the
+    newest report (where things stand), not every one of them."""
+    with narrative.Memory(db, user="alice", embedder="none", clock=clock, env={}) as mem:
+        never = mem.remember("I've never written any Flask routes in this project.")
+        reports = []
+        for route in ("homepage", "login", "settings", "export"):
+            clock.advance(days=2)
+            reports.append(mem.remember(f"I wrote the {route} route with Flask today, it works."))
+        assert all(r.settled.conflicts[0].reason.startswith(SINCE_DONE) for r in reports)
+        hits = mem.search("never written any Flask routes in this project", 2, record=False)
+        shown = {m for h in hits for m in h.shown}
+        assert never.message.id in shown and reports[-1].message.id in shown
+        assert not shown & {r.message.id for r in reports[:-1]}
+
+
+def test_a_hit_with_more_conflicts_than_results_asked_for_is_answered(db: str, clock: FakeClock) -> None:
+    """One result asked for, and its memory disagrees with two earlier ones: the hit and both sides are shown
+    (no crash while making room)."""
+    with narrative.Memory(db, user="alice", embedder="none", clock=clock, env={}) as mem:
+        first = mem.remember("I completed 5 coin toss problems on Monday with my sister.")
+        second = mem.remember("I completed 3 more coin toss problems on Tuesday at the library.")
+        clock.advance(days=2)
+        never = mem.remember("I've never completed any coin toss problems before.")
+        assert len(never.settled.conflicts) == 2
+        hits = mem.search("never completed any coin toss problems", 1, record=False)
+        shown = {m for h in hits for m in h.shown}
+        assert {first.message.id, second.message.id, never.message.id} <= shown
+
+
 # --- with an LLM: the model's judgement, validated --------------------------------------------------------------
 
 JUDGEMENT = "You keep a person's memory true over time."
@@ -366,3 +400,24 @@ def test_the_cli_restores_a_superseded_memory_and_history_shows_both_with_times(
     events = json.loads(ok(run, "--db", "notes.db", "memory", "history", "1", "--json"))["events"]
     assert [e["kind"] for e in events] == ["created", "superseded", "restored"]
     assert all(e["created_at"] for e in events)
+
+
+def test_a_search_reads_memories_with_their_sources_and_what_they_superseded_at_once(db: str, clock: FakeClock) -> None:
+    """The read a search's hits are made from (one statement) gives what the separate reads give: the memories in
+    the order asked, their source messages in order, and what each superseded."""
+    with narrative.Memory(db, user="alice", embedder="none", clock=clock, env={}) as mem:
+        mem.remember("I live in Berlin.")
+        clock.advance(days=2)
+        mem.remember("Actually, I moved: I live in Lisbon now, not Berlin.")
+        mem.remember("The garden needs water on Fridays.", role="assistant")
+        store = mem.store
+        listed = {m.id: m for m in store.list_memories("alice")}  # their sources read by a second statement
+        ids = [*sorted(listed, reverse=True), 10_000]
+        together, superseded = store.memories_and_superseded("alice", ids)
+        assert together == store.get_memories("alice", ids) == [listed[i] for i in ids if i in listed]
+        assert superseded == store.superseded_by_memories("alice", ids) and superseded  # Berlin, by Lisbon
+        briefs = store.memory_briefs("alice", ids)
+        for memory in together:
+            assert briefs[memory.id].sources == tuple(sorted(memory.message_ids))
+            assert briefs[memory.id].valid_to == memory.valid_to
+        assert any(len(m.message_ids) == 2 for m in together)  # an exchange: two sources, in order

@@ -13,7 +13,9 @@ from hypothesis import strategies as st
 
 import narrative
 from conftest import FakeClock
+from narrative.model import Stream
 from narrative.providers.embed import MiniLMEmbedder
+from narrative.store.filters import MemoryFilter
 from narrative.text.passages import ONE_PASSAGE_TOKENS, TARGET_TOKENS, approx_tokens, split_passages
 
 
@@ -143,3 +145,21 @@ def test_reindex_gives_old_messages_their_passages(db_path: Path, clock: FakeClo
         assert not memory.embedding_status()["reindex_needed"]
         [hit] = memory.search("where is the spare key?", 1)
         assert "flowerpot" in hit.text
+
+
+def test_one_keyword_read_gives_what_the_two_searches_give(mem: narrative.Memory) -> None:
+    """A search reads the memories' and the passages' keyword lists together (one catch-up of the index, one
+    round trip on PostgreSQL): the same lists, filtered or not."""
+    reply = "\n\n".join(f"Step {i}: water the tomatoes at dawn, then check the basil for aphids." for i in range(60))
+    mem.remember("How should I look after the garden this week?")
+    mem.remember(reply + "\n\nFinally, the compost wants turning on Sunday.", role="assistant")
+    mem.add_memory("The basil came from the market on the square.", stream="fact")
+    store, user = mem.store, mem.settings.user
+    for query in ("basil aphids", "compost Sunday", "market square", "nothing matches this"):
+        for where in (None, MemoryFilter(streams=[Stream.CONVERSATION])):
+            both = store.keyword_search_memories_and_passages(user, query, where, limit=20)
+            assert both == (
+                store.keyword_search_memories(user, query, where, limit=20),
+                store.keyword_search_passages(user, query, where, limit=20),
+            )
+    assert store.keyword_search_memories_and_passages(user, "compost Sunday", limit=20)[1]  # the reply's end

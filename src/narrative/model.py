@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, NamedTuple
 
 
 class ConversationStatus(StrEnum):
@@ -293,6 +293,16 @@ class MemoryItem:
     def is_current(self) -> bool:
         """Not superseded: what search, context and the greeting use by default."""
         return self.valid_to is None
+
+
+class MemoryBrief(NamedTuple):
+    """What ranking needs of a memory, cheaply: its stream, time (event or creation), source message ids, and
+    when a later statement superseded it (None while it is current)."""
+
+    stream: Stream
+    when: datetime
+    sources: tuple[int, ...]
+    valid_to: datetime | None = None
 
 
 @dataclass(frozen=True)

@@ -135,6 +135,13 @@ class Runtime:
         if user_id in self.known_users and not self._still_there(user_id):
             log.info("user %r was deleted by another connection: starting it afresh", user_id)
             self.forget_user(user_id, known=False)
+        return self.reader_id(user_id)
+
+    def reader_id(self, user: str | None) -> str:
+        """Resolve and validate the user of a read that writes nothing: made on first sight, but not looked up
+        again (a round trip on PostgreSQL).  A read of a user another connection deleted finds nothing; the
+        next write (through :meth:`user_id`) starts it afresh."""
+        user_id = require_user(self.settings.user if user is None else user)
         if user_id not in self.known_users:
             self.bootstrap_user(user_id)
             self.known_users.add(user_id)

@@ -86,7 +86,8 @@ class Search:
         ``filters``: conditions on fields and metadata joined by AND/OR/NOT (mem0's grammar,
         :mod:`narrative.store.filter_tree`); they hold with the flat filters above (all must pass).
         """
-        user_id = self.rt.user_id(user)
+        recording = self.rt.settings.record_uses if record is None else record
+        user_id = self.rt.user_id(user) if recording else self.rt.reader_id(user)
         require_text(query, "query", max_length=10_000)
         ids = list(conversation_ids or []) + ([conversation_id] if conversation_id is not None else [])
         where = MemoryFilter(
@@ -108,7 +109,7 @@ class Search:
         )
         embed = self.embed_query if self.rt.embedder is not None else None
         hits = hybrid_search(self.rt.store, user_id, query, self.rt.clock(), params, where, embed)
-        if self.rt.settings.record_uses if record is None else record:
+        if recording:
             self._record_hits(user_id, UseKind.RECALL, query, hits)
         return hits
 

@@ -20,7 +20,7 @@ The order of work (each step is visible on every hit, so a result can say why):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
@@ -28,7 +28,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from narrative.model import SUMMARY_STREAMS, Conflict, MemoryItem, Message, Passage, Role, Stream
+from narrative.model import SUMMARY_STREAMS, Conflict, MemoryBrief, MemoryItem, Message, Passage, Role, Stream
 from narrative.read.current import stale_messages
 from narrative.read.excerpts import EXCERPT_TOKENS, excerpt_of
 from narrative.read.speakers import query_vector_of, speaker_names
@@ -37,7 +37,7 @@ from narrative.store.keyword_index import query_terms, terms
 from narrative.store.protocol import Store
 from narrative.text.lines import turn_line
 from narrative.text.passages import approx_tokens
-from narrative.text.statements import UPDATES
+from narrative.text.statements import SINCE_DONE, UPDATES
 from narrative.text.when import Period, named_period
 from narrative.text.words import topic_text
 
@@ -220,6 +220,9 @@ class _Candidates:
     passages: list[Passage] = field(default_factory=list)  # every passage found, best first
     loaded: dict[int, Passage] = field(default_factory=dict)  # passages read while ranking
     holds: dict[int, tuple[int, ...]] = field(default_factory=dict)  # memory id → its messages (passage hits)
+    valid_to: dict[int, datetime | None] = field(default_factory=dict)  # memory id → when it was superseded
+    conflicts: dict[int, Conflict] = field(default_factory=dict)  # conflicts read, by id
+    asked: set[int] = field(default_factory=set)  # memories whose conflicts were read
 
 
 def hybrid_search(
@@ -279,11 +282,15 @@ def _candidates(
     topic = topic_text(query)  # a text that shares only "instead" or "anyway" with the query is not about it
     searched = [params.mode is not SearchMode.VECTOR and bool(topic.strip()), query_vector is not None]
     found.fused_max = sum(w for w, used in zip(weights, searched, strict=True) if used) / (params.rrf_k + 1)
-    for kind, keyword_search, vector_search in (
-        ("m", store.keyword_search_memories, store.vector_search),
-        ("p", store.keyword_search_passages, store.passage_vector_search),
+    keywords = (
+        store.keyword_search_memories_and_passages(user_id, topic, where, limit=params.pool)
+        if searched[0]
+        else ([], [])
+    )
+    for kind, keyword, vector_search in (
+        ("m", keywords[0], store.vector_search),
+        ("p", keywords[1], store.passage_vector_search),
     ):
-        keyword = keyword_search(user_id, topic, where, limit=params.pool) if searched[0] else []
         vector = (
             vector_search(user_id, query_vector, model, k=params.pool, where=where) if query_vector is not None else []
         )
@@ -341,7 +348,8 @@ def _load_units(store: Store, user_id: str, found: _Candidates) -> None:
         if brief is None or (kind == "p" and passage is None):
             del found.fused[key]
             continue
-        stream, when, sources = brief
+        stream, when, sources, valid_to = brief
+        found.valid_to[passage.memory_id if passage is not None else ident] = valid_to
         if passage is not None:
             found.units[key] = _Unit(passage.memory_id, stream, when, (passage.message_id,), passage)
         else:
@@ -364,7 +372,8 @@ def _merge_turns(store: Store, user_id: str, found: _Candidates) -> None:
             brief = briefs.get(unit.memory_id)
             if brief is None:
                 continue
-            found.units[anchor], found.fused[anchor] = _Unit(unit.memory_id, *brief), 0.0
+            found.units[anchor], found.fused[anchor] = _Unit(unit.memory_id, *brief[:3]), 0.0
+            found.valid_to[unit.memory_id] = brief.valid_to
         if raw > found.fused[anchor] and found.units[anchor].passage is None:
             found.holds[unit.memory_id] = found.units[anchor].sources
             found.units[anchor], found.fused[anchor] = unit, raw
@@ -381,21 +390,16 @@ def _drop_not_current(store: Store, user_id: str, found: _Candidates, params: Se
     a time, which keeps what was current then and drops what came after)."""
     if params.include_superseded and params.as_of is None:
         return
-    validity = store.memory_validity(user_id, {u.memory_id for u in found.units.values()})
     for key, unit in list(found.units.items()):
-        ends = [validity.get(unit.memory_id, (None, None))[0]]
+        ends = [found.valid_to.get(unit.memory_id)]
         if unit.passage is not None:
-            ends.append(None if unit.passage.valid_to is None else unit.passage.valid_to.isoformat())
+            ends.append(unit.passage.valid_to)
         if params.as_of is not None:
-            gone = unit.when > params.as_of or any(e is not None and _time(e) <= params.as_of for e in ends)
+            gone = unit.when > params.as_of or any(e is not None and e <= params.as_of for e in ends)
         else:
             gone = any(e is not None for e in ends)
         if gone:
             del found.units[key], found.fused[key]
-
-
-def _time(text: str) -> datetime:
-    return datetime.fromisoformat(text)
 
 
 def _scores(
@@ -424,7 +428,9 @@ def _shown(
     k = params.k
     memory_order = [ident for kind, ident in order if kind == "m"]
     briefs = {
-        ident: (found.units[("m", ident)].stream, found.units[("m", ident)].when, found.units[("m", ident)].sources)
+        ident: MemoryBrief(
+            found.units[("m", ident)].stream, found.units[("m", ident)].when, found.units[("m", ident)].sources
+        )
         for ident in memory_order
     }
     by_memory, messages = shown_messages(store, user_id, query, memory_order, briefs, k)
@@ -509,24 +515,32 @@ def _with_conflicting(
 ) -> list[Key]:
     """Contradictions are shown, not resolved by guess: a hit whose memory conflicts with a current memory not
     among the results brings that memory in right after it (the weakest other hit makes room); an earlier
-    statement that an update left current brings the update in above it (not the other way round).  A hit stands for
-    the messages it shows as well: an exchange showing a turn whose own memory conflicts counts as that memory."""
+    statement that an update left current brings the update in above it (not the other way round; of the things done
+    since a denial, only the newest: it says where things stand, and a denial followed by ten reports of progress
+    would otherwise bring ten).  A hit stands for the messages it shows as well: an exchange showing a turn whose own
+    memory conflicts counts as that memory."""
     listed = _standing_for(store, user_id, chosen, shows, found)
-    conflicts = store.conflicts_of(user_id, listed)
+    conflicts = _conflicts_of(store, user_id, listed, found)
     partners: dict[Key, list[tuple[int, int | None]]] = {}
     newer: set[int] = set()  # memories that update a partner which still says more (shown before it)
+    latest: dict[int, tuple[int, int | None]] = {}  # a denial → what was done since, the newest (conflicts by age)
     for c in conflicts:
-        updates = c.reason.startswith(UPDATES)
-        if updates:
+        if c.reason.startswith(UPDATES):
             newer.add(c.memory_id)
+            if c.reason.startswith(SINCE_DONE):
+                latest[c.other_memory_id] = (c.memory_id, c.passage_id)
+            elif c.other_memory_id in listed and c.memory_id not in listed:
+                partners.setdefault(listed[c.other_memory_id], []).append((c.memory_id, c.passage_id))
+            continue  # an update is read without what it updated; the older statement brings its update in
         for mine, other, other_passage in (
             (c.memory_id, c.other_memory_id, c.other_passage_id),
             (c.other_memory_id, c.memory_id, c.passage_id),
         ):
-            if updates and mine == c.memory_id:
-                continue  # an update is read without what it updated; the older statement brings its update in
             if mine in listed and other not in listed:
                 partners.setdefault(listed[mine], []).append((other, other_passage))
+    for older, (update, passage_id) in latest.items():  # the newest progress says where things stand now
+        if older in listed and update not in listed:
+            partners.setdefault(listed[older], []).append((update, passage_id))
     if not partners:
         return _updates_first(chosen, conflicts, listed)
     wanted = {m for pairs in partners.values() for m, _ in pairs}
@@ -557,10 +571,21 @@ def _with_conflicting(
             shows[extra] = frozenset(found.units[extra].sources)
             result.insert(result.index(key) if other in newer else len(result), extra)
             added.append(extra)
-    while len(result) > params.k and any(key not in added for key in result):
-        result.remove(next(key for key in reversed(result) if key not in added and key not in partners))
+    # the weakest other hits make room; a hit that brought a partner in stays with it
+    while len(result) > params.k and (room := [key for key in result if key not in added and key not in partners]):
+        result.remove(room[-1])
     listed.update({found.units[key].memory_id: key for key in added})
     return _updates_first(result, conflicts, listed)
+
+
+def _conflicts_of(store: Store, user_id: str, memory_ids: Iterable[int], found: _Candidates) -> list[Conflict]:
+    """The conflicts naming these memories, in the order they were made; each memory's are read once a search
+    (asked again, only the memories not asked before are read: one round trip fewer on PostgreSQL)."""
+    wanted = set(memory_ids)
+    if missing := wanted - found.asked:
+        found.conflicts.update((c.id, c) for c in store.conflicts_of(user_id, missing))
+        found.asked |= missing
+    return [c for _, c in sorted(found.conflicts.items()) if c.memory_id in wanted or c.other_memory_id in wanted]
 
 
 def _standing_for(
@@ -618,13 +643,13 @@ def _hits(
 ) -> list[SearchHit]:
     """The winners, loaded whole, each with the text it shows (excerpts of long messages, not the whole)."""
     shows, messages, passages = view.shows, view.messages, view.passages
-    memories = {m.id: m for m in store.get_memories(user_id, {found.units[key].memory_id for key in chosen})}
-    superseded = store.superseded_by_memories(user_id, memories)
+    loaded, superseded = store.memories_and_superseded(user_id, [found.units[key].memory_id for key in chosen])
+    memories = {m.id: m for m in loaded}
     # a result says the conflicts of its own memory and of the messages it shows (their own memories)
     on_screen = {m for key in chosen for m in shows.get(key, ())}
     owners = {m: {p.memory_id for p in ps} for m, ps in store.passages_of_messages(user_id, on_screen).items()}
     conflicts: dict[int, list[tuple[int, str]]] = {}
-    for conflict in store.conflicts_of(user_id, {*memories, *(i for ids in owners.values() for i in ids)}):
+    for conflict in _conflicts_of(store, user_id, {*memories, *(i for ids in owners.values() for i in ids)}, found):
         conflicts.setdefault(conflict.memory_id, []).append((conflict.other_memory_id, conflict.reason))
         conflicts.setdefault(conflict.other_memory_id, []).append((conflict.memory_id, conflict.reason))
     wanted = sorted(on_screen - messages.keys())
@@ -734,7 +759,7 @@ def shown_messages(
     user_id: str,
     query: str,
     order: Sequence[int],
-    briefs: Mapping[int, tuple[Stream, datetime, tuple[int, ...]]],
+    briefs: Mapping[int, MemoryBrief],
     k: int,
 ) -> tuple[dict[int, frozenset[int]], dict[int, Message]]:
     """Which source messages each ranked memory puts in front of a reader, and the messages read to decide.
@@ -754,7 +779,7 @@ def shown_messages(
     words = set(query_terms(query))
     shows: dict[int, frozenset[int]] = {}
     for memory_id in order:
-        stream, _, sources = briefs[memory_id]
+        stream, _, sources, _ = briefs[memory_id]
         if stream in SUMMARY_STREAMS:
             shows[memory_id] = frozenset()
         elif memory_id in pairs and all(m in messages for m in sources):

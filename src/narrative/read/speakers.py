@@ -47,7 +47,7 @@ def _unit(vector: np.ndarray) -> np.ndarray:
 def speaker_names(store: Store, user_id: str) -> frozenset[str]:
     """The words of the names of the people who speak in a user's chats (each storyline's participants), folded
     as keyword search folds them ("Mary Ann" gives "mary" and "ann"; a question word is never a name)."""
-    names = {p.name for s in store.list_storylines(user_id, include_archived=True) for p in s.participants}
+    names = store.participant_names(user_id)
     return frozenset(w for name in names for w in words(name) if w not in QUERY_STOPWORDS)
 
 

@@ -29,6 +29,7 @@ from narrative.text import patterns as P
 
 __all__ = [
     "DISAGREES",
+    "SINCE_DONE",
     "UPDATES",
     "Change",
     "Statement",
@@ -42,6 +43,9 @@ __all__ = [
 #: How a conflict row's reason starts when it links an update to an earlier statement whose message says more
 #: than what was updated (so the message stays current; readers show the update first).
 UPDATES = "updates: "
+#: How the reason of an update starts when it reports doing what an earlier statement denied ("I've never written
+#: Flask routes", later "I wrote the homepage route"): progress that leaves the denial current.
+SINCE_DONE = UPDATES + "since done: "
 #: How a contradiction's reason starts (then the denied words the other statement affirms).
 DISAGREES = "one says never, the other says it did: "
 
@@ -214,11 +218,12 @@ _CLAUSE_START = re.compile(r"[,;:]\s*|\s(?:but|so|and|or|because|although|though
 
 
 _AUX = r"(?:do|does|did|is|are|was|were|am|can|could|would|should|will|shall|might|has|have|had)"
-#: How a clause that asks or supposes opens: a question word and an auxiliary ("how does that change …", "what
-#: if …"), an auxiliary and its subject ("does it change …", "can you update …"), or a supposition ("if …",
-#: "suppose …").  "When I moved to Lisbon" and "…, is now Tuesday" state.
+#: How a clause that asks or supposes opens: "how" or "why" and an auxiliary ("how does that change …"), "what
+#: if", an auxiliary and its subject ("does it change …", "can you update …"), or a supposition ("if …",
+#: "suppose …").  "When I moved to Lisbon", "…, which has now reached 165" (a relative clause) and "…, is now
+#: Tuesday" state.
 _NOT_STATED = re.compile(
-    rf"(?:how|what|why|when|where|which|who)\s+(?:if|{_AUX})\b|"
+    rf"(?:how|why)\s+{_AUX}\b|what\s+if\b|"
     rf"{_AUX}\s+(?:i|you|we|they|it|he|she|that|this|these|those|the|my|your|our)\b|"
     r"(?:if|suppose|supposing|assuming)\b"
 )

@@ -258,7 +258,7 @@ def summary_vectors(store: Store, user_id: str, model: str, memories: Sequence[M
         return {}
     cited = {message_id for m in summaries for message_id in m.message_ids}
     briefs = store.memory_briefs(user_id, store.memories_from_messages(user_id, cited))
-    exchanges = {i: sources for i, (stream, _, sources) in briefs.items() if stream is Stream.CONVERSATION}
+    exchanges = {i: b.sources for i, b in briefs.items() if b.stream is Stream.CONVERSATION}
     vectors = store.vectors_by_id(user_id, model, exchanges)
     by_message: dict[int, set[int]] = {}
     for memory_id, sources in exchanges.items():

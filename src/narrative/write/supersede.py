@@ -91,7 +91,7 @@ def settle(store: Store, message: Message, passages: Sequence[Passage], judge: J
                     break
                 if reason is not None and reason.startswith(S.DISAGREES):
                     if not statement.denied:  # done since it was denied: progress, not a contradiction
-                        reason = f"{S.UPDATES}since done: " + ", ".join(sorted(S.denied_shared(statement, old))[:4])
+                        reason = S.SINCE_DONE + ", ".join(sorted(S.denied_shared(statement, old))[:4])
                     disagreeing.append((-S.disagreement(statement, old), rank, candidate, reason))
                     break
                 if reason is not None:

@@ -392,6 +392,7 @@ class PostgresBase:
                 local.depth = 1
                 try:
                     yield
+                    self._control("COMMIT")  # sent behind what is queued: one wait for the rest and the commit
                     self._settle()
                 except BaseException:
                     self._settle(quietly=True)  # leave the pipeline clean, whatever was queued
@@ -410,14 +411,6 @@ class PostgresBase:
                 raise translate_error(error) from error
             raise
         local.depth = 0
-        try:
-            conn.execute("COMMIT")
-        except psycopg.Error as error:
-            try:
-                conn.execute("ROLLBACK")
-            except psycopg.Error:
-                pass
-            raise translate_error(error) from error
 
     def lock_user(self, user_id: str) -> None:
         """Serialise this user's writers until the transaction ends (a transaction-scoped advisory lock keyed

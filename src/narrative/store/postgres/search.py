@@ -71,6 +71,24 @@ class PostgresSearch(PostgresBase):
             self._with_user(self._caught_up(outermost), user_id, outermost)
             return self._passage_keywords.search(user_id, terms, limit, allowed)
 
+    def keyword_search_memories_and_passages(
+        self, user_id: str, query: str, where: MemoryFilter | None = None, limit: int = 50
+    ) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
+        """What :meth:`keyword_search_memories` and :meth:`keyword_search_passages` return, with one catch-up
+        of the change log (one round trip) and one read of the filter's ids."""
+        terms = query_terms(query)
+        if not terms or limit <= 0:
+            return [], []
+        allowed = None if where is None or where.is_open else self._ids_matching(user_id, where)
+        if allowed is not None and not allowed:
+            return [], []
+        outermost = not self.in_transaction
+        with self.pinned(), self._lock:
+            index = self._with_user(self._caught_up(outermost), user_id, outermost)
+            return index.search(user_id, terms, limit, allowed=allowed), self._passage_keywords.search(
+                user_id, terms, limit, allowed
+            )
+
     def _ids_matching(self, user_id: str, where: MemoryFilter) -> set[int]:
         found: set[int] = self.memory_ids_matching(user_id, where)  # type: ignore[attr-defined]
         return found

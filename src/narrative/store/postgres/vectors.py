@@ -237,12 +237,13 @@ class PostgresVectors(PostgresBase):
         if not settings:
             rows = self._all(sql, params)
         else:
-            with self.transaction():
+            with self.transaction():  # one wait: the answers are read after the commit, sent with them
                 models = self._exec(_MODELS) if model is not None else None
                 self._exec(settings[0], settings[1])
-                rows = self._all(sql, params)
-                if models is not None and model is not None:
-                    _refuse(models.fetchone(), model)
+                found = self._exec(sql, params)
+            if models is not None and model is not None:
+                _refuse(models.fetchone(), model)
+            rows = found.fetchall()
         return [(int(r[0]), float(r[1])) for r in rows]
 
     def explain_vector_search(

@@ -105,6 +105,23 @@ class SqliteStore(
         with self._keywords_lock:
             return self._passage_keywords.search(user_id, terms, limit, allowed)
 
+    def keyword_search_memories_and_passages(
+        self, user_id: str, query: str, where: MemoryFilter | None = None, limit: int = 50
+    ) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
+        """What :meth:`keyword_search_memories` and :meth:`keyword_search_passages` return, with one catch-up of
+        the index and one read of the filter's ids."""
+        terms = query_terms(query)
+        if not terms or limit <= 0:
+            return [], []
+        allowed = None if where is None or where.is_open else self.memory_ids_matching(user_id, where)
+        if allowed is not None and not allowed:
+            return [], []
+        index = self._keyword_index()
+        with self._keywords_lock:
+            return index.search(user_id, terms, limit, allowed=allowed), self._passage_keywords.search(
+                user_id, terms, limit, allowed
+            )
+
     def _keyword_index(self) -> KeywordIndex:
         """The keyword index, caught up with the change log (built from the file the first time)."""
         with self._lock, self._keywords_lock:

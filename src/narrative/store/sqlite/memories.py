@@ -15,6 +15,7 @@ from narrative.model import (
     ConversationDetails,
     DecisionDetails,
     Details,
+    MemoryBrief,
     MemoryItem,
     ReflectionDetails,
     ResearchDetails,
@@ -139,6 +140,9 @@ NEXT_MEMORY_ID = (
 )
 
 
+SOURCES = "source_list"  # the column :meth:`sources_column` adds to a memories row
+
+
 class MemoryRows(SqliteBase):
     _next_memory_id = NEXT_MEMORY_ID
     backend = "sqlite"  # the SQL dialect of metadata filters (the PostgreSQL store says "postgres")
@@ -205,37 +209,62 @@ class MemoryRows(SqliteBase):
         ids = list(dict.fromkeys(memory_ids))
         if not ids:
             return []
-        rows = self._all(f"SELECT * FROM memories WHERE +user_id = ? AND id IN ({placeholders(ids)})", [user_id, *ids])
+        rows = self._all(
+            f"SELECT *, {self.sources_column()} FROM memories WHERE +user_id = ? AND id IN ({placeholders(ids)})",
+            [user_id, *ids],
+        )
         return self._hydrate(rows, order=ids)
 
-    def memory_briefs(
-        self, user_id: str, memory_ids: Iterable[int]
-    ) -> dict[int, tuple[Stream, datetime, tuple[int, ...]]]:
-        """What ranking needs, cheaply: stream, time (event or creation) and source message ids (one statement:
-        on PostgreSQL every statement is a round trip)."""
+    def sources_column(self) -> str:
+        """A column of a ``memories`` row that lists its source messages ("id:position,…", by position), so that a
+        read of memories is one statement (on PostgreSQL every statement is a round trip)."""
+        if self.backend == "postgres":
+            return (
+                "(SELECT string_agg(g.id || ':' || g.position, ',' ORDER BY g.position, g.id)"
+                " FROM memory_sources s JOIN messages g ON g.id = s.message_id WHERE s.memory_id = memories.id)"
+                f" AS {SOURCES}"
+            )
+        return (
+            "(SELECT group_concat(pair) FROM (SELECT g.id || ':' || g.position AS pair FROM memory_sources s"
+            " JOIN messages g ON g.id = s.message_id WHERE s.memory_id = memories.id ORDER BY g.position, g.id))"
+            f" AS {SOURCES}"
+        )
+
+    def memory_briefs(self, user_id: str, memory_ids: Iterable[int]) -> dict[int, MemoryBrief]:
+        """What ranking needs, cheaply: stream, time (event or creation), source message ids and the end of its
+        validity (one statement: on PostgreSQL every statement is a round trip)."""
         ids = list(dict.fromkeys(memory_ids))
         if not ids:
             return {}
-        found: dict[int, tuple[str, Any, list[int]]] = {}
-        for memory_id, stream, when, message_id in self._all(
-            "SELECT m.id, m.stream, COALESCE(m.event_at, m.created_at), s.message_id FROM memories m"
+        found: dict[int, tuple[str, Any, list[int], Any]] = {}
+        for memory_id, stream, when, valid_to, message_id in self._all(
+            "SELECT m.id, m.stream, COALESCE(m.event_at, m.created_at), m.valid_to, s.message_id FROM memories m"
             " LEFT JOIN memory_sources s ON s.memory_id = m.id"
             f" WHERE +m.user_id = ? AND m.id IN ({placeholders(ids)})"  # '+': look ids up by key, not by user
             " ORDER BY s.message_id",
             [user_id, *ids],
         ):
-            brief = found.setdefault(memory_id, (stream, when, []))
+            brief = found.setdefault(memory_id, (stream, when, [], valid_to))
             if message_id is not None:
                 brief[2].append(message_id)
-        return {i: (Stream(kind), to_time_required(when), tuple(sources)) for i, (kind, when, sources) in found.items()}
+        return {
+            i: MemoryBrief(Stream(kind), to_time_required(when), tuple(sources), to_time(valid_to))
+            for i, (kind, when, sources, valid_to) in found.items()
+        }
 
     def _hydrate(self, rows: list[sqlite3.Row], order: list[int] | None = None) -> list[MemoryItem]:
         if not rows:
             return []
         ids = [r["id"] for r in rows]
         sources: dict[int, list[tuple[int, int]]] = {i: [] for i in ids}
-        for chunk_start in range(0, len(ids), 900):
-            chunk = ids[chunk_start : chunk_start + 900]
+        unread = ids
+        if SOURCES in rows[0].keys():  # noqa: SIM118 (a row iterates its values)
+            for row in rows:
+                pairs = (pair.split(":") for pair in (row[SOURCES] or "").split(",") if pair)
+                sources[row["id"]] = [(int(m), int(position)) for m, position in pairs]
+            unread = []
+        for chunk_start in range(0, len(unread), 900):
+            chunk = unread[chunk_start : chunk_start + 900]
             for src in self._all(
                 "SELECT s.memory_id, m.id, m.position FROM memory_sources s JOIN messages m ON m.id = s.message_id"
                 f" WHERE s.memory_id IN ({placeholders(chunk)}) ORDER BY m.position",

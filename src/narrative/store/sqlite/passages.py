@@ -289,6 +289,33 @@ class PassageRows(SqliteBase):
             found.setdefault(int(memory.superseded_by), []).append(memory)
         return found
 
+    def memories_and_superseded(
+        self, user_id: str, memory_ids: Iterable[int]
+    ) -> tuple[list[MemoryItem], dict[int, list[MemoryItem]]]:
+        """These memories (in the order given; unknown ids skipped) and, for each, the memories it superseded
+        (newest first): :meth:`get_memories` and :meth:`superseded_by_memories` in one read."""
+        ids = list(dict.fromkeys(memory_ids))
+        if not ids:
+            return [], {}
+        marks = placeholders(ids)
+        sources = self.sources_column()  # type: ignore[attr-defined]  # the memory rows' (MemoryRows)
+        rows = self._all(  # two halves, each through its own index (an OR of the two reads all the user's rows)
+            f"SELECT * FROM (SELECT *, {sources} FROM memories WHERE +user_id = ? AND id IN ({marks})"
+            f" UNION ALL SELECT *, {sources} FROM memories WHERE +user_id = ?"
+            f" AND superseded_by IN ({marks}) AND id NOT IN ({marks}))"
+            " AS found ORDER BY COALESCE(event_at, created_at) DESC, id DESC",
+            [user_id, *ids, user_id, *ids, *ids],
+        )
+        wanted = set(ids)
+        memories: dict[int, MemoryItem] = {}
+        superseded: dict[int, list[MemoryItem]] = {}
+        for memory in self._hydrate(rows):  # type: ignore[attr-defined]
+            if memory.id in wanted:
+                memories[memory.id] = memory
+            if memory.superseded_by is not None and int(memory.superseded_by) in wanted:
+                superseded.setdefault(int(memory.superseded_by), []).append(memory)
+        return [memories[i] for i in ids if i in memories], superseded
+
     def passages_superseded_by(self, user_id: str, passage_ids: Iterable[int]) -> list[Passage]:
         ids = list(dict.fromkeys(passage_ids))
         if not ids:

@@ -113,6 +113,11 @@ class StorylineRows(SqliteBase):
         rows = self._all(sql + " ORDER BY COALESCE(last_message_at, created_at) DESC, id", (user_id,))
         return [_storyline(r) for r in rows]
 
+    def participant_names(self, user_id: str) -> set[str]:
+        """The names of every storyline's participants (archived storylines too), read alone: a search asks."""
+        rows = self._all("SELECT participants FROM storylines WHERE user_id = ?", (user_id,))
+        return {p["name"] for r in rows for p in loads(r[0], [])}
+
     def update_storyline(self, user_id: str, storyline_id: int, **changes: Any) -> Storyline:
         unknown = set(changes) - _UPDATABLE
         if unknown:
