@@ -99,6 +99,7 @@ def test_a_user_deleted_by_another_process_starts_afresh_in_a_running_memory(db:
             check=False,
         )
         assert deleted.returncode == 0, deleted.stderr
+        assert running.search("garden", record=False) == []  # a read finds nothing and does not look the user up
         result = running.remember("the tomatoes came up this week", speaker="Bob")  # failed before: a cached id
         assert result.message.position == 1 and running.pending_messages() == []
         assert [m.content for m in running.messages()] == ["the tomatoes came up this week"]
