@@ -492,7 +492,7 @@ def test_min_score_drops_weaker_hits_and_is_checked(hmem: narrative.Memory) -> N
 def test_an_exchange_shows_the_turn_whose_speaker_the_query_names(tmp_path: Path) -> None:
     """A turn's words include its speaker's name: a question about Melanie keeps Melanie's own turn on screen,
     not only the reply that thanks her by name."""
-    from narrative.read.search import shown_messages
+    from narrative.read.showing import shown_messages
 
     with narrative.Memory(tmp_path / "s.db", user="u", embedder="none", env={}) as mem:
         mem.remember("I've been running farther lately, it clears my head.", speaker="Melanie")

@@ -20,7 +20,7 @@ The order of work (each step is visible on every hit, so a result can say why):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
@@ -28,16 +28,17 @@ from typing import TypeVar
 
 import numpy as np
 
-from narrative.model import SUMMARY_STREAMS, Conflict, MemoryBrief, MemoryItem, Message, Passage, Role, Stream
-from narrative.read.current import stale_messages
+from narrative.model import SUMMARY_STREAMS, MemoryItem, Message, Passage, Stream
+from narrative.read.candidates import Candidates, Key, Unit
+from narrative.read.conflicting import conflicts_of, with_conflicting
 from narrative.read.excerpts import EXCERPT_TOKENS, excerpt_of
+from narrative.read.showing import shown_by, shown_text
 from narrative.read.speakers import query_vector_of, speaker_names
 from narrative.store.filters import MemoryFilter
-from narrative.store.keyword_index import query_terms, terms
+from narrative.store.keyword_index import query_terms
 from narrative.store.protocol import Store
 from narrative.text.lines import turn_line
 from narrative.text.passages import approx_tokens
-from narrative.text.statements import SINCE_DONE, UPDATES
 from narrative.text.when import Period, named_period
 from narrative.text.words import topic_text
 
@@ -193,36 +194,7 @@ def fuse(ranked_lists: Sequence[Sequence[int]], rrf_k: int, weights: Sequence[fl
     return fused
 
 
-@dataclass(frozen=True)
-class _Unit:
-    """One ranked candidate: a memory, or a passage of a message (shown through its message's own memory)."""
-
-    memory_id: int
-    stream: Stream
-    when: datetime
-    sources: tuple[int, ...]
-    passage: Passage | None = None
-
-
-Key = tuple[str, int]  # ("m", memory id) or ("p", passage id)
 K = TypeVar("K", bound=Hashable)  # what :func:`collapsed` ranks: memory ids, or keys
-
-
-@dataclass
-class _Candidates:
-    """What the lists found: ranks and scores by key, fused scores by key, and every unit by key."""
-
-    keyword: dict[Key, tuple[int, float]] = field(default_factory=dict)
-    vector: dict[Key, tuple[int, float]] = field(default_factory=dict)
-    fused: dict[Key, float] = field(default_factory=dict)  # raw reciprocal-rank sums
-    units: dict[Key, _Unit] = field(default_factory=dict)
-    fused_max: float = 1.0  # a first place in every list searched
-    passages: list[Passage] = field(default_factory=list)  # every passage found, best first
-    loaded: dict[int, Passage] = field(default_factory=dict)  # passages read while ranking
-    holds: dict[int, tuple[int, ...]] = field(default_factory=dict)  # memory id → its messages (passage hits)
-    valid_to: dict[int, datetime | None] = field(default_factory=dict)  # memory id → when it was superseded
-    conflicts: dict[int, Conflict] = field(default_factory=dict)  # conflicts read, by id
-    asked: set[int] = field(default_factory=set)  # memories whose conflicts were read
 
 
 def hybrid_search(
@@ -252,10 +224,12 @@ def hybrid_search(
     scored = _scores(found, params, now, period)
     order = sorted(scored, key=lambda key: (-scored[key][0], -found.fused[key], key))
     order = [key for key in order if scored[key][0] >= params.min_score]
-    shows, messages, emptied = _shown(store, user_id, query, order, found, params)
+    shows, messages, emptied = shown_by(
+        store, user_id, query, order, found, params.k, params.include_superseded, params.as_of
+    )
     order = [key for key in order if key not in emptied]
     chosen, folded = _collapsed(order, shows, params.k, found) if params.collapse else (order[: params.k], {})
-    chosen = _with_conflicting(store, user_id, chosen, shows, found, scored, params)
+    chosen = with_conflicting(store, user_id, chosen, shows, found, scored, params.k, params.include_superseded)
     shown_passages = _passages_to_show(store, user_id, chosen, shows, found, query_vector, model)
     shown = _Shown(shows, messages, shown_passages, frozenset(query_terms(topic_text(query))))
     return _hits(store, user_id, chosen, folded, shown, found, scored, params, period)
@@ -269,7 +243,7 @@ def _candidates(
     where: MemoryFilter | None,
     query_vector: np.ndarray | None,
     model: str,
-) -> _Candidates:
+) -> Candidates:
     """Each list's best ``pool`` (BM25 and cosine over memories, and over passages), past the similarity floor,
     fused by reciprocal rank within each kind: a passage ranks against passages, a memory against memories.
 
@@ -277,7 +251,7 @@ def _candidates(
     has every word in its conversation memory's keyword entry already, and a second entry for it alone would
     only add a bias toward short turns (chit-chat that shares a name or a common word).  Its vector is its own:
     a turn's meaning, not diluted by the turn it answers."""
-    found = _Candidates()
+    found = Candidates()
     weights = (params.keyword_weight, params.vector_weight)
     topic = topic_text(query)  # a text that shares only "instead" or "anyway" with the query is not about it
     searched = [params.mode is not SearchMode.VECTOR and bool(topic.strip()), query_vector is not None]
@@ -310,7 +284,7 @@ def _one_per_message(
     user_id: str,
     keyword: list[tuple[int, float]],
     vector: list[tuple[int, float]],
-    found: _Candidates,
+    found: Candidates,
 ) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
     """The passage lists ranked by message: each message at the rank of its best passage, under one passage (the
     one its better list ranked first), so a long reply's many passages do not push other messages down."""
@@ -334,7 +308,7 @@ def _one_per_message(
     )
 
 
-def _load_units(store: Store, user_id: str, found: _Candidates) -> None:
+def _load_units(store: Store, user_id: str, found: Candidates) -> None:
     """Stream, time and sources of every candidate (a passage: its message, and its memory's stream and time)."""
     wanted = [i for kind, i in found.fused if kind == "p"]
     passages = {i: found.loaded[i] for i in wanted if i in found.loaded}
@@ -351,12 +325,12 @@ def _load_units(store: Store, user_id: str, found: _Candidates) -> None:
         stream, when, sources, valid_to = brief
         found.valid_to[passage.memory_id if passage is not None else ident] = valid_to
         if passage is not None:
-            found.units[key] = _Unit(passage.memory_id, stream, when, (passage.message_id,), passage)
+            found.units[key] = Unit(passage.memory_id, stream, when, (passage.message_id,), passage)
         else:
-            found.units[key] = _Unit(ident, stream, when, sources)
+            found.units[key] = Unit(ident, stream, when, sources)
 
 
-def _merge_turns(store: Store, user_id: str, found: _Candidates) -> None:
+def _merge_turns(store: Store, user_id: str, found: Candidates) -> None:
     """A passage is a way to reach its message's own memory: each memory is ranked by the better of its own
     evidence and its message's passage (both fused the same way), and when the passage's is better the hit
     shows that turn (that passage) alone, not the exchange.  One memory, one candidate."""
@@ -372,7 +346,7 @@ def _merge_turns(store: Store, user_id: str, found: _Candidates) -> None:
             brief = briefs.get(unit.memory_id)
             if brief is None:
                 continue
-            found.units[anchor], found.fused[anchor] = _Unit(unit.memory_id, *brief[:3]), 0.0
+            found.units[anchor], found.fused[anchor] = Unit(unit.memory_id, *brief[:3]), 0.0
             found.valid_to[unit.memory_id] = brief.valid_to
         if raw > found.fused[anchor] and found.units[anchor].passage is None:
             found.holds[unit.memory_id] = found.units[anchor].sources
@@ -385,7 +359,7 @@ def _merge_turns(store: Store, user_id: str, found: _Candidates) -> None:
                 found.vector[anchor] = vector
 
 
-def _drop_not_current(store: Store, user_id: str, found: _Candidates, params: SearchParams) -> None:
+def _drop_not_current(store: Store, user_id: str, found: Candidates, params: SearchParams) -> None:
     """Leave out what a later statement superseded (unless asked for: ``include_superseded``, or ``as_of``
     a time, which keeps what was current then and drops what came after)."""
     if params.include_superseded and params.as_of is None:
@@ -403,7 +377,7 @@ def _drop_not_current(store: Store, user_id: str, found: _Candidates, params: Se
 
 
 def _scores(
-    found: _Candidates, params: SearchParams, now: datetime, period: Period | None
+    found: Candidates, params: SearchParams, now: datetime, period: Period | None
 ) -> dict[Key, tuple[float, float, Weights]]:
     """``fused · (w_semantic + w_recency · recency)`` per stream (summaries weighed down): score, recency, weights."""
     scored: dict[Key, tuple[float, float, Weights]] = {}
@@ -419,71 +393,8 @@ def _scores(
     return scored
 
 
-def _shown(
-    store: Store, user_id: str, query: str, order: Sequence[Key], found: _Candidates, params: SearchParams
-) -> tuple[dict[Key, frozenset[int]], dict[int, Message], set[Key]]:
-    """Which messages each ranked candidate puts in front of a reader (a passage: its message; a memory: see
-    :func:`shown_messages`), and the messages read to decide.  A message a later statement superseded is not
-    shown (unless asked for): an exchange that holds it shows its other turn only."""
-    k = params.k
-    memory_order = [ident for kind, ident in order if kind == "m"]
-    briefs = {
-        ident: MemoryBrief(
-            found.units[("m", ident)].stream, found.units[("m", ident)].when, found.units[("m", ident)].sources
-        )
-        for ident in memory_order
-    }
-    by_memory, messages = shown_messages(store, user_id, query, memory_order, briefs, k)
-    asked = _asked_turns(store, user_id, order[: 4 * k + 20], found, messages)
-    shows: dict[Key, frozenset[int]] = {}
-    for key in order:
-        unit = found.units[key]
-        shows[key] = frozenset((*asked.get(key, ()), *unit.sources)) if unit.passage is not None else by_memory[key[1]]
-    stale = _stale_messages(store, user_id, {m for key in order[: 4 * k + 20] for m in shows[key]}, params)
-    emptied = set()
-    if stale:
-        for key, value in shows.items():
-            if found.units[key].passage is not None and key in asked and value & stale:
-                shows[key] = value - (stale - set(found.units[key].sources))  # the asking turn was superseded
-            elif found.units[key].passage is None and value & stale:
-                shows[key] = value - stale
-                if not shows[key] and found.units[key].stream not in SUMMARY_STREAMS:
-                    emptied.add(key)  # everything it would show was superseded
-    return shows, messages, emptied
-
-
-def _asked_turns(
-    store: Store, user_id: str, head: Sequence[Key], found: _Candidates, messages: dict[int, Message]
-) -> dict[Key, tuple[int]]:
-    """For a hit on a passage of an assistant's reply: the turn it answers (the exchange's other turn, when a
-    person said it).  An assistant's reply is read with the question it answers: what the person said is what
-    a memory of the conversation is for, and the reply's passage alone would show the answer without the fact it
-    answers.  A person's own turn is shown alone (its passage is what they said)."""
-    pairs: dict[Key, tuple[int, int]] = {}
-    for key in head:
-        unit = found.units[key]
-        held = sorted(found.holds.get(unit.memory_id, ()))
-        if unit.passage is not None and len(held) == 2 and held[1] == unit.passage.message_id:
-            pairs[key] = (held[0], held[1])
-    wanted = sorted({m for pair in pairs.values() for m in pair} - messages.keys())
-    messages.update({m.id: m for m in store.get_messages(user_id, wanted)} if wanted else {})
-    asked: dict[Key, tuple[int]] = {}
-    for key, (earlier, later) in pairs.items():
-        question, reply = messages.get(earlier), messages.get(later)
-        if question is not None and reply is not None and (question.role, reply.role) == (Role.USER, Role.ASSISTANT):
-            asked[key] = (earlier,)
-    return asked
-
-
-def _stale_messages(store: Store, user_id: str, message_ids: set[int], params: SearchParams) -> set[int]:
-    """The messages no longer current (at ``as_of``, or now); none when asked for the past as well."""
-    if params.include_superseded and params.as_of is None:
-        return set()
-    return stale_messages(store, user_id, message_ids, params.as_of)
-
-
 def _collapsed(
-    order: Sequence[Key], shows: dict[Key, frozenset[int]], k: int, found: _Candidates
+    order: Sequence[Key], shows: dict[Key, frozenset[int]], k: int, found: Candidates
 ) -> tuple[list[Key], dict[Key, list[Key]]]:
     """The best ``k`` candidates showing no message twice and no memory twice (see :func:`collapsed`); a
     candidate whose memory a better hit already stands for joins that hit instead of being listed again."""
@@ -504,121 +415,6 @@ def _collapsed(
     return kept, folded
 
 
-def _with_conflicting(
-    store: Store,
-    user_id: str,
-    chosen: list[Key],
-    shows: dict[Key, frozenset[int]],
-    found: _Candidates,
-    scored: dict[Key, tuple[float, float, Weights]],
-    params: SearchParams,
-) -> list[Key]:
-    """Contradictions are shown, not resolved by guess: a hit whose memory conflicts with a current memory not
-    among the results brings that memory in right after it (the weakest other hit makes room); an earlier
-    statement that an update left current brings the update in above it (not the other way round; of the things done
-    since a denial, only the newest: it says where things stand, and a denial followed by ten reports of progress
-    would otherwise bring ten).  A hit stands for the messages it shows as well: an exchange showing a turn whose own
-    memory conflicts counts as that memory."""
-    listed = _standing_for(store, user_id, chosen, shows, found)
-    conflicts = _conflicts_of(store, user_id, listed, found)
-    partners: dict[Key, list[tuple[int, int | None]]] = {}
-    newer: set[int] = set()  # memories that update a partner which still says more (shown before it)
-    latest: dict[int, tuple[int, int | None]] = {}  # a denial → what was done since, the newest (conflicts by age)
-    for c in conflicts:
-        if c.reason.startswith(UPDATES):
-            newer.add(c.memory_id)
-            if c.reason.startswith(SINCE_DONE):
-                latest[c.other_memory_id] = (c.memory_id, c.passage_id)
-            elif c.other_memory_id in listed and c.memory_id not in listed:
-                partners.setdefault(listed[c.other_memory_id], []).append((c.memory_id, c.passage_id))
-            continue  # an update is read without what it updated; the older statement brings its update in
-        for mine, other, other_passage in (
-            (c.memory_id, c.other_memory_id, c.other_passage_id),
-            (c.other_memory_id, c.memory_id, c.passage_id),
-        ):
-            if mine in listed and other not in listed:
-                partners.setdefault(listed[mine], []).append((other, other_passage))
-    for older, (update, passage_id) in latest.items():  # the newest progress says where things stand now
-        if older in listed and update not in listed:
-            partners.setdefault(listed[older], []).append((update, passage_id))
-    if not partners:
-        return _updates_first(chosen, conflicts, listed)
-    wanted = {m for pairs in partners.values() for m, _ in pairs}
-    current = {m.id: m for m in store.get_memories(user_id, wanted) if m.is_current or params.include_superseded}
-    passages = {p.id: p for p in store.get_passages(user_id, [p for ps in partners.values() for _, p in ps if p])}
-    result: list[Key] = []
-    added: list[Key] = []
-    for key in chosen:
-        result.append(key)
-        for other, passage_id in partners.get(key, []):
-            memory, passage = current.get(other), passages.get(passage_id) if passage_id else None
-            extra = ("m", other)
-            if memory is None or extra in result or extra in added:
-                continue
-            shown = {m for k in result for m in shows.get(k, ())}
-            if set(memory.message_ids) <= shown:
-                continue  # a reader already has every message of it
-            if passage is not None and passage.is_current:
-                found.units[extra] = _Unit(
-                    other, memory.stream, memory.event_at or memory.created_at, (passage.message_id,), passage
-                )
-            elif extra not in found.units:
-                found.units[extra] = _Unit(
-                    other, memory.stream, memory.event_at or memory.created_at, memory.message_ids
-                )
-            found.fused.setdefault(extra, found.fused[key])
-            scored[extra] = scored.get(extra, scored[key])
-            shows[extra] = frozenset(found.units[extra].sources)
-            result.insert(result.index(key) if other in newer else len(result), extra)
-            added.append(extra)
-    # the weakest other hits make room; a hit that brought a partner in stays with it
-    while len(result) > params.k and (room := [key for key in result if key not in added and key not in partners]):
-        result.remove(room[-1])
-    listed.update({found.units[key].memory_id: key for key in added})
-    return _updates_first(result, conflicts, listed)
-
-
-def _conflicts_of(store: Store, user_id: str, memory_ids: Iterable[int], found: _Candidates) -> list[Conflict]:
-    """The conflicts naming these memories, in the order they were made; each memory's are read once a search
-    (asked again, only the memories not asked before are read: one round trip fewer on PostgreSQL)."""
-    wanted = set(memory_ids)
-    if missing := wanted - found.asked:
-        found.conflicts.update((c.id, c) for c in store.conflicts_of(user_id, missing))
-        found.asked |= missing
-    return [c for _, c in sorted(found.conflicts.items()) if c.memory_id in wanted or c.other_memory_id in wanted]
-
-
-def _standing_for(
-    store: Store, user_id: str, chosen: Sequence[Key], shows: dict[Key, frozenset[int]], found: _Candidates
-) -> dict[int, Key]:
-    """Memory id → the result that stands for it: each result's own memory, and the own memory of each message
-    it shows (the memory its passages belong to), the better-ranked result first."""
-    listed: dict[int, Key] = {}
-    for key in chosen:
-        listed.setdefault(found.units[key].memory_id, key)
-    messages = {m for key in chosen for m in shows.get(key, ())}
-    owners = {m: {p.memory_id for p in ps} for m, ps in store.passages_of_messages(user_id, messages).items()}
-    for key in chosen:
-        for message in sorted(shows.get(key, ())):
-            for memory_id in owners.get(message, ()):
-                listed.setdefault(memory_id, key)
-    return listed
-
-
-def _updates_first(order: list[Key], conflicts: Sequence[Conflict], listed: dict[int, Key]) -> list[Key]:
-    """An earlier statement that an update left current (its message says more) is shown after its update:
-    when both are results, the update moves up to just above it."""
-    result = list(order)
-    for c in conflicts:
-        if not c.reason.startswith(UPDATES):
-            continue
-        at = {ident: result.index(key) for ident, key in listed.items() if key in result}
-        old, new = at.get(c.other_memory_id), at.get(c.memory_id)
-        if old is not None and new is not None and new > old:
-            result.insert(old, result.pop(new))
-    return result
-
-
 @dataclass(frozen=True)
 class _Shown:
     """What the results show: each result's messages, the messages read, the passage shown of each long message,
@@ -636,7 +432,7 @@ def _hits(
     chosen: Sequence[Key],
     folded: dict[Key, list[Key]],
     view: _Shown,
-    found: _Candidates,
+    found: Candidates,
     scored: dict[Key, tuple[float, float, Weights]],
     params: SearchParams,
     period: Period | None,
@@ -649,7 +445,7 @@ def _hits(
     on_screen = {m for key in chosen for m in shows.get(key, ())}
     owners = {m: {p.memory_id for p in ps} for m, ps in store.passages_of_messages(user_id, on_screen).items()}
     conflicts: dict[int, list[tuple[int, str]]] = {}
-    for conflict in _conflicts_of(store, user_id, {*memories, *(i for ids in owners.values() for i in ids)}, found):
+    for conflict in conflicts_of(store, user_id, {*memories, *(i for ids in owners.values() for i in ids)}, found):
         conflicts.setdefault(conflict.memory_id, []).append((conflict.other_memory_id, conflict.reason))
         conflicts.setdefault(conflict.other_memory_id, []).append((conflict.memory_id, conflict.reason))
     wanted = sorted(on_screen - messages.keys())
@@ -699,7 +495,7 @@ def _passages_to_show(
     user_id: str,
     chosen: Sequence[Key],
     shows: dict[Key, frozenset[int]],
-    found: _Candidates,
+    found: Candidates,
     query_vector: np.ndarray | None,
     model: str,
 ) -> dict[int, Passage]:
@@ -730,7 +526,7 @@ def _passages_to_show(
     return best
 
 
-def _text(memory: MemoryItem, shown: Sequence[int], view: _Shown, unit: _Unit) -> str:
+def _text(memory: MemoryItem, shown: Sequence[int], view: _Shown, unit: Unit) -> str:
     """What a hit shows: its memory's text, or the turns it shows, each long message by an excerpt of one passage
     of it, and a turn longer than an excerpt by its excerpt (see :mod:`narrative.read.excerpts`)."""
     messages, passages = view.messages, view.passages
@@ -752,51 +548,6 @@ def _line(message: Message, passage: Passage | None, words: Collection[str] = ()
     piece = excerpt_of(message.content[passage.start : passage.end], words)
     who = f"{message.speaker} " if message.speaker else ""
     return f"{who}(message #{message.id}, part {passage.seq + 1}): {piece}"
-
-
-def shown_messages(
-    store: Store,
-    user_id: str,
-    query: str,
-    order: Sequence[int],
-    briefs: Mapping[int, MemoryBrief],
-    k: int,
-) -> tuple[dict[int, frozenset[int]], dict[int, Message]]:
-    """Which source messages each ranked memory puts in front of a reader, and the messages read to decide.
-
-    A summary (reflection, narrative link, closing memory) shows none: it quotes no single message.  A memory made
-    from one message shows it.  An exchange shows its own turn, and the turn it answers only when that turn holds
-    some of the query's words — the reply belongs with the question that found it; a reply found by its own words
-    does not need the turn before it.  When neither turn holds a query word (a match by meaning), both are shown.
-    A turn's words include its speaker's name, as the exchange's text does: "what does Melanie do to de-stress"
-    holds a word of Melanie's own turn, not only of the reply that thanks her by name.  An assistant's reply is
-    always shown with the person's turn it answers (see :func:`_asked_turns`).
-    """
-    head = order[: 4 * k + 20]  # enough for the collapse to fill k results
-    pairs = [i for i in head if briefs[i][0] not in SUMMARY_STREAMS and len(briefs[i][2]) == 2]
-    wanted = sorted({m for i in pairs for m in briefs[i][2]})
-    messages = {m.id: m for m in store.get_messages(user_id, wanted)} if wanted else {}
-    words = set(query_terms(query))
-    shows: dict[int, frozenset[int]] = {}
-    for memory_id in order:
-        stream, _, sources, _ = briefs[memory_id]
-        if stream in SUMMARY_STREAMS:
-            shows[memory_id] = frozenset()
-        elif memory_id in pairs and all(m in messages for m in sources):
-            earlier, later = sorted(sources)
-            matched = [bool(words & set(terms(turn_line(messages[m])))) for m in (earlier, later)]
-            asked = (messages[earlier].role, messages[later].role) == (Role.USER, Role.ASSISTANT)
-            shows[memory_id] = frozenset((later,) if matched == [False, True] and not asked else (earlier, later))
-        else:
-            shows[memory_id] = frozenset(sources)
-    return shows, messages
-
-
-def shown_text(memory: MemoryItem, shown: Sequence[int], messages: Mapping[int, Message]) -> str:
-    """The memory's text, or, for an exchange that shows fewer turns than it holds, those turns alone."""
-    if not shown or len(shown) == len(memory.message_ids) or not all(m in messages for m in shown):
-        return memory.content
-    return "\n".join(turn_line(messages[m]) for m in shown)
 
 
 def collapsed(
