@@ -399,6 +399,11 @@ class MiniLMEmbedder:
             raise ProviderError(f"the model returned shape {vectors.shape}, expected ({len(items)}, {self._dims})")
         return vectors
 
+    def clear_cache(self) -> None:
+        """Forget the vectors of the single texts embedded lately (the query cache)."""
+        with self._cache_lock:
+            self._cache.clear()
+
     def _cached(self, text: str) -> Vectors | None:
         with self._cache_lock:
             vector = self._cache.get(text)
