@@ -560,3 +560,19 @@ def test_an_error_of_an_unread_statement_belongs_to_its_block(pg: PostgresStore)
         raise RuntimeError("undo")
     assert pg.count_rows("users") == 2
     assert pg._exec("UPDATE users SET created_at = created_at WHERE id = ?", ("bob",)).rowcount == 1
+
+
+def test_an_error_found_at_commit_rolls_back_and_is_raised(pg: PostgresStore) -> None:
+    """The COMMIT is sent with the block's last statements: a foreign key checked only at commit still fails the
+    transaction with a StoreError, nothing of it stays, and the store answers the next statement."""
+    made = pg.insert_memory(memory("alice", "the plan for the garden")).id
+    with pytest.raises(StoreError), pg.transaction():
+        pg._exec("PRAGMA DEFER_FOREIGN_KEYS = ON")  # SET CONSTRAINTS ALL DEFERRED: checked at COMMIT
+        pg._exec("UPDATE memories SET superseded_by = ? WHERE id = ?", (10**9, made))
+        assert pg._one("SELECT 1") is not None  # everything so far answered: only the COMMIT can fail
+        pg._exec("INSERT INTO users(id, created_at) VALUES (?, ?)", ("erin", NOW.isoformat()))
+    assert pg.get_memory("alice", made).superseded_by is None
+    assert pg.count_rows("users") == 1
+    with pg.transaction():
+        pg._exec("INSERT INTO users(id, created_at) VALUES (?, ?)", ("erin", NOW.isoformat()))
+    assert pg.count_rows("users") == 2
