@@ -33,12 +33,13 @@ import threading
 import unicodedata
 from array import array
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from collections.abc import Set as AbstractSet
 
 import numpy as np
 import numpy.typing as npt
 
+from narrative.store.filters import MemoryFilter
 from narrative.store.id_map import MISSING, IdMap
 from narrative.store.keyword_topk import Hits, Layout, Scratch, idf, layouts_of, part, pruned_top, top
 from narrative.store.porter import stem
@@ -80,6 +81,20 @@ def query_terms(text: str) -> list[str]:
     tokens = words(text)
     content = [w for w in tokens if w not in QUERY_STOPWORDS] or tokens
     return list(dict.fromkeys(stem(w) for w in content))
+
+
+def keyword_request(
+    query: str, limit: int, where: MemoryFilter | None, matching: Callable[[MemoryFilter], set[int]]
+) -> tuple[list[str], set[int] | None] | None:
+    """A keyword search's terms and the memory ids its filter allows (None: no filter), or None when nothing can
+    match: no searchable term, no room (``limit`` ≤ 0), or a filter that allows no memory."""
+    terms = query_terms(query)
+    if not terms or limit <= 0:
+        return None
+    allowed = None if where is None or where.is_open else matching(where)
+    if allowed is not None and not allowed:
+        return None
+    return terms, allowed
 
 
 class _Postings:

@@ -238,7 +238,6 @@ class PassagesStore(Protocol):
     def memories_and_superseded(
         self, user_id: str, memory_ids: Iterable[int]
     ) -> tuple[list[MemoryItem], dict[int, list[MemoryItem]]]: ...
-    def memory_validity(self, user_id: str, memory_ids: Iterable[int]) -> dict[int, tuple[str | None, int | None]]: ...
     def insert_conflict(
         self,
         user_id: str,

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from narrative.store.filters import MemoryFilter
-from narrative.store.keyword_index import KeywordIndex, query_terms
+from narrative.store.keyword_index import KeywordIndex, keyword_request
 from narrative.store.passage_index import PassageKeywords
 from narrative.store.postgres.base import PostgresBase
 
@@ -48,24 +48,20 @@ class PostgresSearch(PostgresBase):
         self, user_id: str, query: str, where: MemoryFilter | None = None, limit: int = 50
     ) -> list[tuple[int, float]]:
         """(memory id, BM25 score; higher is better) best first, only this user's, only within ``where``."""
-        terms = query_terms(query)
-        if not terms or limit <= 0:
+        request = keyword_request(query, limit, where, lambda w: self._ids_matching(user_id, w))
+        if request is None:
             return []
-        allowed = None if where is None or where.is_open else self._ids_matching(user_id, where)
-        if allowed is not None and not allowed:
-            return []
+        terms, allowed = request
         return self._keyword_index(user_id).search(user_id, terms, limit, allowed=allowed)
 
     def keyword_search_passages(
         self, user_id: str, query: str, where: MemoryFilter | None = None, limit: int = 50
     ) -> list[tuple[int, float]]:
         """(passage id, BM25 score) best first, only this user's, only passages whose memory is within ``where``."""
-        terms = query_terms(query)
-        if not terms or limit <= 0:
+        request = keyword_request(query, limit, where, lambda w: self._ids_matching(user_id, w))
+        if request is None:
             return []
-        allowed = None if where is None or where.is_open else self._ids_matching(user_id, where)
-        if allowed is not None and not allowed:
-            return []
+        terms, allowed = request
         outermost = not self.in_transaction
         with self.pinned(), self._lock:
             self._with_user(self._caught_up(outermost), user_id, outermost)
@@ -76,12 +72,10 @@ class PostgresSearch(PostgresBase):
     ) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
         """What :meth:`keyword_search_memories` and :meth:`keyword_search_passages` return, with one catch-up
         of the change log (one round trip) and one read of the filter's ids."""
-        terms = query_terms(query)
-        if not terms or limit <= 0:
+        request = keyword_request(query, limit, where, lambda w: self._ids_matching(user_id, w))
+        if request is None:
             return [], []
-        allowed = None if where is None or where.is_open else self._ids_matching(user_id, where)
-        if allowed is not None and not allowed:
-            return [], []
+        terms, allowed = request
         outermost = not self.in_transaction
         with self.pinned(), self._lock:
             index = self._with_user(self._caught_up(outermost), user_id, outermost)

@@ -24,7 +24,7 @@ import numpy as np
 
 from narrative.errors import EmbeddingMismatch, StoreError, ValidationError
 from narrative.store.filters import MemoryFilter
-from narrative.store.keyword_index import KeywordIndex, query_terms
+from narrative.store.keyword_index import KeywordIndex, keyword_request
 from narrative.store.passage_index import PassageKeywords, PassageVectors
 from narrative.store.sqlite.bindings import BindingRows
 from narrative.store.sqlite.conversations import ConversationRows
@@ -83,24 +83,20 @@ class SqliteStore(
         self, user_id: str, query: str, where: MemoryFilter | None = None, limit: int = 50
     ) -> list[tuple[int, float]]:
         """(memory id, BM25 score; higher is better) best first, only this user's, only within ``where``."""
-        terms = query_terms(query)
-        if not terms or limit <= 0:
+        request = keyword_request(query, limit, where, lambda w: self.memory_ids_matching(user_id, w))
+        if request is None:
             return []
-        allowed = None if where is None or where.is_open else self.memory_ids_matching(user_id, where)
-        if allowed is not None and not allowed:
-            return []
+        terms, allowed = request
         return self._keyword_index().search(user_id, terms, limit, allowed=allowed)
 
     def keyword_search_passages(
         self, user_id: str, query: str, where: MemoryFilter | None = None, limit: int = 50
     ) -> list[tuple[int, float]]:
         """(passage id, BM25 score) best first, only this user's, only passages whose memory is within ``where``."""
-        terms = query_terms(query)
-        if not terms or limit <= 0:
+        request = keyword_request(query, limit, where, lambda w: self.memory_ids_matching(user_id, w))
+        if request is None:
             return []
-        allowed = None if where is None or where.is_open else self.memory_ids_matching(user_id, where)
-        if allowed is not None and not allowed:
-            return []
+        terms, allowed = request
         self._keyword_index()
         with self._keywords_lock:
             return self._passage_keywords.search(user_id, terms, limit, allowed)
@@ -110,12 +106,10 @@ class SqliteStore(
     ) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
         """What :meth:`keyword_search_memories` and :meth:`keyword_search_passages` return, with one catch-up of
         the index and one read of the filter's ids."""
-        terms = query_terms(query)
-        if not terms or limit <= 0:
+        request = keyword_request(query, limit, where, lambda w: self.memory_ids_matching(user_id, w))
+        if request is None:
             return [], []
-        allowed = None if where is None or where.is_open else self.memory_ids_matching(user_id, where)
-        if allowed is not None and not allowed:
-            return [], []
+        terms, allowed = request
         index = self._keyword_index()
         with self._keywords_lock:
             return index.search(user_id, terms, limit, allowed=allowed), self._passage_keywords.search(

@@ -370,17 +370,3 @@ class PassageRows(SqliteBase):
             [user_id, *ids, *ids],
         )
         return [_conflict(r) for r in rows]
-
-    def memory_validity(self, user_id: str, memory_ids: Iterable[int]) -> dict[int, tuple[str | None, int | None]]:
-        """memory id → (valid_to as stored, superseded_by), for the ids that exist."""
-        ids = list(dict.fromkeys(memory_ids))
-        found: dict[int, tuple[str | None, int | None]] = {}
-        for start in range(0, len(ids), _CHUNK):
-            chunk = ids[start : start + _CHUNK]
-            for row in self._all(
-                "SELECT id, valid_to, superseded_by FROM memories"
-                f" WHERE +user_id = ? AND id IN ({placeholders(chunk)})",
-                [user_id, *chunk],
-            ):
-                found[int(row[0])] = (row[1], None if row[2] is None else int(row[2]))
-        return found
