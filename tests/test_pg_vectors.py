@@ -101,6 +101,19 @@ def test_inside_a_transaction_a_large_user_is_searched_exactly_until_the_index_e
     assert pg._index_state(user_index_name("whale")) is None
 
 
+def test_building_a_user_s_index_refreshes_the_statistics_of_what_a_search_reads_next(pg: PostgresStore) -> None:
+    """Statistics taken while the tables were small (or never) made PostgreSQL read every row of a large user to
+    find ten memories by key; the build of the user's index is the moment the user is known to have grown."""
+    fill(pg, "whale", 60, seed=9)
+    query = np.random.default_rng(10).standard_normal(384).astype(np.float32)
+    pg.vector_search("whale", query, MODEL, k=5)  # builds the index
+    for table in ("memory_vectors", "memories", "memory_sources", "messages", "passages", "memory_changes"):
+        row = pg._one("SELECT reltuples FROM pg_class WHERE oid = ?::regclass", (table,))
+        assert row is not None and row[0] >= 0, table  # -1: never analyzed
+    memories = pg._one("SELECT reltuples FROM pg_class WHERE oid = 'memories'::regclass", ())
+    assert memories is not None and memories[0] == 60
+
+
 def test_another_model_is_refused_on_both_search_paths(pg: PostgresStore) -> None:
     """The foreign-model check rides in the indexed search's transaction (no round trip of its own) and still
     refuses, as the exact search's does."""

@@ -49,6 +49,7 @@ BUILD_MEMORY = "512MB"
 INDEX_PREFIX = "memory_vectors_user_"
 #: The tables of vectors searched this way, and the key column of each.
 VECTOR_TABLES = {"memory_vectors": "memory_id", "passage_vectors": "passage_id"}
+_READ_NEXT = ("memories", "memory_sources", "messages", "passages", "memory_changes")  # what a search reads next
 _BUILD_LOCK = 7_246_164  # advisory lock class: one builder per user's index at a time
 
 
@@ -371,7 +372,10 @@ class PostgresVectors(PostgresBase):
                         )
                     finally:
                         self._exec("RESET maintenance_work_mem")
-                    self._exec(f"ANALYZE {table}")  # the planner weighs the new index against fresh statistics
+                    # the planner weighs the new index against fresh statistics, and the rows a search reads
+                    # next (a user large enough for an index has just grown: statistics taken when the tables were
+                    # small make PostgreSQL read every row of the user to find ten by key)
+                    self._exec(f"ANALYZE {table}, {', '.join(_READ_NEXT)}")
             finally:
                 self._exec("SELECT pg_advisory_unlock(?, hashtext(?))", (_BUILD_LOCK, name))
             return self._index_state(name) is True
