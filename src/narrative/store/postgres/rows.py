@@ -9,11 +9,10 @@ from typing import Any
 import numpy as np
 
 from narrative.errors import StoreError
-from narrative.model import Message, Narrative
+from narrative.model import Narrative
 from narrative.store.keyword_index import KeywordIndex, query_terms
 from narrative.store.postgres.base import PostgresBase
 from narrative.store.sqlite.base import finite_vector, placeholders
-from narrative.store.sqlite.conversations import _message
 from narrative.store.sqlite.narratives import _narrative
 
 
@@ -48,20 +47,6 @@ class PostgresRows(PostgresBase):
             raise StoreError(f"user {user_id!r} does not exist")
 
     # --- keyword search over the small tables: BM25 in process -----------------------
-
-    def search_messages(self, user_id: str, query: str, limit: int = 20) -> list[tuple[Message, float]]:
-        rows = self._all("SELECT id, content || ' ' || speaker FROM messages WHERE user_id = ?", (user_id,))
-        hits = rank_texts(user_id, ((int(r[0]), str(r[1])) for r in rows), query, limit)
-        if not hits:
-            return []
-        ids = [h[0] for h in hits]
-        found = {
-            r["id"]: _message(r)  # type: ignore[arg-type]  # read by name like sqlite3.Row
-            for r in self._all(
-                f"SELECT * FROM messages WHERE user_id = ? AND id IN ({placeholders(ids)})", [user_id, *ids]
-            )
-        }
-        return [(found[i], score) for i, score in hits if i in found]
 
     def search_narratives(self, user_id: str, query: str, limit: int = 10) -> list[Narrative]:
         """Keyword search (BM25) over summaries and topics, newest first."""

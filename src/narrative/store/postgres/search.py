@@ -13,12 +13,17 @@ records how far prunes went) makes the index start afresh.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
+from narrative.errors import StoreError
+from narrative.model import Message
 from narrative.store.filters import MemoryFilter
-from narrative.store.keyword_index import KeywordIndex, keyword_request
+from narrative.store.keyword_index import KeywordIndex, keyword_request, query_terms
 from narrative.store.passage_index import PassageKeywords
 from narrative.store.postgres.base import PostgresBase
+from narrative.store.sqlite.base import placeholders
+from narrative.store.sqlite.conversations import _message
 
 #: The log's bounds and the snapshot's xmin (first row), then the entries to (re)read, in one statement.
 #: The head row also says how far pruning went (highest seq and xid ever pruned: see migration 0002).
@@ -31,6 +36,26 @@ _CATCH_UP = (
     " AS log ORDER BY part, a"
 )
 
+#: A user's message count and id sum, then the messages above an id, in one statement (one snapshot): the
+#: messages a process holds for the user, plus the new ones, must add up to both, or rows went (a delete) or came
+#: below the mark (an import) and the user's messages are read again.
+_MESSAGES_AFTER = (
+    "SELECT 0 AS part, COUNT(*) AS a, COALESCE(SUM(id), 0) AS b, NULL AS c FROM messages WHERE user_id = ?"
+    " UNION ALL SELECT 1, id, NULL, content || ' ' || speaker FROM messages WHERE user_id = ? AND id > ?"
+    " ORDER BY part, a"
+)
+_LOWEST = -(2**63)  # below every BIGINT id
+
+
+@dataclass
+class _HeldMessages:
+    """One user's messages in a keyword index, up to the highest id read, with their count and id sum."""
+
+    index: KeywordIndex = field(default_factory=KeywordIndex)
+    highest: int = _LOWEST
+    count: int = 0
+    total: int = 0
+
 
 class PostgresSearch(PostgresBase):
     def _init_search(self) -> None:
@@ -41,6 +66,8 @@ class PostgresSearch(PostgresBase):
         self._keywords_dirty = False  # the index holds rows read inside a transaction not yet committed
         self._keyword_users: set[str] = set()  # users whose memories the index holds (loaded on their first search)
         self._passage_keywords = PassageKeywords()  # their passages, kept with the memories
+        self._held_messages: dict[str, _HeldMessages] = {}  # users whose messages were searched here
+        self._messages_dirty = False  # the held messages include rows read inside a transaction
 
     # --- keyword index -------------------------------------------------------------
 
@@ -82,6 +109,47 @@ class PostgresSearch(PostgresBase):
             return index.search(user_id, terms, limit, allowed=allowed), self._passage_keywords.search(
                 user_id, terms, limit, allowed
             )
+
+    def search_messages(self, user_id: str, query: str, limit: int = 20) -> list[tuple[Message, float]]:
+        """(message, BM25 score) best first, only this user's (the write path looks for what a speaker said
+        before). The process keeps each searched user's messages in a keyword index and reads only the messages
+        written since, with a check that the rest are unchanged: it used to read every message of the user on
+        every call."""
+        terms = query_terms(query)
+        if not terms or limit <= 0:
+            return []
+        outermost = not self.in_transaction
+        with self.pinned(), self._lock:
+            hits = self._messages_of(user_id, outermost).index.search(user_id, terms, limit)
+        if not hits:
+            return []
+        ids = [i for i, _ in hits]
+        found = {
+            r["id"]: _message(r)  # type: ignore[arg-type]  # read by name like sqlite3.Row
+            for r in self._all(
+                f"SELECT * FROM messages WHERE user_id = ? AND id IN ({placeholders(ids)})", [user_id, *ids]
+            )
+        }
+        return [(found[i], score) for i, score in hits if i in found]
+
+    def _messages_of(self, user_id: str, outermost: bool) -> _HeldMessages:
+        """The user's messages as of now: the held ones and those written since (read again from scratch when
+        the count or the sum of ids says that held rows went or rows came in below the highest id held)."""
+        held = self._held_messages.get(user_id)
+        for mark in ([held.highest] if held is not None else []) + [_LOWEST]:
+            rows = self._all(_MESSAGES_AFTER, (user_id, user_id, mark))
+            head, new = rows[0], rows[1:]
+            count, total = int(head[1]), int(head[2])
+            base = held if held is not None and mark != _LOWEST else _HeldMessages()
+            ids = [int(r[1]) for r in new]
+            if (base.count + len(ids), base.total + sum(ids)) != (count, total):
+                continue  # rows went, or came below the mark: read the user's messages again
+            base.index.upsert((i, user_id, str(r[3])) for i, r in zip(ids, new, strict=True))
+            base.highest, base.count, base.total = max([base.highest, *ids]), count, total
+            self._held_messages[user_id] = base
+            self._messages_dirty = self._messages_dirty or (bool(ids) and not outermost)
+            return base
+        raise StoreError(f"the messages of {user_id!r} did not add up twice in one snapshot")  # pragma: no cover
 
     def _ids_matching(self, user_id: str, where: MemoryFilter) -> set[int]:
         found: set[int] = self.memory_ids_matching(user_id, where)  # type: ignore[attr-defined]
@@ -180,14 +248,18 @@ class PostgresSearch(PostgresBase):
         self._passage_keywords.replace(memory_ids, [row for row in passages if row[2] in self._keyword_users])
 
     def _rolled_back(self) -> None:
-        """Work was undone: if the index took rows from inside the transaction, rebuild it on the next search."""
+        """Work was undone: if the indexes took rows from inside the transaction, rebuild them on the next
+        search."""
         with self._lock:
             if self._keywords_dirty:
                 self._keywords, self._keywords_dirty, self._keyword_users = None, False, set()
                 self._passage_keywords = PassageKeywords()
+            if self._messages_dirty:
+                self._held_messages, self._messages_dirty = {}, False
 
     def drop_index(self) -> None:
-        """Forget the in-process keyword index; the next search rebuilds it (vectors live in the database)."""
+        """Forget the in-process keyword indexes; the next search rebuilds them (vectors live in the database)."""
         with self._lock:
             self._keywords, self._keyword_users = None, set()
             self._passage_keywords = PassageKeywords()
+            self._held_messages, self._messages_dirty = {}, False

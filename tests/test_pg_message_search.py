@@ -1,0 +1,128 @@
+"""PostgreSQL's keyword search over a user's messages keeps them in process and reads only what was written since:
+its answers stay those of a search over every message, whatever other processes add or delete, and whatever a
+transaction that rolls back added."""
+
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from conftest import pg_server
+from narrative.errors import StoreError
+from narrative.model import Role
+from narrative.store.postgres import PostgresStore
+from narrative.store.postgres.rows import rank_texts
+
+pytestmark = pytest.mark.postgres
+
+NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+WORDS = "berlin lisbon moved flat rent garden tax bike train office sprint deadline friday coffee".split()
+QUERIES = ["moved to lisbon", "rent of the flat", "sprint deadline friday", "bike", "garden tax office", "nothing"]
+
+
+@pytest.fixture
+def url() -> Any:
+    server = pg_server()
+    url = server.fresh_schema()
+    yield url
+    server.release(url)
+
+
+def oracle(store: PostgresStore, user: str, query: str, limit: int = 20) -> list[tuple[int, float]]:
+    """What the search answered before: BM25 over every message of the user, read now."""
+    rows = store._all("SELECT id, content || ' ' || speaker FROM messages WHERE user_id = ?", (user,))
+    return rank_texts(user, ((int(r[0]), str(r[1])) for r in rows), query, limit)
+
+
+def found(store: PostgresStore, user: str, query: str, limit: int = 20) -> list[tuple[int, float]]:
+    return [(m.id, score) for m, score in store.search_messages(user, query, limit)]
+
+
+def same(a: list[tuple[int, float]], b: list[tuple[int, float]]) -> bool:
+    return [i for i, _ in a] == [i for i, _ in b] and all(abs(x - y) < 1e-6 for (_, x), (_, y) in zip(a, b))
+
+
+def say(store: PostgresStore, user: str, rng: random.Random, step: int) -> int:
+    conversation = store.active_conversation(user) or store.insert_conversation(user, NOW)
+    text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(2, 9)))
+    return store.insert_message(user, conversation.id, Role.USER, text, NOW + timedelta(minutes=step)).id
+
+
+def test_answers_match_a_search_over_every_message_while_other_processes_write_and_delete(url: str) -> None:
+    mine, other = PostgresStore(url), PostgresStore(url)  # two processes on one database
+    try:
+        rng = random.Random(5)
+        for user in ("alice", "bob"):
+            mine.ensure_user(user, NOW)
+        written: dict[str, list[int]] = {"alice": [], "bob": []}
+        for step in range(120):
+            user = rng.choice(["alice", "alice", "bob"])
+            writer = rng.choice([mine, other])
+            roll = rng.random()
+            if roll < 0.12 and written[user]:
+                gone = rng.sample(written[user], min(len(written[user]), rng.randint(1, 3)))
+                writer.delete_messages(user, gone)
+                written[user] = [i for i in written[user] if i not in gone]
+            else:
+                written[user].append(say(writer, user, rng, step))
+            if step % 3 == 0:
+                query = rng.choice(QUERIES)
+                assert same(found(mine, user, query), oracle(mine, user, query)), (step, user, query)
+        for user in ("alice", "bob"):
+            for query in QUERIES:
+                for store in (mine, other):
+                    assert same(found(store, user, query, 5), oracle(store, user, query, 5)), (user, query)
+    finally:
+        mine.close()
+        other.close()
+
+
+def test_a_second_search_reads_only_the_messages_written_since(url: str) -> None:
+    store = PostgresStore(url)
+    try:
+        store.ensure_user("alice", NOW)
+        rng = random.Random(1)
+        for step in range(40):
+            say(store, "alice", rng, step)
+        read: list[int] = []
+        original = store._all
+
+        def counting(sql: str, params: Any = ()) -> list[Any]:
+            rows = original(sql, params)
+            if "UNION ALL SELECT 1, id" in sql:
+                read.append(len(rows) - 1)  # the messages read, after the head row
+            return rows
+
+        store._all = counting  # type: ignore[method-assign]
+        store.search_messages("alice", "lisbon")
+        say(store, "alice", rng, 41)
+        say(store, "alice", rng, 42)
+        store.search_messages("alice", "lisbon")
+        store.search_messages("alice", "berlin")
+        assert read == [40, 2, 0]
+    finally:
+        store.close()
+
+
+def test_what_a_rolled_back_transaction_wrote_is_not_found_afterwards(url: str) -> None:
+    store = PostgresStore(url)
+    try:
+        store.ensure_user("alice", NOW)
+        rng = random.Random(2)
+        for step in range(10):
+            say(store, "alice", rng, step)
+        store.search_messages("alice", "garden")
+        conversation = store.active_conversation("alice")
+        assert conversation is not None
+        with pytest.raises(StoreError), store.transaction():
+            ghost = store.insert_message("alice", conversation.id, Role.USER, "zanzibar ferry", NOW)
+            assert [m.id for m, _ in store.search_messages("alice", "zanzibar")] == [ghost.id]  # its own writes
+            raise StoreError("undo")
+        assert store.search_messages("alice", "zanzibar") == []
+        for query in QUERIES:
+            assert same(found(store, "alice", query), oracle(store, "alice", query)), query
+    finally:
+        store.close()
