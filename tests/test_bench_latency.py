@@ -22,7 +22,15 @@ def pg_url() -> Any:
 @pytest.mark.postgres
 def test_sizes_and_tenants_on_both_stores(pg_url: str) -> None:
     report = latency.run(
-        [120], queries=4, chroma=False, pool=12, ingest_turns=0, postgres=pg_url, tenants=[(3, 5)], tenant_searches=4
+        [120],
+        queries=4,
+        chroma=False,
+        pool=12,
+        ingest_turns=0,
+        postgres=pg_url,
+        tenants=[(3, 5)],
+        tenant_searches=4,
+        message_search=30,
     )
     sqlite, postgres = report["sizes"]
     assert (sqlite["store"], postgres["store"]) == ("sqlite", "postgres")
@@ -38,6 +46,10 @@ def test_sizes_and_tenants_on_both_stores(pg_url: str) -> None:
     text = latency.format_report(report)
     assert "PostgreSQL ÷ SQLite p95" in text and "Many tenants on PostgreSQL" in text and "first pass" in text
     assert "scans that read another user's rows: 0" in text
+    lite_messages, pg_messages = report["message_search"]
+    assert (lite_messages["store"], pg_messages["store"], pg_messages["messages"]) == ("sqlite", "postgres", 30)
+    assert pg_messages["search"]["p95_ms"] > 0 and pg_messages["every_message"]["p95_ms"] > 0
+    assert "every_message" not in lite_messages and "every message ÷ search" in text
 
 
 def test_tenants_are_written_users_x_each() -> None:

@@ -284,11 +284,14 @@ def run(
     postgres_max: int = 100_000,
     tenants: Sequence[tuple[int, int]] = (),
     tenant_searches: int = 200,
+    message_search: int = 0,
     progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
     """Every figure for SQLite, and (with ``postgres``, a URL) the same for PostgreSQL in the same run (sizes up
     to ``postgres_max``), then ``tenants`` ((users, memories each) on PostgreSQL); ``progress(done, total)``
-    after each step."""
+    after each step; ``message_search``: the write path's search of earlier messages at a user with that many
+    messages, on both stores."""
+    from narrative.bench import message_search as messages_bench
     from narrative.bench import tenants as tenant_bench
 
     steps = 1 + len(sizes) + (len(tenants) if postgres else 0)
@@ -303,6 +306,7 @@ def run(
         else [],
         "sizes": [],
         "tenants": [],
+        "message_search": messages_bench.measure(workdir, message_search, postgres) if message_search else [],
     }
     if not sizes and not (postgres and tenants):
         return report
@@ -366,6 +370,10 @@ def format_report(report: dict[str, Any]) -> str:
         lines += _size_lines(report)
     if report.get("tenants"):
         lines += ["", *tenant_bench.format_rows(report["tenants"])]
+    if report.get("message_search"):
+        from narrative.bench import message_search as messages_bench
+
+        lines += ["", *messages_bench.format_rows(report["message_search"])]
     return "\n".join(lines)
 
 

@@ -108,6 +108,12 @@ def bench_routing(ctx: Context, path: str, keep: str | None) -> None:
 )
 @click.option("--tenant-searches", default=200, show_default=True, help="Searches by random users per --tenants.")
 @click.option("--ingest-turns", default=400, show_default=True, help="Turns of the ingest bench (0: skip it).")
+@click.option(
+    "--message-search",
+    default=0,
+    show_default=True,
+    help="Time the write path's search of earlier messages at a user with this many messages (0: skip it).",
+)
 @json_option
 @pass_ctx
 def bench_latency(
@@ -120,6 +126,7 @@ def bench_latency(
     tenants: str,
     tenant_searches: int,
     ingest_turns: int,
+    message_search: int,
 ) -> None:
     from contextlib import nullcontext
 
@@ -154,6 +161,7 @@ def bench_latency(
             tenants=[(spec[0], spec[1]) for spec in many],
             tenant_searches=tenant_searches,
             ingest_turns=ingest_turns,
+            message_search=message_search,
             progress=report_progress,
         )
     ctx.emit(report, lambda: latency.format_report(report))
