@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from narrative.errors import ConversationAlreadyActive, SealedNarrative, StoreError
-from narrative.model import ConversationStatus, MemoryItem, Role, Source, Stream
+from narrative.model import ConversationStatus, LinkKind, LinkOrigin, MemoryItem, MemoryLink, Role, Source, Stream
 from narrative.store.sqlite import SqliteStore
 from narrative.store.sqlite.base import MIGRATIONS_PACKAGE, migration_names
 
@@ -234,6 +234,23 @@ def test_keyword_search_over_messages(store: SqliteStore, alice: str) -> None:
     found = store.search_messages(alice, "hello")
     assert [m.id for m, _ in found] == [hello.id]
     assert [m.speaker for m, _ in store.search_messages(alice, "rock")] == ["rock"]  # speaker is indexed
+
+
+def test_links_are_stored_once_and_only_between_the_user_s_own_memories(store: SqliteStore, alice: str) -> None:
+    store.ensure_user("bob", NOW)
+    a, b, c = (store.insert_memory(memory(alice, f"alice note {i}", i)).id for i in range(3))
+    theirs = store.insert_memory(memory("bob", "bob's note")).id
+
+    def link(memory_id: int, linked_id: int, user: str = alice) -> MemoryLink:
+        return MemoryLink(user, memory_id, linked_id, LinkKind.SAME_IDEA, LinkOrigin.RULE, NOW)
+
+    assert store.insert_memory_links([link(b, a), link(c, a), link(b, a)]) == 2  # a repeat in one call: once
+    assert store.insert_memory_links([link(c, a), link(c, b)]) == 1
+    for bad in ([link(c, theirs)], [link(a, a)], [link(c, b), link(theirs, a, "bob")]):
+        with pytest.raises(StoreError):
+            store.insert_memory_links(bad)
+    assert {(k.memory_id, k.linked_id) for k in store.memory_links(alice)} == {(b, a), (c, a), (c, b)}
+    assert store.memory_links("bob") == []
 
 
 def test_keyword_search_never_crosses_users(store: SqliteStore, alice: str) -> None:

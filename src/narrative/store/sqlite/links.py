@@ -47,29 +47,42 @@ class LinkRows(SqliteBase):
 
     def insert_memory_links(self, links: Sequence[MemoryLink]) -> int:
         """Insert the links not stored yet (same two memories, same kind); both ends must be the user's."""
+        if not links:
+            return 0
         added = 0
         with self.transaction():
+            owned: set[tuple[str, int]] = set()  # (user, memory id) of every end that is the user's
+            for user_id in dict.fromkeys(link.user_id for link in links):
+                mine = [e for link in links if link.user_id == user_id for e in (link.memory_id, link.linked_id)]
+                for chunk in _chunks(mine):
+                    rows = self._all(
+                        f"SELECT id FROM memories WHERE user_id = ? AND id IN ({placeholders(chunk)})",
+                        [user_id, *chunk],
+                    )
+                    owned.update((user_id, int(r[0])) for r in rows)
             for link in links:
-                ends = {link.memory_id, link.linked_id}
-                owned = self._one(
-                    f"SELECT COUNT(*) FROM memories WHERE user_id = ? AND id IN ({placeholders(list(ends))})",
-                    [link.user_id, *ends],
-                )
-                if link.memory_id == link.linked_id or owned is None or int(owned[0]) != 2:
+                ends = {(link.user_id, link.memory_id), (link.user_id, link.linked_id)}
+                if link.memory_id == link.linked_id or not ends <= owned:
                     raise StoreError(f"cannot link memory {link.memory_id} to {link.linked_id}")
+            for start in range(0, len(links), _CHUNK // 8):  # one statement per chunk (8 values a link)
+                chunk_links = links[start : start + _CHUNK // 8]
                 added += self._exec(
                     "INSERT OR IGNORE INTO memory_links(memory_id, linked_id, kind, user_id, origin, score, reason,"
-                    " created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        link.memory_id,
-                        link.linked_id,
-                        link.kind.value,
-                        link.user_id,
-                        link.origin.value,
-                        link.score,
-                        link.reason,
-                        to_text(link.created_at),
-                    ),
+                    " created_at) VALUES " + ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?)"] * len(chunk_links)),
+                    [
+                        value
+                        for link in chunk_links
+                        for value in (
+                            link.memory_id,
+                            link.linked_id,
+                            link.kind.value,
+                            link.user_id,
+                            link.origin.value,
+                            link.score,
+                            link.reason,
+                            to_text(link.created_at),
+                        )
+                    ],
                 ).rowcount
         return added
 

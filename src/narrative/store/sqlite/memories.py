@@ -190,9 +190,11 @@ class MemoryRows(SqliteBase):
                     " ORDER BY position",
                     [memory.user_id, *ids],
                 )
-                for message_id, _ in sources:
+                if sources:  # one statement for all of them (on PostgreSQL each statement costs a send)
                     self._exec(
-                        "INSERT INTO memory_sources(memory_id, message_id) VALUES (?, ?)", (row["id"], message_id)
+                        "INSERT INTO memory_sources(memory_id, message_id) VALUES "
+                        + ", ".join(["(?, ?)"] * len(sources)),
+                        [value for message_id, _ in sources for value in (row["id"], message_id)],
                     )
         if row["id"] is None:
             raise StoreError("insert returned no id")
