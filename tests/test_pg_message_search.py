@@ -42,7 +42,9 @@ def found(store: PostgresStore, user: str, query: str, limit: int = 20) -> list[
 
 
 def same(a: list[tuple[int, float]], b: list[tuple[int, float]]) -> bool:
-    return [i for i, _ in a] == [i for i, _ in b] and all(abs(x - y) < 1e-6 for (_, x), (_, y) in zip(a, b))
+    if [i for i, _ in a] != [i for i, _ in b]:
+        return False
+    return all(abs(x - y) < 1e-6 for (_, x), (_, y) in zip(a, b, strict=True))
 
 
 def say(store: PostgresStore, user: str, rng: random.Random, step: int) -> int:

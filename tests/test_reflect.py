@@ -21,7 +21,7 @@ from narrative.model import MemoryItem, ReflectionDetails, Retention, Source, St
 from narrative.text import patterns as P
 from narrative.text.words import restated_in
 from narrative.write import reflect
-from narrative.write.turn import TurnResult
+from narrative.write.turn_types import TurnResult
 
 QUESTION = "Which map library should the garden app use for the plot map?"
 DECISION = "We decided to use MapLibre instead of Leaflet for the plot map because it is free."

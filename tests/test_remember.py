@@ -36,7 +36,7 @@ from narrative.model import (
 from narrative.store.filters import MemoryFilter
 from narrative.write import narrate
 from narrative.write.extract import HeuristicExtractor, TurnExtraction
-from narrative.write.turn import TurnResult
+from narrative.write.turn_types import TurnResult
 
 
 def rows(mem: narrative.Memory, table: str, where: str = "1 = 1", params: tuple[Any, ...] = ()) -> list[Any]:

@@ -23,7 +23,7 @@ from narrative.read import scene
 from narrative.store.sqlite import SqliteStore
 from narrative.write import embedding, routing, storylines
 from narrative.write.routing import Candidate, RoutingInput, RoutingThresholds
-from narrative.write.turn import TurnResult
+from narrative.write.turn_types import TurnResult
 
 T = RoutingThresholds()
 T_REFRESH = narrative.Settings().routing_refresh_every

@@ -19,7 +19,7 @@ from conftest import FakeClock
 from narrative.model import Storyline, StorylineKind, StorylineStatus
 from narrative.write import embedding, routing, storylines
 from narrative.write.routing import Candidate, RoutingInput, RoutingThresholds
-from narrative.write.turn import TurnResult
+from narrative.write.turn_types import TurnResult
 
 T = RoutingThresholds()
 NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)

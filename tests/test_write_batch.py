@@ -24,7 +24,7 @@ from narrative.model import MemoryItem, Role, StorylineKind, StorylineStatus
 from narrative.providers.embed import HashingEmbedder
 from narrative.write import lifecycle
 from narrative.write.embedding import composed_summary
-from narrative.write.turn import TurnContext
+from narrative.write.turn_types import TurnContext
 
 GARDEN = [
     Turn("I'm planning a garden app with a plot map for the community garden.", speaker="maya"),

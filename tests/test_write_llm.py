@@ -22,7 +22,7 @@ import narrative
 from conftest import FakeClock
 from llm_server import RecordedRequest, Reply, ScriptedLLMServer, scripted_llm_server
 from narrative.model import ConversationDetails, DecisionDetails, EntityType, ResearchDetails, Stream
-from narrative.write.turn import TurnResult
+from narrative.write.turn_types import TurnResult
 
 llm_server = pytest.fixture(scripted_llm_server)
 PROVIDERS = ["ollama", "openai"]

@@ -14,7 +14,7 @@ from narrative.model import Binding, BindingKind
 from narrative.read import agenda
 from narrative.read.agenda import GoalReminder
 from narrative.write import bindings
-from narrative.write.turn import TurnResult
+from narrative.write.turn_types import TurnResult
 
 
 class Bindings:

@@ -24,7 +24,7 @@ from narrative.write.close import ConfirmResult, Part
 from narrative.write.compress import CloseTools, LLMCloseAssist, destination_for
 from narrative.write.embedding import TextVectors
 from narrative.write.preview import Preview
-from narrative.write.turn import ConversationEnd
+from narrative.write.turn_types import ConversationEnd
 
 
 class Closing:

@@ -83,7 +83,7 @@ if TYPE_CHECKING:
     from narrative.read.search import SearchHit
     from narrative.write.close import ConfirmResult
     from narrative.write.preview import Preview
-    from narrative.write.turn import TurnResult
+    from narrative.write.turn_types import TurnResult
 
 
 @validated

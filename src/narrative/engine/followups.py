@@ -16,7 +16,7 @@ from narrative.engine.decisions import Decisions
 from narrative.engine.research import Research
 from narrative.errors import NarrativeError
 from narrative.model import MemoryItem
-from narrative.write.turn import TurnResult
+from narrative.write.turn_types import TurnResult
 
 log = logging.getLogger("narrative.write")
 

@@ -13,7 +13,8 @@ from narrative.engine.core import Runtime
 from narrative.model import Message, Role
 from narrative.write import embedding, lifecycle
 from narrative.write.embedding import TurnVectors
-from narrative.write.turn import TurnContext, TurnResult, TurnWriter, WriteSettings
+from narrative.write.turn import TurnWriter
+from narrative.write.turn_types import TurnContext, TurnResult, WriteSettings
 
 if TYPE_CHECKING:
     from narrative.engine.followups import Followups

@@ -60,7 +60,7 @@ from narrative.write.compress import (
 from narrative.write.preview import Preview
 
 if TYPE_CHECKING:
-    from narrative.write.turn import ConversationEnd
+    from narrative.write.turn_types import ConversationEnd
 
 # --- building the preview ----------------------------------------------------------------------
 

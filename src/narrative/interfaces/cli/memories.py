@@ -18,7 +18,7 @@ from narrative.model import EventKind, MemoryEvent, MemoryItem, Narrative
 if TYPE_CHECKING:
     from narrative.read.listing import Listed
     from narrative.read.search import SearchHit
-    from narrative.write.turn import TurnResult
+    from narrative.write.turn_types import TurnResult
 
 
 def _memory_line(m: MemoryItem, indent: str = "") -> str:
