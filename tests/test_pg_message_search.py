@@ -5,10 +5,13 @@ transaction that rolls back added."""
 from __future__ import annotations
 
 import random
+import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from conftest import pg_server
 from narrative.errors import StoreError
@@ -128,3 +131,54 @@ def test_what_a_rolled_back_transaction_wrote_is_not_found_afterwards(url: str) 
             assert same(found(store, "alice", query), oracle(store, "alice", query)), query
     finally:
         store.close()
+
+
+OPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("say"), st.lists(st.sampled_from(WORDS), min_size=1, max_size=6)),
+        st.tuples(st.just("delete"), st.integers(0, 5)),
+        st.tuples(st.just("undone"), st.lists(st.sampled_from(WORDS), min_size=1, max_size=3)),
+        st.tuples(st.just("search"), st.sampled_from(QUERIES)),
+    ),
+    max_size=14,
+)
+
+
+@pytest.fixture(scope="module")
+def shared_url() -> Any:
+    server = pg_server()
+    url = server.fresh_schema()
+    yield url
+    server.release(url)
+
+
+@settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(ops=OPS)
+def test_any_sequence_of_writes_deletes_and_rollbacks_answers_as_a_search_over_every_message(
+    shared_url: str, ops: list[tuple[str, Any]]
+) -> None:
+    """Index against oracle: whatever happened, the held index answers as BM25 over every message read now."""
+    mine, other = PostgresStore(shared_url), PostgresStore(shared_url)
+    user = f"u{uuid.uuid4().hex}"
+    try:
+        mine.ensure_user(user, NOW)
+        conversation = mine.insert_conversation(user, NOW)
+        written: list[int] = []
+        for step, (kind, value) in enumerate(ops):
+            writer = (mine, other)[step % 2]
+            if kind == "say":
+                when = NOW + timedelta(minutes=step)
+                written.append(writer.insert_message(user, conversation.id, Role.USER, " ".join(value), when).id)
+            elif kind == "delete" and written:
+                writer.delete_messages(user, [written.pop(value % len(written))])
+            elif kind == "undone":
+                with pytest.raises(StoreError), mine.transaction():
+                    mine.insert_message(user, conversation.id, Role.USER, " ".join(value), NOW)
+                    mine.search_messages(user, value[0])  # the index takes the row from inside the transaction
+                    raise StoreError("undo")
+            mine.search_messages(user, value if kind == "search" else "lisbon")  # the index holds what it read
+        for query in QUERIES:
+            assert same(found(mine, user, query), oracle(mine, user, query)), query
+    finally:
+        mine.close()
+        other.close()
