@@ -35,7 +35,7 @@ def test_sizes_and_tenants_on_both_stores(pg_url: str) -> None:
     sqlite, postgres = report["sizes"]
     assert (sqlite["store"], postgres["store"]) == ("sqlite", "postgres")
     for row in (sqlite, postgres):
-        assert row["recall@10"] == 1.0  # exact search at this size
+        assert row["recall@10"] == 1.0 and row["within_0.005@10"] == 1.0  # exact search at this size
         assert row["hybrid"]["p95_ms"] >= row["hybrid"]["p50_ms"] > 0
         assert row["kb_per_memory_above_model"] is not None and row["index_s"] >= 0
         assert row["first_pass"]["p95_ms"] > 0 and row["hybrid+embedding"]["p95_ms"] > 0  # both passes timed
@@ -44,6 +44,7 @@ def test_sizes_and_tenants_on_both_stores(pg_url: str) -> None:
     assert tenants["memories"] == 15 and tenants["plans"]["foreign"] == 0
     assert tenants["plans"]["max_rows_read"] <= 5 and tenants["plans"]["scans"] == {"primary key": 4}
     text = latency.format_report(report)
+    assert "of its hits within 0.005 of the exact 10th's cosine" in text
     assert "PostgreSQL ÷ SQLite p95" in text and "Many tenants on PostgreSQL" in text and "first pass" in text
     assert "scans that read another user's rows: 0" in text
     lite_messages, pg_messages = report["message_search"]

@@ -404,6 +404,7 @@ def _size_lines(report: dict[str, Any]) -> list[str]:
             lines.append(f"{row['memories']:>9} ratio chroma/narrative vector p95 = {ratio:.2f}×")
         lines.append(
             f"{head} vector recall@10 against exact search {row['recall@10']}"
+            f" ({row['within_0.005@10']} of its hits within 0.005 of the exact 10th's cosine)"
             + (
                 f"; plan: {', '.join(row['plan']['indexes'])}, {row['plan']['rows_read']} rows read"
                 if "plan" in row
