@@ -135,6 +135,8 @@ class PostgresSearch(PostgresBase):
     def _messages_of(self, user_id: str, outermost: bool) -> _HeldMessages:
         """The user's messages as of now: the held ones and those written since (read again from scratch when
         the count or the sum of ids says that held rows went or rows came in below the highest id held)."""
+        if outermost:
+            self._messages_dirty = False  # whatever was taken inside earlier transactions is settled
         held = self._held_messages.get(user_id)
         for mark in ([held.highest] if held is not None else []) + [_LOWEST]:
             rows = self._all(_MESSAGES_AFTER, (user_id, user_id, mark))
