@@ -22,6 +22,8 @@ from narrative.store.keyword_index import KeywordIndex, query_terms
 SEARCHES = 20
 LIMIT = 40  # what the write path asks for (8 × its candidates)
 SENTENCES = 6  # per message: about 300 characters
+BATCH = 64  # messages per transaction, as remember_many writes them (one conversation row updated per message
+# grows a chain of row versions inside a transaction: thousands in one transaction cost PostgreSQL quadratic time)
 
 
 def measure(workdir: Path, messages: int, postgres: str | None, searches: int = SEARCHES) -> list[dict[str, Any]]:
@@ -39,12 +41,13 @@ def _measure_one(workdir: Path, messages: int, url: str | None, searches: int) -
         store.ensure_user(user, now)
         texts = random.Random(messages)
         started = time.perf_counter()
-        with store.transaction():
-            conversation = store.insert_conversation(user, now)
-            for i in range(messages):
-                text = " ".join(sentence(texts) for _ in range(SENTENCES))
-                role = Role.USER if i % 2 == 0 else Role.ASSISTANT
-                store.insert_message(user, conversation.id, role, text, now + timedelta(seconds=i))
+        conversation = store.insert_conversation(user, now)
+        for start in range(0, messages, BATCH):  # transactions the size of remember_many's
+            with store.transaction():
+                for i in range(start, min(messages, start + BATCH)):
+                    text = " ".join(sentence(texts) for _ in range(SENTENCES))
+                    role = Role.USER if i % 2 == 0 else Role.ASSISTANT
+                    store.insert_message(user, conversation.id, role, text, now + timedelta(seconds=i))
         build = time.perf_counter() - started
         queries = [sentence(random.Random(messages + 1 + i)) for i in range(searches + 1)]
         row: dict[str, Any] = {"store": "postgres" if url else "sqlite", "messages": messages}
