@@ -16,7 +16,15 @@ from conftest import FakeClock
 from narrative.model import Stream
 from narrative.providers.embed import MiniLMEmbedder
 from narrative.store.filters import MemoryFilter
-from narrative.text.passages import ONE_PASSAGE_TOKENS, TARGET_TOKENS, approx_tokens, split_passages
+from narrative.text.passages import (
+    _PIECES,
+    ONE_PASSAGE_TOKENS,
+    TARGET_TOKENS,
+    _Costs,
+    approx_tokens,
+    more_tokens_than,
+    split_passages,
+)
 
 
 def long_reply(paragraphs: int = 30) -> str:
@@ -63,6 +71,27 @@ def test_passages_cover_every_word_in_order_within_the_size(text: str) -> None:
 
 
 # --- storing and searching ----------------------------------------------------------------------------------
+
+
+PROSE = st.text(
+    alphabet=st.sampled_from(list("ab xyz 09.,!?-*#`~\n\t é😀—()\"'")) | st.characters(), min_size=0, max_size=600
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(PROSE, st.data())
+def test_a_span_between_two_pieces_costs_what_counting_it_alone_says(text: str, data: st.DataObject) -> None:
+    """The splitter prices spans from the text's pieces read once; a span read on its own must agree (and a span
+    that starts or ends inside a piece is read on its own)."""
+    costs = _Costs(text)
+    edges = sorted({0, len(text), *(m.start() for m in _PIECES.finditer(text))})
+    for _ in range(20):
+        a = data.draw(st.sampled_from(edges) | st.integers(0, len(text)))
+        b = data.draw(st.sampled_from(edges) | st.integers(0, len(text)))
+        a, b = min(a, b), max(a, b)
+        assert costs(a, b) == approx_tokens(text[a:b])
+    for limit in (0, 1, 5, 80, 10_000):
+        assert more_tokens_than(text, limit) == (approx_tokens(text) > limit)
 
 
 def test_every_processed_message_has_passages_with_vectors(smem: narrative.Memory) -> None:

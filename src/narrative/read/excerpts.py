@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from narrative.store.keyword_index import terms
-from narrative.text.passages import TARGET_TOKENS, Span, approx_tokens, split_passages
+from narrative.text.passages import TARGET_TOKENS, Span, approx_tokens, more_tokens_than, split_passages
 
 #: An excerpt is at most about this many tokens: half a passage.
 EXCERPT_TOKENS = TARGET_TOKENS // 2
@@ -28,7 +28,7 @@ ELLIPSIS = "…"
 def excerpt_of(text: str, words: Collection[str], limit: int = EXCERPT_TOKENS) -> str:
     """``text`` whole when it fits in ``limit`` tokens, else its pieces that hold the most of ``words`` (stemmed
     query terms, see :func:`narrative.store.keyword_index.query_terms`), in order, ``…`` marking what is left out."""
-    if approx_tokens(text) <= limit:
+    if not more_tokens_than(text, limit):
         return text
     pieces = split_passages(text, target=max(1, limit // 2), whole=max(1, limit // 2))
     chosen = _chosen(text, pieces, set(words), limit)

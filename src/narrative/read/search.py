@@ -38,7 +38,7 @@ from narrative.store.filters import MemoryFilter
 from narrative.store.keyword_index import query_terms
 from narrative.store.protocol import Store
 from narrative.text.lines import turn_line
-from narrative.text.passages import approx_tokens
+from narrative.text.passages import more_tokens_than
 from narrative.text.when import Period, named_period
 from narrative.text.words import topic_text
 
@@ -531,7 +531,7 @@ def _text(memory: MemoryItem, shown: Sequence[int], view: _Shown, unit: Unit) ->
     of it, and a turn longer than an excerpt by its excerpt (see :mod:`narrative.read.excerpts`)."""
     messages, passages = view.messages, view.passages
     long = memory.stream is Stream.CONVERSATION and any(
-        m in messages and approx_tokens(messages[m].content) > EXCERPT_TOKENS for m in shown
+        m in messages and more_tokens_than(messages[m].content, EXCERPT_TOKENS) for m in shown
     )
     if unit.passage is None and not long and not any(m in passages for m in shown):
         return shown_text(memory, shown, messages)

@@ -24,7 +24,15 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-__all__ = ["ONE_PASSAGE_TOKENS", "TARGET_TOKENS", "Span", "approx_tokens", "excerpt", "split_passages"]
+__all__ = [
+    "ONE_PASSAGE_TOKENS",
+    "TARGET_TOKENS",
+    "Span",
+    "approx_tokens",
+    "excerpt",
+    "more_tokens_than",
+    "split_passages",
+]
 
 #: A message of at most this many (approximate) tokens is one passage: the model reads it whole.
 ONE_PASSAGE_TOKENS = 200
@@ -50,18 +58,54 @@ def approx_tokens(text: str) -> int:
     """Tokens ``text`` would cost a BPE-style tokenizer, estimated on the high side (see tokens.py's rules)."""
     total = 0
     for match in _PIECES.finditer(text):
-        space, word, digits, punct, _other = match.groups()
-        if space is not None:
-            total += 1 if "\n" in space or len(space) > 1 else 0
-        elif word is not None:
-            total += 1 if len(word) <= 7 else 1 + (len(word) - 4) // 4
-        elif digits is not None:
-            total += -(-len(digits) // 3)
-        elif punct is not None:
-            total += -(-len(punct) // 3)
-        else:
-            total += 2 if ord(match.group(0)) > 0xFFFF else 1
+        total += _cost(match)
     return total
+
+
+def more_tokens_than(text: str, limit: int) -> bool:
+    """``approx_tokens(text) > limit``, reading no further than the piece that crosses ``limit`` (a long message
+    asked whether it is longer than an excerpt is not counted to its end)."""
+    total = 0
+    for match in _PIECES.finditer(text):
+        total += _cost(match)
+        if total > limit:
+            return True
+    return False
+
+
+def _cost(match: re.Match[str]) -> int:
+    """What one piece costs: a whitespace run, a word, digits, punctuation, or another character."""
+    space, word, digits, punct, _other = match.groups()
+    if space is not None:
+        return 1 if "\n" in space or len(space) > 1 else 0
+    if word is not None:
+        return 1 if len(word) <= 7 else 1 + (len(word) - 4) // 4
+    if digits is not None:
+        return -(-len(digits) // 3)
+    if punct is not None:
+        return -(-len(punct) // 3)
+    return 2 if ord(match.group(0)) > 0xFFFF else 1
+
+
+class _Costs:
+    """:func:`approx_tokens` of any span of one text in constant time: the text's pieces are read once, and a span
+    from one piece's start to another's costs the pieces between them (reading the span alone finds the same
+    pieces). A span that starts or ends inside a piece is read on its own."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.at: dict[int, int] = {}  # a piece's start (and the text's end) → its index
+        self.before = [0]  # cost of the pieces before each index
+        for index, match in enumerate(_PIECES.finditer(text)):
+            self.at[match.start()] = index
+            self.before.append(self.before[-1] + _cost(match))
+        self.at[len(text)] = len(self.before) - 1
+
+    def __call__(self, start: int, end: int) -> int:
+        first, last = self.at.get(start), self.at.get(end)
+        if first is None or last is None:
+            return approx_tokens(self.text[start:end])
+        return self.before[last] - self.before[first]
 
 
 def split_passages(text: str, target: int = TARGET_TOKENS, whole: int = ONE_PASSAGE_TOKENS) -> list[Span]:
@@ -69,10 +113,11 @@ def split_passages(text: str, target: int = TARGET_TOKENS, whole: int = ONE_PASS
     trimmed = _trim(text, 0, len(text))
     if trimmed is None:
         return [Span(0, len(text))]
-    if approx_tokens(text[trimmed.start : trimmed.end]) <= whole:
+    costs = _Costs(text)
+    if costs(trimmed.start, trimmed.end) <= whole:
         return [trimmed]
-    pieces = [p for block in _blocks(text) for p in _fit(text, block, target)]
-    return _pack(text, pieces, target)
+    pieces = [p for block in _blocks(text) for p in _fit(costs, block, target)]
+    return _pack(costs, pieces, target)
 
 
 def excerpt(text: str) -> str:
@@ -120,10 +165,11 @@ def _prose_blocks(text: str, start: int, end: int) -> Iterator[tuple[Span, bool]
             yield span, False
 
 
-def _fit(text: str, block: tuple[Span, bool], target: int) -> Iterator[Span]:
+def _fit(costs: _Costs, block: tuple[Span, bool], target: int) -> Iterator[Span]:
     """A block as pieces of at most ``target`` tokens: itself, else its sentences (lines for code), else words."""
     span, code = block
-    if approx_tokens(text[span.start : span.end]) <= target:
+    text = costs.text
+    if costs(span.start, span.end) <= target:
         yield span
         return
     inner = text[span.start : span.end]
@@ -133,25 +179,26 @@ def _fit(text: str, block: tuple[Span, bool], target: int) -> Iterator[Span]:
         piece = _trim(text, a, b)
         if piece is None:
             continue
-        if approx_tokens(text[piece.start : piece.end]) <= target:
+        if costs(piece.start, piece.end) <= target:
             yield piece
         else:
-            yield from _by_words(text, piece, target)
+            yield from _by_words(costs, piece, target)
 
 
-def _by_words(text: str, span: Span, target: int) -> Iterator[Span]:
+def _by_words(costs: _Costs, span: Span, target: int) -> Iterator[Span]:
     """A run with no sentence or line break to cut at: cut between words (or anywhere, for one huge word)."""
+    text = costs.text
     start, spent, last_gap = span.start, 0, None
     position = span.start
     for match in _PIECES.finditer(text, span.start, span.end):
-        cost = approx_tokens(match.group(0))
+        cost = costs(match.start(), match.end())
         if spent + cost > target and position > start:
             cut = last_gap if last_gap is not None and last_gap > start else position
             piece = _trim(text, start, cut)
             if piece is not None:
                 yield piece
             start, last_gap = cut, None
-            spent = approx_tokens(text[start : match.start()])
+            spent = costs(start, match.start())
         spent += cost
         if match.group(1) is not None:
             last_gap = match.end()
@@ -161,11 +208,11 @@ def _by_words(text: str, span: Span, target: int) -> Iterator[Span]:
         yield piece
 
 
-def _pack(text: str, pieces: list[Span], target: int) -> list[Span]:
+def _pack(costs: _Costs, pieces: list[Span], target: int) -> list[Span]:
     """Consecutive pieces joined while they fit in ``target`` tokens (a span covers the text between them)."""
     packed: list[Span] = []
     for piece in pieces:
-        if packed and approx_tokens(text[packed[-1].start : piece.end]) <= target:
+        if packed and costs(packed[-1].start, piece.end) <= target:
             packed[-1] = Span(packed[-1].start, piece.end)
         else:
             packed.append(piece)
