@@ -45,6 +45,13 @@ def test_a_text_found_by_meaning_alone_is_shown_from_its_beginning() -> None:
     assert approx_tokens(shown) <= EXCERPT_TOKENS + 2
 
 
+def test_two_pieces_of_one_run_shown_side_by_side_are_joined_as_they_were() -> None:
+    text = ":".join(["0"] * 41)  # no whitespace anywhere: the pieces are cut out of one run
+    shown = excerpt_of(text, [])
+    assert shown.endswith(ELLIPSIS) and " " not in shown.removesuffix(f" {ELLIPSIS}")
+    assert text.startswith(shown.removesuffix(f" {ELLIPSIS}"))
+
+
 @settings(max_examples=150, deadline=None)
 @given(st.text(min_size=0, max_size=3000), st.lists(st.sampled_from(["step", "blue", "the", "x", "1"]), max_size=3))
 def test_an_excerpt_is_pieces_of_the_text_in_order_within_the_size(text: str, words: list[str]) -> None:
@@ -52,10 +59,10 @@ def test_an_excerpt_is_pieces_of_the_text_in_order_within_the_size(text: str, wo
     if approx_tokens(text) <= EXCERPT_TOKENS:
         assert shown == text
         return
-    position = 0
-    for piece in (p.strip() for p in shown.split(ELLIPSIS)):
+    position, plain = 0, " ".join(text.split())  # two pieces shown side by side are joined by one space
+    for piece in (" ".join(p.split()) for p in shown.split(ELLIPSIS)):
         if piece:
-            found = text.find(piece, position)
+            found = plain.find(piece, position)
             assert found >= 0  # every piece is the text's own, in the text's order
             position = found + len(piece)
     assert approx_tokens(shown.replace(ELLIPSIS, "")) <= EXCERPT_TOKENS

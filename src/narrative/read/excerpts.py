@@ -32,14 +32,17 @@ def excerpt_of(text: str, words: Collection[str], limit: int = EXCERPT_TOKENS) -
         return text
     pieces = split_passages(text, target=max(1, limit // 2), whole=max(1, limit // 2))
     chosen = _chosen(text, pieces, set(words), limit)
-    parts: list[str] = []
+    shown = ""
     last_end = 0
     for index in sorted(chosen):
         piece = pieces[index]
-        left_out = text[last_end : piece.start].strip()  # text between this piece and the one shown before it
-        parts.append(f"{ELLIPSIS} {text[piece.start : piece.end]}" if left_out else text[piece.start : piece.end])
+        between = text[last_end : piece.start]  # the text between this piece and the one shown before it
+        if between.strip():
+            shown += f" {ELLIPSIS} " if shown else f"{ELLIPSIS} "
+        elif shown and between:
+            shown += " "  # whitespace between two pieces shown: one space
+        shown += text[piece.start : piece.end]  # nothing between them (a long run cut in two): joined as it was
         last_end = piece.end
-    shown = " ".join(parts)
     return f"{shown} {ELLIPSIS}" if text[last_end:].strip() else shown
 
 
