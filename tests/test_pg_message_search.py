@@ -85,52 +85,59 @@ def test_answers_match_a_search_over_every_message_while_other_processes_write_a
         other.close()
 
 
-def test_a_second_search_reads_only_the_messages_written_since(url: str) -> None:
+@pytest.fixture
+def alice(url: str) -> Any:
+    """A store with the user alice (who says things through :func:`said` and :func:`say`)."""
     store = PostgresStore(url)
     try:
         store.ensure_user("alice", NOW)
-        rng = random.Random(1)
-        for step in range(40):
-            say(store, "alice", rng, step)
-        read: list[int] = []
-        original = store._all
-
-        def counting(sql: str, params: Any = ()) -> list[Any]:
-            rows = original(sql, params)
-            if "UNION ALL SELECT 1, id" in sql:
-                read.append(len(rows) - 1)  # the messages read, after the head row
-            return rows
-
-        store._all = counting  # type: ignore[method-assign]
-        store.search_messages("alice", "lisbon")
-        say(store, "alice", rng, 41)
-        say(store, "alice", rng, 42)
-        store.search_messages("alice", "lisbon")
-        store.search_messages("alice", "berlin")
-        assert read == [40, 2, 0]
+        yield store
     finally:
         store.close()
 
 
-def test_what_a_rolled_back_transaction_wrote_is_not_found_afterwards(url: str) -> None:
-    store = PostgresStore(url)
-    try:
-        store.ensure_user("alice", NOW)
-        rng = random.Random(2)
-        for step in range(10):
-            say(store, "alice", rng, step)
-        store.search_messages("alice", "garden")
-        conversation = store.active_conversation("alice")
-        assert conversation is not None
-        with pytest.raises(StoreError), store.transaction():
-            ghost = store.insert_message("alice", conversation.id, Role.USER, "zanzibar ferry", NOW)
-            assert [m.id for m, _ in store.search_messages("alice", "zanzibar")] == [ghost.id]  # its own writes
-            raise StoreError("undo")
-        assert store.search_messages("alice", "zanzibar") == []
-        for query in QUERIES:
-            assert same(found(store, "alice", query), oracle(store, "alice", query)), query
-    finally:
-        store.close()
+def said(store: PostgresStore, count: int, seed: int) -> random.Random:
+    """``count`` messages of alice's; the generator that wrote them, to write more."""
+    rng = random.Random(seed)
+    for step in range(count):
+        say(store, "alice", rng, step)
+    return rng
+
+
+def test_a_second_search_reads_only_the_messages_written_since(alice: PostgresStore) -> None:
+    store = alice
+    rng = said(store, 40, seed=1)
+    read: list[int] = []
+    original = store._all
+
+    def counting(sql: str, params: Any = ()) -> list[Any]:
+        rows = original(sql, params)
+        if "UNION ALL SELECT 1, id" in sql:
+            read.append(len(rows) - 1)  # the messages read, after the head row
+        return rows
+
+    store._all = counting  # type: ignore[method-assign]
+    store.search_messages("alice", "lisbon")
+    say(store, "alice", rng, 41)
+    say(store, "alice", rng, 42)
+    store.search_messages("alice", "lisbon")
+    store.search_messages("alice", "berlin")
+    assert read == [40, 2, 0]
+
+
+def test_what_a_rolled_back_transaction_wrote_is_not_found_afterwards(alice: PostgresStore) -> None:
+    store = alice
+    said(store, 10, seed=2)
+    store.search_messages("alice", "garden")
+    conversation = store.active_conversation("alice")
+    assert conversation is not None
+    with pytest.raises(StoreError), store.transaction():
+        ghost = store.insert_message("alice", conversation.id, Role.USER, "zanzibar ferry", NOW)
+        assert [m.id for m, _ in store.search_messages("alice", "zanzibar")] == [ghost.id]  # its own writes
+        raise StoreError("undo")
+    assert store.search_messages("alice", "zanzibar") == []
+    for query in QUERIES:
+        assert same(found(store, "alice", query), oracle(store, "alice", query)), query
 
 
 OPS = st.lists(
