@@ -59,3 +59,13 @@ def test_tenants_are_written_users_x_each() -> None:
     _register()
     result = CliRunner().invoke(cli, ["bench", "latency", "--memories", "", "--ingest-turns", "0", "--tenants", "10"])
     assert result.exit_code != 0 and "USERSxEACH" in result.output
+
+
+def test_a_negative_message_search_size_is_refused_by_name() -> None:
+    from narrative.interfaces.cli import _register, cli
+
+    _register()
+    result = CliRunner().invoke(
+        cli, ["bench", "latency", "--memories", "", "--ingest-turns", "0", "--message-search", "-1"]
+    )
+    assert result.exit_code == 2 and "--message-search" in result.output

@@ -111,6 +111,7 @@ def bench_routing(ctx: Context, path: str, keep: str | None) -> None:
 @click.option(
     "--message-search",
     default=0,
+    type=click.IntRange(min=0),
     show_default=True,
     help="Time the write path's search of earlier messages at a user with this many messages (0: skip it).",
 )
