@@ -11,7 +11,8 @@ import pytest
 
 from conftest import pg_server
 from narrative.errors import EmbeddingMismatch
-from narrative.model import MemoryItem, Source, Stream
+from narrative.model import MemoryItem, Role, Source, Stream
+from narrative.store.filters import MemoryFilter
 from narrative.store.postgres import PostgresStore, vectors
 from narrative.store.postgres.vectors import user_index_name
 
@@ -134,3 +135,48 @@ def test_index_names_are_safe_for_any_user_id(pg: PostgresStore) -> None:
     query = np.random.default_rng(10).standard_normal(384).astype(np.float32)
     assert pg.explain_vector_search(odd, query, MODEL, k=5)["indexes"] == [user_index_name(odd)]
     assert len(set(i for i, _ in pg.vector_search(odd, query, MODEL, k=5)) & set(exact(rows, query, 5))) >= 4
+
+
+def passages_for(store: PostgresStore, user: str, count: int, seed: int) -> dict[int, np.ndarray]:
+    """``count`` passages (one message cut in ``count`` spans) with random unit vectors for ``user``."""
+    conversation = store.insert_conversation(user, NOW)
+    message = store.insert_message(user, conversation.id, Role.USER, "x" * count, NOW)
+    owner = store.insert_memory(
+        MemoryItem(0, user, Stream.CONVERSATION, Source.CONVERSATION, "x", importance=2, created_at=NOW)
+    )
+    made = store.insert_passages(user, message.id, owner.id, [(i, i + 1) for i in range(count)])
+    rows = np.random.default_rng(seed).standard_normal((count, 384)).astype(np.float32)
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    found = {p.id: v for p, v in zip(made, rows, strict=True)}
+    store.put_passage_vectors(user, MODEL, found)
+    return found
+
+
+def test_both_vector_searches_sent_together_answer_as_each_alone(pg: PostgresStore) -> None:
+    """One wait for the memory and the passage search: on every path (exact for a small user, a large user's
+    index, a large user this process has not searched yet, a filter) the answers are those of the two searches."""
+    query = np.random.default_rng(5).standard_normal(384).astype(np.float32)
+    for user, memories, passages in (("small", 30, 20), ("large", 300, 60), ("mixed", 300, 5)):
+        fill(pg, user, memories, seed=len(user))
+        passages_for(pg, user, passages, seed=memories + passages)
+    fresh = PostgresStore(pg.path)  # a process that knows no user's index yet
+    try:
+        for store in (fresh, pg, fresh):
+            for user in ("small", "large", "mixed"):
+                alone = (pg.vector_search(user, query, MODEL, k=12), pg.passage_vector_search(user, query, MODEL, k=12))
+                assert store.vector_search_memories_and_passages(user, query, MODEL, k=12) == alone, user
+        where = MemoryFilter(streams=(Stream.FACT,))
+        filtered = (
+            pg.vector_search("large", query, MODEL, 7, where),
+            pg.passage_vector_search("large", query, MODEL, 7, where),
+        )
+        assert fresh.vector_search_memories_and_passages("large", query, MODEL, 7, where) == filtered
+        assert filtered[0] and not filtered[1]  # the passages belong to a conversation memory
+        with pytest.raises(EmbeddingMismatch):
+            fresh.vector_search_memories_and_passages("large", query, "other:384", k=5)
+    finally:
+        fresh.close()
+
+
+def test_ef_search_grows_with_k_up_to_pgvector_s_maximum() -> None:
+    assert [vectors.ef_search(k) for k in (1, 10, 60, 100, 400, 501)] == [150, 150, 150, 250, 1000, 1000]

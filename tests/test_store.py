@@ -434,3 +434,19 @@ def test_a_locked_database_raises_store_error(store: SqliteStore, alice: str, db
 def test_count_rows_refuses_odd_table_names(store: SqliteStore) -> None:
     with pytest.raises(StoreError):
         store.count_rows("memories; DROP TABLE users")
+
+
+def test_briefs_and_conflicts_read_together_are_those_read_alone(store: SqliteStore, alice: str) -> None:
+    """A search reads its candidates' briefs and conflicts in one wait: the same as each read alone."""
+    store.ensure_user("bob", NOW)
+    a, b, c = (store.insert_memory(memory(alice, f"alice note {i}", i)).id for i in range(3))
+    theirs = store.insert_memory(memory("bob", "bob's note")).id
+    first = store.insert_conflict(alice, a, b, NOW, reason="both can't hold")
+    second = store.insert_conflict(alice, c, a, NOW, reason="moved since")
+    store.insert_conflict("bob", theirs, theirs, NOW)
+    assert first is not None and second is not None
+    for ids in ([a], [b, c], [c, a, b, a], [theirs, 10**9], []):
+        briefs, conflicts = store.memory_briefs_and_conflicts(alice, ids)
+        assert briefs == store.memory_briefs(alice, ids)
+        assert conflicts == store.conflicts_of(alice, ids)
+    assert store.memory_briefs_and_conflicts(alice, [a])[1] == [first, second]

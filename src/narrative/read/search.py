@@ -261,13 +261,12 @@ def _candidates(
         if searched[0]
         else ([], [])
     )
-    for kind, keyword, vector_search in (
-        ("m", keywords[0], store.vector_search),
-        ("p", keywords[1], store.passage_vector_search),
-    ):
-        vector = (
-            vector_search(user_id, query_vector, model, k=params.pool, where=where) if query_vector is not None else []
-        )
+    vectors = (
+        store.vector_search_memories_and_passages(user_id, query_vector, model, k=params.pool, where=where)
+        if query_vector is not None
+        else ([], [])
+    )
+    for kind, keyword, vector in (("m", keywords[0], vectors[0]), ("p", keywords[1], vectors[1])):
         matched = {i for i, _ in keyword}
         vector = [(i, sim) for i, sim in vector if sim >= params.similarity_floor or i in matched]
         if kind == "p":
@@ -314,7 +313,9 @@ def _load_units(store: Store, user_id: str, found: Candidates) -> None:
     passages = {i: found.loaded[i] for i in wanted if i in found.loaded}
     passages.update({p.id: p for p in store.get_passages(user_id, [i for i in wanted if i not in passages])})
     memory_ids = [i for kind, i in found.fused if kind == "m"] + [p.memory_id for p in passages.values()]
-    briefs = store.memory_briefs(user_id, memory_ids)
+    briefs, conflicts = store.memory_briefs_and_conflicts(user_id, memory_ids)
+    found.conflicts.update((c.id, c) for c in conflicts)  # what the results will say they conflict with
+    found.asked.update(memory_ids)
     for key in list(found.fused):
         kind, ident = key
         passage = passages.get(ident) if kind == "p" else None

@@ -504,6 +504,13 @@ class PostgresBase:
     def _all(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
         return self._exec(sql, params).fetchall()
 
+    def _all_of(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[list[Row]]:
+        """The rows of each statement, all sent before any answer is read (one wait, not one each): in a
+        transaction, so they also read one snapshot."""
+        with self.transaction():
+            results = [self._exec(sql, params) for sql, params in statements]
+        return [result.fetchall() for result in results]
+
     def count_rows(self, table: str, user_id: str | None = None) -> int:
         """Row count of one table (used by tests and delete checks)."""
         if not table.replace("_", "").isalnum():

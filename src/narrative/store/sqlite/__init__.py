@@ -244,6 +244,14 @@ class SqliteStore(
             return []
         return passages.search(user_id, query, k, allowed)
 
+    def vector_search_memories_and_passages(
+        self, user_id: str, query: np.ndarray, model: str, k: int = 50, where: MemoryFilter | None = None
+    ) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
+        """:meth:`vector_search` and :meth:`passage_vector_search` (in process here: nothing to send together)."""
+        return self.vector_search(user_id, query, model, k, where), self.passage_vector_search(
+            user_id, query, model, k, where
+        )
+
     def _refresh_vectors(self, index: VectorIndex, model: str, memory_ids: set[int]) -> None:
         rows = self._vectors_of(memory_ids)
         _refuse_foreign([m for _, _, m, _ in rows], model)

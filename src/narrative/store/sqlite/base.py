@@ -254,6 +254,10 @@ class SqliteBase:
         with self._lock:
             return list(self._exec(sql, params).fetchall())
 
+    def _all_of(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[list[sqlite3.Row]]:
+        """The rows of each statement (PostgreSQL sends them together and waits once; here they run in turn)."""
+        return [self._all(sql, params) for sql, params in statements]
+
     def count_rows(self, table: str, user_id: str | None = None) -> int:
         """Row count of one table (used by tests and delete checks)."""
         if not table.replace("_", "").isalnum():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import sqlite3
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -236,23 +236,7 @@ class MemoryRows(SqliteBase):
         """What ranking needs, cheaply: stream, time (event or creation), source message ids and the end of its
         validity (one statement: on PostgreSQL every statement is a round trip)."""
         ids = list(dict.fromkeys(memory_ids))
-        if not ids:
-            return {}
-        found: dict[int, tuple[str, Any, list[int], Any]] = {}
-        for memory_id, stream, when, valid_to, message_id in self._all(
-            "SELECT m.id, m.stream, COALESCE(m.event_at, m.created_at), m.valid_to, s.message_id FROM memories m"
-            " LEFT JOIN memory_sources s ON s.memory_id = m.id"
-            f" WHERE +m.user_id = ? AND m.id IN ({placeholders(ids)})"  # '+': look ids up by key, not by user
-            " ORDER BY s.message_id",
-            [user_id, *ids],
-        ):
-            brief = found.setdefault(memory_id, (stream, when, [], valid_to))
-            if message_id is not None:
-                brief[2].append(message_id)
-        return {
-            i: MemoryBrief(Stream(kind), to_time_required(when), tuple(sources), to_time(valid_to))
-            for i, (kind, when, sources, valid_to) in found.items()
-        }
+        return briefs_from(self._all(*briefs_statement(user_id, ids))) if ids else {}
 
     def _hydrate(self, rows: list[sqlite3.Row], order: list[int] | None = None) -> list[MemoryItem]:
         if not rows:
@@ -611,3 +595,27 @@ def _filter_sql(
         clauses.append(sql)
         params += more
     return " AND ".join(clauses), params
+
+
+def briefs_statement(user_id: str, ids: Sequence[int]) -> tuple[str, list[Any]]:
+    """The statement :meth:`MemoryRows.memory_briefs` runs (read with others by ``memory_briefs_and_conflicts``)."""
+    return (
+        "SELECT m.id, m.stream, COALESCE(m.event_at, m.created_at), m.valid_to, s.message_id FROM memories m"
+        " LEFT JOIN memory_sources s ON s.memory_id = m.id"
+        f" WHERE +m.user_id = ? AND m.id IN ({placeholders(ids)})"  # '+': look ids up by key, not by user
+        " ORDER BY s.message_id",
+        [user_id, *ids],
+    )
+
+
+def briefs_from(rows: Iterable[Sequence[Any]]) -> dict[int, MemoryBrief]:
+    """Briefs by memory id from the rows of :func:`briefs_statement` (a memory's sources in order)."""
+    found: dict[int, tuple[str, Any, list[int], Any]] = {}
+    for memory_id, stream, when, valid_to, message_id in rows:
+        brief = found.setdefault(memory_id, (stream, when, [], valid_to))
+        if message_id is not None:
+            brief[2].append(message_id)
+    return {
+        i: MemoryBrief(Stream(kind), to_time_required(when), tuple(sources), to_time(valid_to))
+        for i, (kind, when, sources, valid_to) in found.items()
+    }

@@ -14,8 +14,9 @@ from typing import Any
 import numpy as np
 
 from narrative.errors import NotFound
-from narrative.model import Conflict, MemoryItem, Passage
+from narrative.model import Conflict, MemoryBrief, MemoryItem, Passage
 from narrative.store.sqlite.base import SqliteBase, placeholders, to_text, to_time, to_time_required, vector_blob
+from narrative.store.sqlite.memories import briefs_from, briefs_statement
 
 _CHUNK = 500
 
@@ -360,13 +361,25 @@ class PassageRows(SqliteBase):
     def conflicts_of(self, user_id: str, memory_ids: Iterable[int]) -> list[Conflict]:
         """Every conflict naming one of these memories (either side)."""
         ids = list(dict.fromkeys(memory_ids))
+        return [_conflict(r) for r in self._all(*_conflicts_statement(user_id, ids))] if ids else []
+
+    def memory_briefs_and_conflicts(
+        self, user_id: str, memory_ids: Iterable[int]
+    ) -> tuple[dict[int, MemoryBrief], list[Conflict]]:
+        """:meth:`memory_briefs` and :meth:`conflicts_of` of the same memories, read together (on PostgreSQL one
+        wait for both: a search ranks its candidates by the one and shows the other)."""
+        ids = list(dict.fromkeys(memory_ids))
         if not ids:
-            return []
-        marks = placeholders(ids)
-        rows = self._all(
-            "SELECT id, user_id, memory_id, other_memory_id, passage_id, other_passage_id, reason, created_at"
-            f" FROM conflicts WHERE user_id = ? AND (memory_id IN ({marks}) OR other_memory_id IN ({marks}))"
-            " ORDER BY id",
-            [user_id, *ids, *ids],
-        )
-        return [_conflict(r) for r in rows]
+            return {}, []
+        briefs, conflicts = self._all_of([briefs_statement(user_id, ids), _conflicts_statement(user_id, ids)])
+        return briefs_from(briefs), [_conflict(r) for r in conflicts]
+
+
+def _conflicts_statement(user_id: str, ids: Sequence[int]) -> tuple[str, list[Any]]:
+    marks = placeholders(ids)
+    return (
+        "SELECT id, user_id, memory_id, other_memory_id, passage_id, other_passage_id, reason, created_at"
+        f" FROM conflicts WHERE user_id = ? AND (memory_id IN ({marks}) OR other_memory_id IN ({marks}))"
+        " ORDER BY id",
+        [user_id, *ids, *ids],
+    )
