@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from collections.abc import Iterable
 from typing import Any
 
@@ -39,12 +38,10 @@ from narrative.store.sqlite.base import placeholders
 
 #: Dimensions an HNSW index covers (the default embedder's); vectors of other sizes are searched exactly.
 HNSW_DIMS = 384
-#: Candidates the HNSW scan keeps (pgvector's ef_search): at least this many, and EF_PER_K for each of the ``k``
-#: asked for, up to pgvector's maximum.  On real MiniLM vectors (22,241 sentences of the LoCoMo and BEAM chats, 300
-#: of their questions) recall@10 and @60 against exact search: 0.919 and 0.896 at 40 (pgvector's default), 0.995
-#: and 0.987 at 150, 0.999 and 0.999 at 400 for twice the time (docs/decisions.md).
-EF_SEARCH = 150
-EF_PER_K = 2.5
+#: Candidates the HNSW scan keeps (pgvector's ef_search), raised to ``k`` up to pgvector's maximum.  Real MiniLM
+#: vectors would do with less (recall@60 0.987 at 150, 0.999 at 400), the bench's near-copies would not, and a
+#: whole search did not get faster with less (docs/decisions.md).
+EF_SEARCH = 400
 EF_SEARCH_MAX = 1000
 #: A user with more vectors than this gets an HNSW index of their own; up to it, search is exact
 #: (about as fast at this size, and always right).  A filter allowing at most this many ids is exact too.
@@ -60,7 +57,7 @@ _BUILD_LOCK = 7_246_164  # advisory lock class: one builder per user's index at 
 
 def ef_search(k: int) -> int:
     """The ``hnsw.ef_search`` of a search for ``k`` rows (the iterative scan goes on past it until ``k`` are found)."""
-    return min(max(EF_SEARCH, math.ceil(EF_PER_K * k)), EF_SEARCH_MAX)
+    return min(max(EF_SEARCH, k), EF_SEARCH_MAX)
 
 
 def user_index_name(user_id: str, table: str = "memory_vectors") -> str:
