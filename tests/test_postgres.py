@@ -576,3 +576,68 @@ def test_an_error_found_at_commit_rolls_back_and_is_raised(pg: PostgresStore) ->
     with pg.transaction():
         pg._exec("INSERT INTO users(id, created_at) VALUES (?, ?)", ("erin", NOW.isoformat()))
     assert pg.count_rows("users") == 2
+
+
+def test_a_long_transaction_reads_its_own_change_entries_once(pg: PostgresStore, monkeypatch: Any) -> None:
+    """A batch of facts searches after each one (is it a correction?) inside one transaction.  Every catch-up of the
+    keyword index used to read again every entry the transaction had written, and the memories they name: a batch
+    of 2,000 facts took 10.7 ms a fact where 500 took 3.4."""
+    pg.keyword_search_memories("alice", "warm up")
+    refreshed: list[int] = []
+    original = pg._refresh_keywords
+
+    def counting(index: Any, memory_ids: set[int]) -> None:
+        refreshed.append(len(memory_ids))
+        original(index, memory_ids)
+
+    monkeypatch.setattr(pg, "_refresh_keywords", counting)
+    with pg.transaction():
+        for i in range(30):
+            pg.insert_memory(memory("alice", f"zebra note {i}"))
+            assert len(pg.keyword_search_memories("alice", "zebra", limit=100)) == i + 1
+    assert max(refreshed) == 1, refreshed
+    assert len(pg.keyword_search_memories("alice", "zebra", limit=100)) == 30
+
+
+def test_a_search_on_another_thread_leaves_a_running_transaction_s_rows_in_the_index(pg: PostgresStore) -> None:
+    """One process, one keyword index, two threads: the other thread's searches (before the writer's first, which
+    does not find the uncommitted memory, after a later write committed elsewhere, and after the writer's first)
+    never make the writer miss its own writes."""
+    pg.keyword_search_memories("alice", "warm up")
+    other = PostgresStore(pg.path)  # another process
+    steps = {name: threading.Event() for name in ("inserted", "searched", "read", "searched again", "done")}
+    seen: list[int] = []
+
+    def writer() -> None:
+        with pg.transaction():
+            pg.insert_memory(memory("alice", "okapi sighting"))
+            pg.count_rows("memories")  # the insert has reached the server; no search yet
+            steps["inserted"].set()
+            steps["searched"].wait(30)
+            seen.append(len(pg.keyword_search_memories("alice", "okapi")))
+            steps["read"].set()
+            steps["searched again"].wait(30)
+            seen.append(len(pg.keyword_search_memories("alice", "okapi")))
+            pg.insert_memory(memory("alice", "second okapi"))
+            seen.append(len(pg.keyword_search_memories("alice", "okapi")))
+        steps["done"].set()
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        assert steps["inserted"].wait(30)
+        assert pg.keyword_search_memories("alice", "okapi") == []  # not committed yet
+        other.insert_memory(memory("alice", "a later note, committed"))
+        assert len(pg.keyword_search_memories("alice", "later note")) == 1  # read past the writer's entry
+        steps["searched"].set()
+        assert steps["read"].wait(30)
+        pg.keyword_search_memories("alice", "okapi")  # (what it sees of a running transaction is not settled here)
+        steps["searched again"].set()
+        assert steps["done"].wait(30)
+    finally:
+        for step in steps.values():
+            step.set()
+        thread.join()
+        other.close()
+    assert seen == [1, 1, 2]
+    assert len(pg.keyword_search_memories("alice", "okapi")) == 2

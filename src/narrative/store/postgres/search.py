@@ -6,7 +6,8 @@ so a process answers with every write any process has committed.  Sequence
 numbers are handed out when a row is written but become visible when its
 transaction commits, possibly after a higher one; so each catch-up also re-reads
 the entries of transactions that were still running at the previous catch-up
-(``xid >= `` that snapshot's xmin).  Reading an entry twice is harmless.  The log prunes
+(``xid >= `` that snapshot's xmin).  Reading an entry twice is harmless (a transaction's own: see
+``_CATCH_UP``).  The log prunes
 itself; a prune that took an entry the index may still need (``memory_changes_pruned``
 records how far prunes went) makes the index start afresh.
 """
@@ -26,13 +27,20 @@ from narrative.store.sqlite.base import placeholders
 from narrative.store.sqlite.conversations import _message
 
 #: The log's bounds and the snapshot's xmin (first row), then the entries to (re)read, in one statement.
-#: The head row also says how far pruning went (highest seq and xid ever pruned: see migration 0002).
+#: The head row also says how far pruning went (highest seq and xid ever pruned: see migration 0002), and the
+#: reader's own transaction id (none outside a transaction that wrote).  Entries of transactions still running are
+#: read again each time, so the index shows each reader what it sees (its own writes, no one else's uncommitted
+#: ones), except the reader's own entries up to a mark when the index last showed this same transaction's view: a
+#: long transaction searching after each write read all its own entries again every time (quadratic).
 _CATCH_UP = (
     "SELECT * FROM (SELECT 0 AS part, COALESCE((SELECT seq FROM memory_changes_pruned), 0) AS a,"
     " COALESCE((SELECT MAX(seq) FROM memory_changes), 0) AS b,"
     " pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS c,"
-    " COALESCE((SELECT xid FROM memory_changes_pruned), 0) AS d, (SELECT MIN(seq) FROM memory_changes) AS e"
-    " UNION ALL SELECT 1, seq, memory_id, NULL, NULL, NULL FROM memory_changes WHERE seq > ? OR xid >= ?::text::xid8)"
+    " COALESCE((SELECT xid FROM memory_changes_pruned), 0) AS d, (SELECT MIN(seq) FROM memory_changes) AS e,"
+    " pg_current_xact_id_if_assigned()::text AS f"
+    " UNION ALL SELECT 1, seq, memory_id, NULL, NULL, NULL, (xid = pg_current_xact_id_if_assigned())::text"
+    " FROM memory_changes WHERE (seq > ? OR xid >= ?::text::xid8)"
+    " AND NOT COALESCE(xid::text = ? AND xid = pg_current_xact_id_if_assigned() AND seq <= ?, FALSE))"
     " AS log ORDER BY part, a"
 )
 
@@ -64,6 +72,7 @@ class PostgresSearch(PostgresBase):
         self._keywords_xmin = 0
         self._keywords_pruned = (0, 0)  # the log's pruned marks (seq, xid) at the last catch-up
         self._keywords_dirty = False  # the index holds rows read inside a transaction not yet committed
+        self._keywords_view: tuple[str | None, int] = (None, 0)  # whose view it shows, and its own entries read
         self._keyword_users: set[str] = set()  # users whose memories the index holds (loaded on their first search)
         self._passage_keywords = PassageKeywords()  # their passages, kept with the memories
         self._held_messages: dict[str, _HeldMessages] = {}  # users whose messages were searched here
@@ -180,8 +189,12 @@ class PostgresSearch(PostgresBase):
         """
         if outermost:
             self._keywords_dirty = False  # whatever was taken inside earlier transactions is settled
-        rows = self._all(_CATCH_UP, (self._keywords_seq, str(self._keywords_xmin)))
+        view_xid, view_seq = self._keywords_view
+        rows = self._all(_CATCH_UP, (self._keywords_seq, str(self._keywords_xmin), view_xid, view_seq))
         head, changes = rows[0], rows[1:]
+        mine = [int(r[1]) for r in changes if r[6] == "true"]
+        kept = view_seq if head[6] is not None and head[6] == view_xid else 0
+        self._keywords_view = (head[6], max([kept, *mine]))  # whose view the index shows now
         pruned_seq, highest, xmin, pruned_xid = int(head[1]), int(head[2]), int(head[3]), int(head[4])
         index = self._keywords
         seen_seq, seen_xid = self._keywords_pruned  # a prune seen before is already accounted for
@@ -253,6 +266,7 @@ class PostgresSearch(PostgresBase):
         """Work was undone: if the indexes took rows from inside the transaction, rebuild them on the next
         search."""
         with self._lock:
+            self._keywords_view = (None, 0)
             if self._keywords_dirty:
                 self._keywords, self._keywords_dirty, self._keyword_users = None, False, set()
                 self._passage_keywords = PassageKeywords()
@@ -262,6 +276,7 @@ class PostgresSearch(PostgresBase):
     def drop_index(self) -> None:
         """Forget the in-process keyword indexes; the next search rebuilds them (vectors live in the database)."""
         with self._lock:
+            self._keywords_view = (None, 0)
             self._keywords, self._keyword_users = None, set()
             self._passage_keywords = PassageKeywords()
             self._held_messages, self._messages_dirty = {}, False
