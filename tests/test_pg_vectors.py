@@ -3,6 +3,7 @@ large ones, whatever share of the table they hold (the plans are checked with EX
 
 from __future__ import annotations
 
+import threading
 from datetime import UTC, datetime
 from typing import Any
 
@@ -180,3 +181,38 @@ def test_both_vector_searches_sent_together_answer_as_each_alone(pg: PostgresSto
 
 def test_ef_search_grows_with_k_up_to_pgvector_s_maximum() -> None:
     assert [vectors.ef_search(k) for k in (1, 60, 400, 401, 1000, 1002)] == [400, 400, 400, 401, 1000, 1000]
+
+
+def test_keyword_and_vector_search_at_once_answers_as_each_alone(pg: PostgresStore) -> None:
+    """The vector searches go out from a helper thread while this one ranks by keyword: the same answers as each
+    search alone, inside a transaction its own uncommitted rows (there one after the other), and no deadlock with a
+    single pooled connection."""
+    query = np.random.default_rng(9).standard_normal(384).astype(np.float32)
+    fill(pg, "large", 120, seed=11)
+    passages_for(pg, "large", 50, seed=12)
+    alone = (
+        pg.keyword_search_memories_and_passages("large", "note", None, 15),
+        pg.vector_search_memories_and_passages("large", query, MODEL, 15),
+    )
+    assert alone[0][0] and alone[1][0] and alone[1][1]
+    assert pg.keyword_and_vector_search("large", "note", query, MODEL, 15) == alone
+    assert pg.keyword_and_vector_search("large", None, query, MODEL, 15) == (([], []), alone[1])
+    assert pg.keyword_and_vector_search("large", "note", None, MODEL, 15) == (alone[0], ([], []))
+    with pg.transaction():
+        mine = pg.insert_memory(MemoryItem(0, "large", Stream.FACT, Source.AGENT, "note", importance=2, created_at=NOW))
+        pg.put_memory_vectors("large", MODEL, {mine.id: query})
+        keywords, vectors = pg.keyword_and_vector_search("large", "note", query, MODEL, 15)
+        assert vectors[0][0][0] == mine.id and mine.id in {i for i, _ in keywords[0]}
+    with pytest.raises(EmbeddingMismatch):  # raised in the helper thread, seen here
+        pg.keyword_and_vector_search("large", "note", query, "other:384", 15)
+    single = PostgresStore(pg.path, pool_size=1)
+    try:
+        answers: list[Any] = []
+        worker = threading.Thread(
+            target=lambda: answers.append(single.keyword_and_vector_search("large", "note", query, MODEL, 15))
+        )
+        worker.start()
+        worker.join(60)
+        assert not worker.is_alive() and answers[0][1][0][0][0] == mine.id
+    finally:
+        single.close()

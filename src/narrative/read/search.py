@@ -256,15 +256,8 @@ def _candidates(
     topic = topic_text(query)  # a text that shares only "instead" or "anyway" with the query is not about it
     searched = [params.mode is not SearchMode.VECTOR and bool(topic.strip()), query_vector is not None]
     found.fused_max = sum(w for w, used in zip(weights, searched, strict=True) if used) / (params.rrf_k + 1)
-    keywords = (
-        store.keyword_search_memories_and_passages(user_id, topic, where, limit=params.pool)
-        if searched[0]
-        else ([], [])
-    )
-    vectors = (
-        store.vector_search_memories_and_passages(user_id, query_vector, model, k=params.pool, where=where)
-        if query_vector is not None
-        else ([], [])
+    keywords, vectors = store.keyword_and_vector_search(
+        user_id, topic if searched[0] else None, query_vector, model, limit=params.pool, where=where
     )
     for kind, keyword, vector in (("m", keywords[0], vectors[0]), ("p", keywords[1], vectors[1])):
         matched = {i for i, _ in keyword}

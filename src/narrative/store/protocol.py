@@ -49,6 +49,9 @@ from narrative.model import (
 )
 from narrative.store.filters import MemoryFilter
 
+#: (memory hits, passage hits) of one search, each (id, score) best first.
+Ranked = tuple[list[tuple[int, float]], list[tuple[int, float]]]
+
 __all__ = [
     "BindingsStore",
     "ConversationsStore",
@@ -232,6 +235,15 @@ class PassagesStore(Protocol):
     def vector_search_memories_and_passages(
         self, user_id: str, query: np.ndarray, model: str, k: int = 50, where: MemoryFilter | None = None
     ) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]: ...
+    def keyword_and_vector_search(
+        self,
+        user_id: str,
+        words: str | None,
+        vector: np.ndarray | None,
+        model: str,
+        limit: int = 50,
+        where: MemoryFilter | None = None,
+    ) -> tuple[Ranked, Ranked]: ...
     def supersede_passages(self, user_id: str, passage_ids: Iterable[int], by: int, now: datetime) -> int: ...
     def restore_passages(self, user_id: str, passage_ids: Iterable[int]) -> int: ...
     def passages_superseded_by(self, user_id: str, passage_ids: Iterable[int]) -> list[Passage]: ...
@@ -494,3 +506,22 @@ class Store(
     """Every role: what the engine asks of a backend."""
 
     backend: str
+
+
+def searched_in_turn(
+    store: PassagesStore,
+    user_id: str,
+    words: str | None,
+    vector: np.ndarray | None,
+    model: str,
+    limit: int,
+    where: MemoryFilter | None,
+) -> tuple[Ranked, Ranked]:
+    """:meth:`PassagesStore.keyword_and_vector_search` done one search after the other."""
+    keywords: Ranked = ([], [])
+    vectors: Ranked = ([], [])
+    if words is not None:
+        keywords = store.keyword_search_memories_and_passages(user_id, words, where, limit)
+    if vector is not None:
+        vectors = store.vector_search_memories_and_passages(user_id, vector, model, limit, where)
+    return keywords, vectors

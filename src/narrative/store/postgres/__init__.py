@@ -11,11 +11,18 @@ immutable) and cascading foreign keys (deletes leave nothing behind).
 
 from __future__ import annotations
 
+import concurrent.futures
+import threading
+
+import numpy as np
+
+from narrative.store.filters import MemoryFilter
 from narrative.store.postgres.integrity import PostgresIntegrity
 from narrative.store.postgres.portability import PostgresPortability
 from narrative.store.postgres.rows import PostgresRows
 from narrative.store.postgres.search import PostgresSearch
 from narrative.store.postgres.vectors import PostgresVectors
+from narrative.store.protocol import Ranked, searched_in_turn
 from narrative.store.sqlite.bindings import BindingRows
 from narrative.store.sqlite.conversations import ConversationRows
 from narrative.store.sqlite.entities import EntityRows
@@ -29,6 +36,9 @@ from narrative.store.sqlite.portability import PortabilityRows
 from narrative.store.sqlite.storylines import StorylineRows
 
 __all__ = ["PostgresStore"]
+
+#: Threads that send vector searches while the searching thread ranks by keyword (made as searches need them).
+HELPER_THREADS = 16
 
 
 class PostgresStore(  # type: ignore[misc]  # the PostgreSQL base replaces the SQLite one's connection methods
@@ -56,4 +66,48 @@ class PostgresStore(  # type: ignore[misc]  # the PostgreSQL base replaces the S
     def __init__(self, url: str, pool_size: int = 4) -> None:
         self._init_search()
         self._init_vectors()
+        self._helpers: concurrent.futures.ThreadPoolExecutor | None = None  # made on first use
+        self._helpers_lock = threading.Lock()
         PostgresSearch.__init__(self, url, pool_size=pool_size)
+
+    def close(self) -> None:
+        with self._helpers_lock:
+            helpers, self._helpers = self._helpers, None
+        if helpers is not None:
+            helpers.shutdown(wait=True)
+        super().close()
+
+    def keyword_and_vector_search(
+        self,
+        user_id: str,
+        words: str | None,
+        vector: np.ndarray | None,
+        model: str,
+        limit: int = 50,
+        where: MemoryFilter | None = None,
+    ) -> tuple[Ranked, Ranked]:
+        """(memories, passages) by BM25 over ``words`` and (memories, passages) by cosine to ``vector``, a pair
+        empty when its input is None.
+
+        The two run at once: the vector searches are sent on a pooled connection of their own from a helper
+        thread, and while the server walks the HNSW graph this thread catches the keyword index up and ranks in
+        process (which holds no connection while it waits for the other).  Inside a transaction, or on a
+        connection this thread holds, the vector search must see what the transaction sees: one after the other.
+        """
+        if words is None or vector is None or getattr(self._local, "conn", None) is not None:
+            return searched_in_turn(self, user_id, words, vector, model, limit, where)
+        pending = self._helper().submit(self.vector_search_memories_and_passages, user_id, vector, model, limit, where)
+        try:
+            keywords = self.keyword_search_memories_and_passages(user_id, words, where, limit)
+        except BaseException:
+            concurrent.futures.wait([pending])  # nothing of this search outlives it
+            raise
+        return keywords, pending.result()
+
+    def _helper(self) -> concurrent.futures.ThreadPoolExecutor:
+        with self._helpers_lock:
+            if self._helpers is None:
+                self._helpers = concurrent.futures.ThreadPoolExecutor(
+                    max_workers=HELPER_THREADS, thread_name_prefix="narrative-pg-search"
+                )
+            return self._helpers

@@ -26,6 +26,7 @@ from narrative.errors import EmbeddingMismatch, StoreError, ValidationError
 from narrative.store.filters import MemoryFilter
 from narrative.store.keyword_index import KeywordIndex, keyword_request
 from narrative.store.passage_index import PassageKeywords, PassageVectors
+from narrative.store.protocol import Ranked, searched_in_turn
 from narrative.store.sqlite.bindings import BindingRows
 from narrative.store.sqlite.conversations import ConversationRows
 from narrative.store.sqlite.entities import EntityRows
@@ -251,6 +252,19 @@ class SqliteStore(
         return self.vector_search(user_id, query, model, k, where), self.passage_vector_search(
             user_id, query, model, k, where
         )
+
+    def keyword_and_vector_search(
+        self,
+        user_id: str,
+        words: str | None,
+        vector: np.ndarray | None,
+        model: str,
+        limit: int = 50,
+        where: MemoryFilter | None = None,
+    ) -> tuple[Ranked, Ranked]:
+        """(memories, passages) by BM25 over ``words`` and (memories, passages) by cosine to ``vector``, a pair
+        empty when its input is None (in process here: one after the other)."""
+        return searched_in_turn(self, user_id, words, vector, model, limit, where)
 
     def _refresh_vectors(self, index: VectorIndex, model: str, memory_ids: set[int]) -> None:
         rows = self._vectors_of(memory_ids)
