@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import math
+import random
 import sqlite3
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -15,6 +17,7 @@ from hypothesis import strategies as st
 
 from narrative.model import MemoryItem, Source, Stream
 from narrative.store.filters import MemoryFilter
+from narrative.store.id_map import IdMap
 from narrative.store.keyword_index import QUERY_STOPWORDS, KeywordIndex, query_terms, terms, words
 from narrative.store.porter import stem
 from narrative.store.sqlite import SqliteStore
@@ -287,3 +290,53 @@ def test_the_pruned_top_k_is_the_brute_force_top_k(
     texts = {i: text for i, text in texts.items() if i not in removed}
     assert index.search("u", query, k, allowed=allowed) == brute_force(texts, query, k, allowed)
     assert index.search("u", query, k) == brute_force(texts, query, k, None)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.lists(st.tuples(st.integers(0, 60), st.sampled_from(["u", "v"]), text_strategy), max_size=40),
+        min_size=1,
+        max_size=4,
+    ),
+    st.sets(st.integers(0, 60), max_size=15),
+    st.lists(st.sampled_from(VOCAB), min_size=1, max_size=3, unique=True),
+)
+def test_upserts_in_any_order_and_with_repeats_answer_like_the_last_rows(
+    batches: list[list[tuple[int, str, str]]], removed: set[int], query: list[str]
+) -> None:
+    """Batches of rows in any id order (a user read from a table comes in heap order), an id twice in a batch
+    (its last row counts), ids moving between users: each user's answers are brute force over the last rows."""
+    index = KeywordIndex(prune_from=0, keep_layouts_from=1)
+    last: dict[int, tuple[str, str]] = {}
+    for batch in batches:
+        index.upsert(batch)
+        last.update({row_id: (user, text) for row_id, user, text in batch})
+    index.remove(removed)
+    for row_id in removed:
+        last.pop(row_id, None)
+    assert len(index) == len(last)
+    terms = [stem(w) for w in query]
+    for user in ("u", "v"):
+        texts = {i: text for i, (owner, text) in last.items() if owner == user}
+        assert index.search(user, terms, 100) == brute_force(texts, terms, 100, None)
+
+
+def test_a_batch_below_the_highest_id_is_placed_in_one_step(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A user loaded after another with higher ids, rows in no order: their places were merged into the id map
+    one row at a time, each a sort of the whole map (28.5 s for 100,000 memories on PostgreSQL, now 1.4)."""
+    index = KeywordIndex()
+    index.upsert([(1_000_000 + i, "first", f"note {i}") for i in range(100)])
+    calls: list[int] = []
+    original = IdMap.set_many
+
+    def counting(self: IdMap, idents: Any, values: Any) -> None:
+        calls.append(len(np.asarray(idents).reshape(-1)))
+        original(self, idents, values)
+
+    monkeypatch.setattr(IdMap, "set_many", counting)
+    rows = [(i, "second", f"garden note {i}") for i in range(500)]
+    random.Random(3).shuffle(rows)
+    index.upsert(rows)
+    assert calls == [500]
+    assert [h[0] for h in index.search("second", ["garden"], 600)] == list(range(500))

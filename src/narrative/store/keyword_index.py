@@ -273,13 +273,23 @@ class KeywordIndex:
             return row_id in self._where
 
     def upsert(self, rows: Iterable[tuple[int, str, str]]) -> None:
-        """Add or replace ``(id, user id, text)`` rows."""
+        """Add or replace ``(id, user id, text)`` rows (an id given twice: its last row).
+
+        The old rows go first, then the new ones, and their places are recorded in one call: an id below the
+        highest held is merged in with a sort of the whole map, and rows in no order (a user loaded from a
+        database table) would sort it once a row."""
+        latest = {int(row_id): (user_id, text) for row_id, user_id, text in rows}
         with self._lock:
-            for row_id, user_id, text in rows:
-                self._remove_one(row_id)
-                shard = self._shard(user_id)
-                slot = shard.add(row_id, text)
-                self._where.set(row_id, shard.number << _SLOT_BITS | slot)
+            for row_id in latest:
+                self._remove_one(row_id)  # may compact a shard: only rows already placed move
+            places = [self._add_one(row_id, user_id, text) for row_id, (user_id, text) in latest.items()]
+            self._where.set_many(
+                np.fromiter(latest, dtype=np.int64, count=len(latest)), np.asarray(places, dtype=np.int64)
+            )
+
+    def _add_one(self, row_id: int, user_id: str, text: str) -> int:
+        shard = self._shard(user_id)
+        return shard.number << _SLOT_BITS | shard.add(row_id, text)
 
     def remove(self, row_ids: Iterable[int]) -> None:
         with self._lock:
