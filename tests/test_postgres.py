@@ -644,3 +644,39 @@ def test_a_search_on_another_thread_leaves_a_running_transaction_s_rows_in_the_i
         other.close()
     assert seen == [1, 1, 2]
     assert len(pg.keyword_search_memories("alice", "okapi")) == 2
+
+
+def test_a_user_read_into_the_keyword_index_is_built_after_its_connection_is_given_back(
+    pg: PostgresStore, monkeypatch: Any
+) -> None:
+    """A user's first search in a process reads their memories into the in-process keyword index (about a second
+    for 100,000).  The connection goes back to the pool before that build: with a pool of one, another thread's
+    statement runs while the build goes on (it waited for the pool's timeout while the build held the connection),
+    and a catch-up waits for the build (it holds the lock), so no change is applied to a half-built user."""
+    for i in range(20):
+        pg.insert_memory(memory("alice", f"heron note {i}", seconds=i))
+    single = PostgresStore(pg.path, pool_size=1)
+    building, go_on = threading.Event(), threading.Event()
+    original = type(single)._add_user
+
+    def slow(self: Any, *args: Any) -> None:
+        building.set()
+        go_on.wait()
+        original(self, *args)
+
+    monkeypatch.setattr(type(single), "_add_user", slow)
+    found: list[list[tuple[int, float]]] = []
+    thread = threading.Thread(target=lambda: found.append(single.keyword_search_memories("alice", "heron", None, 50)))
+    thread.start()
+    try:
+        building.wait()
+        assert single.count_rows("memories", "alice") == 20  # the only pooled connection is free
+        pg.insert_memory(memory("alice", "heron at dusk"))  # committed while the build goes on
+    finally:
+        go_on.set()
+        thread.join()
+    try:
+        assert len(found[0]) in (20, 21)  # the build read its rows before or after that commit
+        assert len(single.keyword_search_memories("alice", "heron", None, 50)) == 21  # caught up after the build
+    finally:
+        single.close()

@@ -235,7 +235,7 @@ class PostgresBase:
     def __init__(self, url: str, pool_size: int = 4) -> None:
         self.path = url
         self._local = threading.local()
-        self._lock = threading.RLock()  # guards in-process caches (taken only by a thread holding a connection)
+        self._lock = threading.RLock()  # in-process caches; a holder never waits for a pooled connection
         try:
             self.pool = ConnectionPool(
                 url,

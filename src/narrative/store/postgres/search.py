@@ -14,6 +14,8 @@ records how far prunes went) makes the index start afresh.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -88,7 +90,8 @@ class PostgresSearch(PostgresBase):
         if request is None:
             return []
         terms, allowed = request
-        return self._keyword_index(user_id).search(user_id, terms, limit, allowed=allowed)
+        with self._keywords_for(user_id) as index:
+            return index.search(user_id, terms, limit, allowed=allowed)
 
     def keyword_search_passages(
         self, user_id: str, query: str, where: MemoryFilter | None = None, limit: int = 50
@@ -98,9 +101,7 @@ class PostgresSearch(PostgresBase):
         if request is None:
             return []
         terms, allowed = request
-        outermost = not self.in_transaction
-        with self.pinned(), self._lock:
-            self._with_user(self._caught_up(outermost), user_id, outermost)
+        with self._keywords_for(user_id):
             return self._passage_keywords.search(user_id, terms, limit, allowed)
 
     def keyword_search_memories_and_passages(
@@ -112,9 +113,7 @@ class PostgresSearch(PostgresBase):
         if request is None:
             return [], []
         terms, allowed = request
-        outermost = not self.in_transaction
-        with self.pinned(), self._lock:
-            index = self._with_user(self._caught_up(outermost), user_id, outermost)
+        with self._keywords_for(user_id) as index:
             return index.search(user_id, terms, limit, allowed=allowed), self._passage_keywords.search(
                 user_id, terms, limit, allowed
             )
@@ -166,19 +165,34 @@ class PostgresSearch(PostgresBase):
         found: set[int] = self.memory_ids_matching(user_id, where)  # type: ignore[attr-defined]
         return found
 
-    def _keyword_index(self, user_id: str) -> KeywordIndex:
-        """The keyword index holding ``user_id``'s memories, caught up with the change log.
+    @contextmanager
+    def _keywords_for(self, user_id: str) -> Iterator[KeywordIndex]:
+        """The keyword index holding ``user_id``'s memories, caught up with the change log, under the lock.
 
         A user's memories are read on their first search in this process (a worker
         holds the users it serves, not the whole database).  One statement reads the
         log's bounds, the snapshot's xmin and the new entries; statements after it may
         see later commits, whose entries the next catch-up reads again (never misses).
         The thread holds its connection before taking the lock, so no thread waits
-        for a pooled connection while holding the lock.
+        for a pooled connection while holding the lock; and it gives the connection
+        back before it builds a newly read user into the index (about a second for
+        100,000 memories), keeping the lock, so no other catch-up runs in between.
         """
         outermost = not self.in_transaction
-        with self.pinned(), self._lock:
-            return self._with_user(self._caught_up(outermost), user_id, outermost)
+        with self.pinned():
+            self._lock.acquire()
+            try:
+                index = self._caught_up(outermost)
+                new = None if user_id in self._keyword_users else self._user_rows(user_id)
+            except BaseException:
+                self._lock.release()
+                raise
+        try:  # the connection is back in the pool (unless a transaction or an outer block holds it)
+            if new is not None:
+                self._add_user(index, user_id, new, outermost)
+            yield index
+        finally:
+            self._lock.release()
 
     def _caught_up(self, outermost: bool) -> KeywordIndex:
         """The index with every logged change applied, or a fresh one when a prune took an entry it needed.
@@ -228,13 +242,22 @@ class PostgresSearch(PostgresBase):
         with self.pinned(), self._lock:
             self._caught_up(outermost)
 
-    def _with_user(self, index: KeywordIndex, user_id: str, outermost: bool) -> KeywordIndex:
-        if user_id not in self._keyword_users:
-            index.upsert(self._memory_rows("user_id = ?", [user_id]))
-            self._passage_keywords.add(self._passage_rows("p.user_id = ?", [user_id]))
-            self._keyword_users.add(user_id)
-            self._keywords_dirty = self._keywords_dirty or not outermost
-        return index
+    def _user_rows(self, user_id: str) -> tuple[list[tuple[int, str, str]], list[tuple[int, int, str, str]]]:
+        """A user's memories and passages as the index takes them (read on their first search here)."""
+        return self._memory_rows("user_id = ?", [user_id]), self._passage_rows("p.user_id = ?", [user_id])
+
+    def _add_user(
+        self,
+        index: KeywordIndex,
+        user_id: str,
+        rows: tuple[list[tuple[int, str, str]], list[tuple[int, int, str, str]]],
+        outermost: bool,
+    ) -> None:
+        memories, passages = rows
+        index.upsert(memories)
+        self._passage_keywords.add(passages)
+        self._keyword_users.add(user_id)
+        self._keywords_dirty = self._keywords_dirty or not outermost
 
     def _memory_rows(self, where: str, params: list[Any]) -> list[tuple[int, str, str]]:
         rows = self._all(f"SELECT id, user_id, content, key_points FROM memories WHERE {where}", params)
