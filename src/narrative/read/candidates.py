@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from narrative.model import Conflict, Passage, Stream
+from narrative.model import Conflict, MemoryBrief, Passage, Stream
 
 
 @dataclass(frozen=True)
@@ -39,3 +39,4 @@ class Candidates:
     valid_to: dict[int, datetime | None] = field(default_factory=dict)  # memory id → when it was superseded
     conflicts: dict[int, Conflict] = field(default_factory=dict)  # conflicts read, by id
     asked: set[int] = field(default_factory=set)  # memories whose conflicts were read
+    briefs: dict[int, MemoryBrief] = field(default_factory=dict)  # memory id → its brief, read with the lists

@@ -307,6 +307,7 @@ def _load_units(store: Store, user_id: str, found: Candidates) -> None:
     passages.update({p.id: p for p in store.get_passages(user_id, [i for i in wanted if i not in passages])})
     memory_ids = [i for kind, i in found.fused if kind == "m"] + [p.memory_id for p in passages.values()]
     briefs, conflicts = store.memory_briefs_and_conflicts(user_id, memory_ids)
+    found.briefs.update(briefs)  # a passage's memory that is no candidate itself is read here too (see _merge_turns)
     found.conflicts.update((c.id, c) for c in conflicts)  # what the results will say they conflict with
     found.asked.update(memory_ids)
     for key in list(found.fused):
@@ -331,7 +332,8 @@ def _merge_turns(store: Store, user_id: str, found: Candidates) -> None:
     passages = sorted((key for key in found.units if key[0] == "p"), key=lambda key: -found.fused[key])
     found.passages = [p for key in passages if (p := found.units[key].passage) is not None]
     missing = {found.units[key].memory_id for key in passages} - {i for kind, i in found.units if kind == "m"}
-    briefs = store.memory_briefs(user_id, missing) if missing else {}
+    unread = [i for i in missing if i not in found.asked]  # their briefs came with the candidates' (one read)
+    briefs = {**found.briefs, **(store.memory_briefs(user_id, unread) if unread else {})}
     for key in passages:
         unit, raw = found.units.pop(key), found.fused.pop(key)
         keyword, vector = found.keyword.pop(key, None), found.vector.pop(key, None)
