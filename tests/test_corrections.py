@@ -159,6 +159,52 @@ def test_an_assistant_reply_neither_supersedes_nor_is_superseded(db: str, clock:
         assert any(m.valid_to is not None for m in mem.list_memories(limit=50))
 
 
+@pytest.mark.parametrize(
+    ("said", "reply", "correction", "query"),
+    [
+        (
+            "I live in Berlin.",
+            "Nice, Berlin is a great city to live in.",
+            "Actually, I moved: I live in Lisbon now, not Berlin.",
+            "where do I live?",
+        ),
+        (
+            "I prefer dark mode in every editor.",
+            "Got it, dark mode it is.",
+            "I no longer prefer dark mode; I prefer light mode instead.",
+            "which editor theme do I prefer?",
+        ),
+    ],
+)
+def test_a_short_reply_that_restates_a_corrected_statement_goes_with_it(
+    db: str, clock: FakeClock, said: str, reply: str, correction: str, query: str
+) -> None:
+    """The assistant's acknowledgement of what the person said ranked first after the person corrected it (its
+    exchange was found by the old words and showed the reply alone), and the context's scene, storyline card and
+    recent messages kept saying it.  Restoring the corrected memory brings the reply back too."""
+    with narrative.Memory(db, user="alice", clock=clock, env={}) as mem:
+        first = mem.remember(said)
+        mem.remember(reply, role="assistant")
+        mem.remember(correction)
+        hits = mem.search(query, 5, record=False)
+        assert hits and hits[0].text == correction
+        assert all(reply not in h.text for h in hits)
+        block = mem.context(query, record=False).text
+        assert reply not in block and correction in block
+        assert any(reply in h.text for h in mem.search(query, 5, include_superseded=True, record=False))
+        mem.restore_memory(first.memories[0].id)
+        assert any(reply in h.text for h in mem.search(query, 5, record=False))
+
+
+def test_a_reply_that_already_says_the_new_value_stays_current(db: str, clock: FakeClock) -> None:
+    with narrative.Memory(db, user="alice", embedder="none", clock=clock, env={}) as mem:
+        mem.remember("The launch is on April 1, 2024.")
+        told = mem.remember("Noted: the launch moved to April 5, 2024, so the review is on April 3.", role="assistant")
+        result = mem.remember("Update: the launch moved to April 5, 2024.")
+        assert result.settled.superseded
+        assert all(mem.get_memory(m.id).valid_to is None for m in told.memories)
+
+
 def test_a_message_that_says_more_stays_current_and_is_shown_after_its_update(db: str, clock: FakeClock) -> None:
     with narrative.Memory(db, user="alice", embedder="none", clock=clock, env={}) as mem:
         first = mem.remember(

@@ -251,12 +251,21 @@ def _supersede(
     store.supersede_passages(user_id, [old.id], by.id, message.created_at)
     left = [p for p in store.passages_of_messages(user_id, [old.message_id]).get(old.message_id, []) if p.is_current]
     memories: list[int] = []
+    earlier = earlier_message(store, user_id, old)
+    reply: Message | None = None
     if not left:  # nothing of the old message is current: the memories stating only it go too
+        holding = store.get_memories(user_id, store.memories_from_messages(user_id, [old.message_id]))
         stating = [
             m.id
-            for m in store.get_memories(user_id, store.memories_from_messages(user_id, [old.message_id]))
+            for m in holding
             if m.id == old.memory_id or (m.message_ids == (old.message_id,) and m.id != by.memory_id)
         ]
+        news = _said(message.content[by.start : by.end]) - _said(earlier.content[old.start : old.end])  # new here
+        answered = _short_reply(store, user_id, old.message_id, holding, news)
+        if answered is not None:  # the assistant's short answer restates what was said: it goes with it
+            reply, passage = answered
+            store.supersede_passages(user_id, [passage.id], by.id, message.created_at)
+            stating += [passage.memory_id] if passage.memory_id != by.memory_id else []
         memories = store.supersede_memories(user_id, stating, by.memory_id, message.created_at)
         for memory in store.get_memories(user_id, memories):
             history.record(
@@ -269,10 +278,40 @@ def _supersede(
                 message.created_at,
                 {"superseded_by": by.memory_id, "reason": change.reason},
             )
-    storyline = storylines.forget_superseded(store, user_id, earlier_message(store, user_id, old), change.gone, message)
-    if storyline is not None:
-        settled.storylines[storyline.id] = storyline
+    for stated in (earlier, *([reply] if reply is not None else [])):
+        storyline = storylines.forget_superseded(store, user_id, stated, change.gone, message)
+        if storyline is not None:
+            settled.storylines[storyline.id] = storyline
     return Superseded(old, by, change.reason, tuple(memories), change.gone)
+
+
+def _said(text: str) -> frozenset[str]:
+    """What a text states, to compare: its sentences' content keys and values."""
+    return frozenset(
+        word for statement in S.statements(text) for word in (*statement.keys, *(v.text for v in statement.values))
+    )
+
+
+def _short_reply(
+    store: Store, user_id: str, message_id: int, holding: Sequence[MemoryItem], news: frozenset[str]
+) -> tuple[Message, Passage] | None:
+    """The assistant's reply right after this message (the later turn of the exchange that begins with it) and
+    its one current passage, when the reply is that short and says nothing of what the correction says anew:
+    "Nice, Berlin is a great city to live in." answers "I live in Berlin." and would go on saying it after "I live
+    in Lisbon now".  A reply that already says the new value ("the launch moved to April 5") stays current, and
+    so does one cut into several passages: it explains more than it restates."""
+    for memory in holding:
+        if memory.stream is not Stream.CONVERSATION or len(memory.message_ids) != 2:
+            continue
+        if memory.message_ids[0] != message_id:
+            continue
+        reply = store.get_message(user_id, memory.message_ids[1])
+        if reply.role is not Role.ASSISTANT or reply.conversation_id is None:
+            continue
+        passages = store.passages_of_messages(user_id, [reply.id]).get(reply.id, [])
+        if len(passages) == 1 and passages[0].is_current and not news & _said(reply.content):
+            return reply, passages[0]
+    return None
 
 
 def earlier_message(store: Store, user_id: str, passage: Passage) -> Message:
@@ -294,6 +333,11 @@ def restore(store: Store, user_id: str, memory_id: int, now: datetime) -> list[i
         history.record(
             store, user_id, ident, EventKind.RESTORED, memory.content, memory.content, now, {"superseded_by": by}
         )
+    if restored:  # the short reply that went with it comes back with it
+        later = store.get_memories(user_id, store.memories_from_messages(user_id, list(memory.message_ids)))
+        for pair in later:
+            if pair.superseded_by == by and len(pair.message_ids) == 2 and pair.message_ids[0] in memory.message_ids:
+                restored += restore(store, user_id, pair.id, now)
     return restored
 
 
