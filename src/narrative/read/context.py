@@ -533,16 +533,19 @@ def _shingles(text: str) -> frozenset[tuple[str, ...]]:
 def _without_repeats(chosen: Sequence[Recalled], shown: Sequence[Message]) -> list[Recalled]:
     """Leave out what the block already says: conversation memories whose messages are all shown under
     recent_messages, and any memory whose text mostly (≥ 75 % of its 4-word shingles) repeats one shown
-    message or one better-ranked memory."""
+    message or one better-ranked memory.  A memory a person edited says what its messages do not ("April 8"
+    where they said "April 1"): the messages shown never stand in for it."""
     shown_ids = {m.id for m in shown}
-    seen = [_shingles(m.content) for m in shown]
+    said = [_shingles(m.content) for m in shown]
+    seen: list[frozenset[tuple[str, ...]]] = []
     kept = []
     for r in chosen:
         m = r.memory
-        if m.stream is Stream.CONVERSATION and m.message_ids and set(m.message_ids) <= shown_ids:
+        if not m.user_edited and m.stream is Stream.CONVERSATION and m.message_ids and set(m.message_ids) <= shown_ids:
             continue
         mine = _shingles(m.content)
-        if mine and any(len(mine & other) >= REDUNDANT * len(mine) for other in seen):
+        against = seen if m.user_edited else [*said, *seen]
+        if mine and any(len(mine & other) >= REDUNDANT * len(mine) for other in against):
             continue
         seen.append(mine)
         kept.append(r)

@@ -24,7 +24,7 @@ from narrative.checks import require_choice, require_importance, require_metadat
 from narrative.errors import NotFound, ValidationError
 from narrative.model import EntityType, MemoryItem, Stream
 from narrative.store.protocol import Store
-from narrative.write import history, supersede
+from narrative.write import history, storylines, supersede
 from narrative.write.embedding import Embed, memory_vectors
 
 __all__ = [
@@ -128,6 +128,7 @@ def edit_memory(
             memory = store.update_memory(user_id, memory_id, **changes)
             if "content" in changes:
                 put_vectors(store, user_id, [memory], embedder)
+                storylines.restate_edited(store, user_id, before, memory)
         removing = list(remove)
         for eid in removing:
             if store.get_entity(user_id, eid).memory_id != memory_id:

@@ -51,7 +51,7 @@ def delete_memory(store: Store, user_id: str, memory_id: int, now: datetime) -> 
     tombstone without text)."""
     store.get_memory(user_id, memory_id)
     with store.transaction():
-        counts = forget_memories(store, user_id, [memory_id], now=now, with_="memory")
+        counts = _forget_chosen(store, user_id, [memory_id], now)
     store.scrub_deleted()
     return counts
 
@@ -67,8 +67,20 @@ def delete_memories(store: Store, user_id: str, memory_ids: Iterable[int], now: 
     if not ids:
         return {"memories": 0, "narratives": 0, "reopened_entities": 0, "uses": 0}
     with store.transaction():
-        counts = forget_memories(store, user_id, ids, now=now, with_="memory")
+        counts = _forget_chosen(store, user_id, ids, now)
     store.scrub_deleted()
+    return counts
+
+
+def _forget_chosen(store: Store, user_id: str, memory_ids: list[int], now: datetime) -> dict[str, int]:
+    """Memories a person chose to delete; the messages left without their own memory (whose memory it was) are
+    no longer shown (:mod:`narrative.read.current`), and the storyline cards stop quoting them."""
+    sources = sorted({m for memory in store.get_memories(user_id, memory_ids) for m in memory.message_ids})
+    counts = forget_memories(store, user_id, memory_ids, now=now, with_="memory")
+    owned = store.own_memories(user_id, sources) if sources else {}
+    left = [m for m in store.get_messages(user_id, [i for i in sources if i not in owned]) if m.storyline_id]
+    if left:
+        scrub_storylines(store, user_id, left, None, None)
     return counts
 
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from narrative.errors import InvalidTransition
-from narrative.model import Message, Participant, Storyline, StorylineKind, StorylineStatus
+from narrative.model import MemoryItem, Message, Participant, Storyline, StorylineKind, StorylineStatus
 from narrative.store.protocol import Store
 from narrative.text import patterns as P
 from narrative.write.routing import DEFAULT_STORYLINES, strip_topic_cue
@@ -234,6 +234,34 @@ def forget_superseded(store: Store, user_id: str, old: Message, gone: Sequence[s
     if storyline.kind is StorylineKind.DETECTED and words & set(re.findall(r"[\w'-]+", storyline.name.lower())):
         updated = maybe_rename(store, updated)
     return updated
+
+
+def restate_edited(store: Store, user_id: str, before: MemoryItem, after: MemoryItem) -> None:
+    """After a person edits a memory's text: the storyline cards and the open narrative link that quoted what it
+    said before (its old text, or its messages') quote the edit instead, so the context does not go on saying
+    "April 1" beside the edited "April 8".  Sealed links are history and stay as they were."""
+    new = " ".join(after.content.split())
+    messages = store.get_messages(user_id, list(before.message_ids)) if before.message_ids else []
+    said = [" ".join(text.split()) for text in (before.content, *(m.content for m in messages))]
+    if not new or new in said:
+        return
+    for storyline_id in sorted(
+        {i for i in (before.storyline_id, *(m.storyline_id for m in messages)) if i is not None}
+    ):
+        storyline = store.get_storyline(user_id, storyline_id)
+        lines = storyline.summary.splitlines()
+        points = [f"- {new}" if line.strip() and any(_point(line) in text for text in said) else line for line in lines]
+        points = list(dict.fromkeys(points))  # the edit once, where the first quote was
+        if points != lines:
+            store.update_storyline(user_id, storyline_id, summary="\n".join(points))
+    if before.narrative_id is not None:
+        narrative = store.get_narrative(user_id, before.narrative_id)
+        summary = narrative.summary
+        for text in sorted(said, key=len, reverse=True):
+            if text and text in summary:
+                summary = summary.replace(text, new)
+        if not narrative.sealed and summary != narrative.summary:
+            store.update_narrative(user_id, narrative.id, summary=summary)
 
 
 def _point(line: str) -> str:

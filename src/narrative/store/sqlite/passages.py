@@ -117,10 +117,15 @@ class PassageRows(SqliteBase):
         return found
 
     def messages_without_passages(self, user_id: str | None = None) -> list[tuple[str, int]]:
-        """(user id, message id) of processed messages (routed to a storyline) that have no passages yet."""
+        """(user id, message id) of processed messages (routed to a storyline) that have no passages yet and
+        can have them: their own conversation memory is there (a message whose own memory a person deleted has
+        none, and is not shown: :mod:`narrative.read.current`)."""
         sql = (
             "SELECT m.user_id, m.id FROM messages m WHERE m.storyline_id IS NOT NULL"
             " AND NOT EXISTS (SELECT 1 FROM passages p WHERE p.message_id = m.id)"
+            " AND EXISTS (SELECT 1 FROM memory_sources s JOIN memories o ON o.id = s.memory_id"
+            " WHERE s.message_id = m.id AND o.stream = 'conversation'"
+            " AND s.message_id = (SELECT MAX(t.message_id) FROM memory_sources t WHERE t.memory_id = s.memory_id))"
         )
         params: list[Any] = []
         if user_id is not None:
