@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from narrative.errors import ValidationError
 from narrative.model import EntityType, Source, Stream
 from narrative.store.filter_tree import Node
 
@@ -31,6 +32,12 @@ class MemoryFilter:
     match: Node | None = None  # conditions joined by AND/OR/NOT (store/filter_tree.py: parse_filters)
     limit: int | None = None
     offset: int = 0
+
+    def __post_init__(self) -> None:
+        if self.since is not None and self.until is not None and self.since > self.until:
+            raise ValidationError(  # a reversed range matches nothing: say so, not "no memories match"
+                f"since ({self.since.isoformat()}) is after until ({self.until.isoformat()})", field="since"
+            )
 
     @property
     def is_open(self) -> bool:

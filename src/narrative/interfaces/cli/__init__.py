@@ -44,6 +44,14 @@ def main(argv: list[str] | None = None) -> Any:
         if not _json_error(error_kind(error), str(error), field=getattr(error, "field", None)):
             click.echo(f"error: {error}", err=True)
         sys.exit(1)
+    except BrokenPipeError:
+        raise  # a reader that stopped reading (`| head`): not a failure to report
+    except OSError as error:  # a full disk, a file that cannot be written: said plainly, not as a traceback
+        where = f" ({error.filename})" if error.filename else ""
+        message = f"{error.strerror or error}{where}"
+        if not _json_error("io_error", message):
+            click.echo(f"error: {message}", err=True)
+        sys.exit(1)
 
 
 def _json_error(kind: str, message: str, **extra: Any) -> bool:

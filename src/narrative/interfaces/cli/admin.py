@@ -42,8 +42,11 @@ def export(ctx: Context, fmt: str, output: Path | None) -> None:
     if output is None:
         click.echo(text, nl=False)
         return
-    with os.fdopen(os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w", encoding="utf-8") as file:
-        file.write(text)  # a new export file is readable by its owner only, as the database is
+    try:
+        with os.fdopen(os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w", encoding="utf-8") as file:
+            file.write(text)  # a new export file is readable by its owner only, as the database is
+    except OSError as error:  # the CLI says it plainly (a full disk: "No space left on device (notes.json)")
+        raise OSError(error.errno, error.strerror, str(output)) from error
     ctx.emit({"file": str(output), "format": fmt, "bytes": len(text.encode("utf-8"))}, f"exported {fmt} to {output}")
 
 

@@ -183,6 +183,7 @@ def cli(
         "llm_api_key": llm_key,
         "llm_timeout_s": llm_timeout,
     }
+    _refuse_empty_db(db)
     given = ctx.get_parameter_source("user") is click.core.ParameterSource.COMMANDLINE
     ctx.obj = Context(db=db, user=user, as_json=as_json, embedder=embedder, llm=llm, user_given=given)
     CURRENT[:] = [ctx.obj]
@@ -192,8 +193,19 @@ def cli(
 pass_ctx = click.make_pass_decorator(Context)
 
 
+def _refuse_empty_db(db: str | None) -> None:
+    """``--db ""`` (an unset shell variable, say) named no file: it used the default file without a word."""
+    if db is not None and not db.strip():
+        raise click.BadParameter(
+            "is empty: name a SQLite file or a postgresql:// URL (leave --db out for the default file)",
+            param_hint="--db",
+        )
+
+
 def _setter(attribute: str) -> Callable[[click.Context, click.Parameter, Any], None]:
     def store(ctx: click.Context, _param: click.Parameter, value: Any) -> None:
+        if attribute == "db":
+            _refuse_empty_db(value)
         if value:
             setattr(ctx.find_object(Context), attribute, value)
             if attribute == "user":

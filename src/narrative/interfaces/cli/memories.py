@@ -4,16 +4,19 @@ memories and the chain."""
 from __future__ import annotations
 
 import json
+import sys
 from datetime import datetime
 from typing import TYPE_CHECKING
 
 import click
 
+from narrative.errors import ValidationError
 from narrative.interfaces.cli.common import Context, cli, json_option, pass_ctx
 from narrative.interfaces.cli.filtering import chosen, filter_options, metadata_option, metadata_pairs, utc
 from narrative.interfaces.cli.text import clip, counted, deleted_counts, indented
 from narrative.interfaces.serialize import hit_dict
 from narrative.model import EventKind, MemoryEvent, MemoryItem, Narrative
+from narrative.validate import MAX_MESSAGE
 
 if TYPE_CHECKING:
     from narrative.read.listing import Listed
@@ -84,7 +87,11 @@ def add() -> None:
     pass
 
 
-@add.command("message", help="Add one message to the active conversation (runs the write path).")
+@add.command(
+    "message",
+    help="Add one message to the active conversation (runs the write path).  TEXT '-' reads the message from"
+    " standard input (a long message or a pasted document: an argument is limited by the shell).",
+)
 @click.argument("text")
 @click.option("--role", default="user", type=click.Choice(["user", "assistant", "system", "tool"]), show_default=True)
 @click.option("--speaker", default="", help="Who said it (a name).")
@@ -92,6 +99,7 @@ def add() -> None:
 @json_option
 @pass_ctx
 def add_message(ctx: Context, text: str, role: str, speaker: str, raw: bool) -> None:
+    text = _text_or_stdin(text)
     mem = ctx.memory
     remember = getattr(mem, "remember", None)
     if raw or remember is None:
@@ -102,7 +110,18 @@ def add_message(ctx: Context, text: str, role: str, speaker: str, raw: bool) -> 
     ctx.emit(result, lambda: _turn_text(result))
 
 
-@add.command("memory", help="Add one memory directly (an agent's note).")
+def _text_or_stdin(text: str) -> str:
+    """The argument, or with '-' what standard input holds (as ``import -`` reads it), never past one character
+    over the longest message: the write path refuses a longer one by its limit, and ``/dev/zero`` ends at once."""
+    if text != "-":
+        return text
+    try:
+        return sys.stdin.read(MAX_MESSAGE + 1)
+    except UnicodeDecodeError as error:
+        raise ValidationError(f"standard input is not UTF-8 text ({error.reason})", field="text") from None
+
+
+@add.command("memory", help="Add one memory directly (an agent's note).  TEXT '-' reads it from standard input.")
 @click.argument("text")
 @click.option(
     "--stream",
@@ -135,7 +154,7 @@ def add_memory(
     metadata: tuple[str, ...],
 ) -> None:
     m = ctx.memory.add_memory(
-        text,
+        _text_or_stdin(text),
         stream=stream,
         source=source,
         importance=importance,
@@ -412,7 +431,12 @@ def memory_history(ctx: Context, memory_id: int) -> None:
 @json_option
 @pass_ctx
 def memory_restore(ctx: Context, memory_id: int) -> None:
-    restored = ctx.existing(user=True).restore_memory(memory_id)
+    mem = ctx.existing(user=True)
+    was = mem.get_memory(memory_id)
+    restored = mem.restore_memory(memory_id)
+    if was.superseded_by is None:  # nothing to undo (the call is idempotent: the memory is as it was)
+        ctx.emit(restored, lambda: f"nothing to restore: #{memory_id} is current (no later statement superseded it)")
+        return
     ctx.emit(restored, lambda: f"restored {_memory_line(restored)}")
 
 
