@@ -86,6 +86,13 @@ def _update(old: str, new: str) -> str | None:
             "The main branch has 150 commits merged.",
             "I'm securing the app, given the commits merged into the main branch, which has now reached 165.",
         ),
+        # the same sentence said again with one place changed and a change cue (a new user's probe)
+        ("I live in Berlin.", "I live in Lisbon now."),
+        ("My favourite colour is blue.", "My favourite colour is green now."),
+        ("My manager is Alice.", "Alice left; my manager is Bob now."),
+        ("My phone number is 555-1234.", "My new phone number is 555-9876."),
+        ("I'm vegetarian.", "I'm pescatarian now."),
+        ("I work at Google.", "I work at Microsoft now."),
     ],
 )
 def test_people_correct_themselves_in_these_ways(old: str, new: str) -> None:
@@ -142,6 +149,9 @@ def test_people_correct_themselves_in_these_ways(old: str, new: str) -> None:
             "The price of my coffee subscription is 12 dollars.",
             "I keep the coffee subscription, but if the price is raised to 15 dollars I will cancel it.",
         ),
+        ("I like tea.", "I like coffee now too."),  # an addition, not a change
+        ("I live in Berlin.", "I don't live in Lisbon now."),  # a denial of something else
+        ("My sister lives in Porto.", "My sister is in Porto now."),  # no place changed: said again
     ],
 )
 def test_these_are_not_corrections(old: str, new: str) -> None:

@@ -23,6 +23,7 @@ the denied clause).  Code blocks assert nothing here.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from narrative.text import patterns as P
@@ -149,6 +150,7 @@ class Statement:
     personal: bool = False  # said in the first person ("I", "we", "my"): what a denial can contradict
     denied_keys: frozenset[str] = frozenset()  # content keys of the clause denied ("never … coin toss problems")
     asks: bool = False  # a question ("how do I get alerts when bounce rates go above 40%?"): it states no value
+    frames: tuple[tuple[str, ...], ...] = ()  # each part between commas and semicolons, as words, cue words left out
 
 
 def statements(text: str) -> list[Statement]:
@@ -211,7 +213,65 @@ def _statement(sentence: str, start: int) -> Statement:
         personal=_PERSONAL.search(normal) is not None and len(keys) >= 2,
         denied_keys=frozenset() if denial is None else _denied(normal, denial.start(), keys),
         asks=normal.rstrip().endswith("?") and _ASKING.match(P.strip_lead(normal.lower())) is not None,
+        frames=_frames(normal),
     )
+
+
+_PART = re.compile(r"[,;:\u2014\u2013]|\s-\s")
+_TOKEN = re.compile(r"[\w][\w'\u2019.-]*[\w]|[\w]")
+#: What a restated sentence may change in place of a value: not its negation ("I live in Berlin" / "I don't live
+#: in Berlin now" is a denial, read by the rules above).
+_NEGATING = frozenset({"not", "never", "no", "don't", "doesn't", "didn't", "isn't", "aren't", "wasn't", "won't", "nor"})
+#: ... nor add to it ("I like tea" / "I like coffee now too" likes both).
+_ADDING = frozenset({"too", "also", "either", "both", "well", "besides"})
+_COPULAS = frozenset({"i'm", "im", "we're"})  # one word that keeps a subject and its verb
+SLOT = 3  # words at most on either side of a restated sentence's changed place
+
+
+def _frames(normal: str) -> tuple[tuple[str, ...], ...]:
+    """The sentence's parts as lower-case words without change cues: "Alice left; my manager is Bob now" gives
+    ("alice", "left") and ("my", "manager", "is", "bob")."""
+    found = []
+    for part in _PART.split(normal):
+        tokens = tuple(t for t in _TOKEN.findall(part.lower()) if t not in _CUE_KEYS)
+        if tokens:
+            found.append(tokens)
+    return tuple(found)
+
+
+def restated(new: Statement, old: Statement) -> tuple[str, str] | None:
+    """(new value, old value) when ``new`` says ``old`` again with one place changed: the same words before and
+    after it, at most :data:`SLOT` words on either side, each holding a content word or a number, neither a
+    negation nor an addition ("too"), and the words kept two or more, or a content word, or "I'm …" ("I live in
+    Berlin" → "I live in Lisbon now";
+    "my manager is Alice" → "my manager is Bob now"; "I'm vegetarian" → "I'm pescatarian now")."""
+    for after in new.frames:
+        for before in old.frames:
+            if after == before:
+                continue
+            head = 0
+            while head < min(len(after), len(before)) and after[head] == before[head]:
+                head += 1
+            tail = 0
+            while (
+                tail < min(len(after), len(before)) - head
+                and after[len(after) - 1 - tail] == before[len(before) - 1 - tail]
+            ):
+                tail += 1
+            now, was = after[head : len(after) - tail], before[head : len(before) - tail]
+            if not now or not was or len(now) > SLOT or len(was) > SLOT:
+                continue
+            if (_NEGATING | _ADDING) & {*now, *was} or not (_named(now) and _named(was)):
+                continue
+            kept = after[:head] + after[len(after) - tail :]
+            if len(kept) >= 2 or any(P.tag_key(w) is not None for w in kept) or (kept and set(kept) <= _COPULAS):
+                return " ".join(now), " ".join(was)
+    return None
+
+
+def _named(words: Sequence[str]) -> bool:
+    """Whether a changed place names something: a content word or a number."""
+    return any(P.tag_key(w) is not None or any(c.isdigit() for c in w) for w in words)
 
 
 _CLAUSE_START = re.compile(r"[,;:]\s*|\s(?:but|so|and|or|because|although|though|while|whereas)\s", re.IGNORECASE)
@@ -346,6 +406,9 @@ def update(new: Statement, old: Statement) -> Change | None:
             needed = 1 if unit in _SYMBOLS or new.cue.split()[0] not in _WEAK_CUES else 2
             if len(shared | ({unit} if unit and unit not in P.STOPWORDS else set())) >= needed:
                 return Change(f"{new.cue}: {value.text}{' ' + unit if unit else ''}, was {before.text}", (before.text,))
+    swapped = restated(new, old)  # the same sentence again, one place changed
+    if swapped is not None:
+        return Change(f"{new.cue}: {swapped[0]}, was {swapped[1]}", (swapped[1],))
     return None
 
 
