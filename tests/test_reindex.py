@@ -97,6 +97,30 @@ def test_keyword_search_still_works_before_the_reindex(smem: narrative.Memory) -
     assert smem.search("greyhound", 5, mode="keyword", record=False)
 
 
+def test_a_write_with_another_embedder_is_refused_before_anything_is_stored(
+    db_path: Path, hashed: dict[str, int], minilm: MiniLMEmbedder
+) -> None:
+    """Another user's write with another embedder was accepted, and then every user's search failed with "vectors
+    were made by several embedders" (a new user's probe).  It is refused, naming the fix, and nothing is stored;
+    after a reindex of the whole file the new embedder writes."""
+    with narrative.Memory(db_path, user="bob", embedder=minilm, env={}) as bob:
+        before = (bob.store.count_rows("memories"), bob.store.count_rows("messages"))
+        for write in (lambda: bob.add_memory("Bob's note"), lambda: bob.remember("Bob says hi")):
+            with pytest.raises(EmbeddingMismatch, match="narrative reindex") as raised:
+                write()
+            assert HASHING in str(raised.value) and MINILM in str(raised.value)
+        assert (bob.store.count_rows("memories"), bob.store.count_rows("messages")) == before
+    with narrative.Memory(db_path, user="alice", embedder="hashing", env={}) as alice:
+        assert alice.search("greyhound", 5, record=False)  # the file is as it was
+    with narrative.Memory(db_path, user="alice", embedder=minilm, env={}) as mem:
+        mem.reindex()
+    with narrative.Memory(db_path, user="bob", embedder=minilm, env={}) as bob:
+        assert bob.add_memory("Bob's note").id
+    with narrative.Memory(db_path, user="alice", embedder="hashing", env={}) as alice:
+        with pytest.raises(EmbeddingMismatch):
+            alice.remember("Back to hashing")
+
+
 # --- reindex -------------------------------------------------------------------------------------------
 
 

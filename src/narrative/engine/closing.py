@@ -40,7 +40,7 @@ class Closing:
     def _close_tools(self) -> CloseTools:
         enabled = self.rt.llm_enabled()
         assist = LLMCloseAssist(self.rt.llm) if enabled else None
-        embedder = self.rt.embedder
+        embedder = self.rt.embedder_for_writes()
         if embedder is None:
             return CloseTools(self.turns.extractor(), assist)
 

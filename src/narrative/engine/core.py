@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from narrative.checks import require_user
 from narrative.config import Settings, default_db
-from narrative.errors import NotFound
+from narrative.errors import EmbeddingMismatch, NotFound
 from narrative.store.protocol import Store
 from narrative.write import storylines
 
@@ -31,6 +31,9 @@ log = logging.getLogger("narrative")
 
 def utc_now() -> datetime:
     return datetime.now(UTC)
+
+
+EMBEDDER_KEY = "embedder"  # store_meta: the identity of the embedder whose vectors the file holds
 
 
 class Runtime:
@@ -70,6 +73,7 @@ class Runtime:
             store = open_store(settings.db, vector_precision=settings.vector_precision)
         self.store: Store = store
         self._embedder = embedder
+        self._writes_checked = False  # embedder_for_writes has checked the file's embedder
         self._llm = llm
         self.clock: Callable[[], datetime] = clock or utc_now
         self.known_users: set[str] = set()
@@ -96,6 +100,32 @@ class Runtime:
             else:
                 self._embedder = HashingEmbedder()
         return self._embedder
+
+    def embedder_for_writes(self) -> Embedder | None:
+        """The embedder, checked once before this memory first writes vectors: a file holds one embedder's
+        vectors (``store_meta`` key ``embedder`` records which, set by the first write or by a reindex).  A write
+        with another one was accepted and then every user's search failed with "vectors were made by several
+        embedders"; it is refused here, before anything is stored."""
+        embedder = self.embedder
+        if embedder is None or self._writes_checked:
+            return embedder
+        recorded = self.store.get_meta(EMBEDDER_KEY)
+        others = (
+            {recorded} - {embedder.identity}
+            if recorded is not None
+            else set(self.store.vector_models()) - {embedder.identity}  # a file from before the key: read once
+        )
+        if others:
+            raise EmbeddingMismatch(
+                f"this file's vectors were made by {', '.join(sorted(others))}, and this memory embeds with"
+                f" {embedder.identity}: writing would leave vectors of two embedders, which search refuses."
+                " Use the embedder that made them (--embedder / NARRATIVE_EMBEDDER), or run `narrative reindex`"
+                " with this one first"
+            )
+        if recorded is None:
+            self.store.set_meta(EMBEDDER_KEY, embedder.identity)
+        self._writes_checked = True
+        return embedder
 
     def _auto_runtime(self) -> str:
         """fp32 (the original model's vectors), unless the file's vectors were made in int8: then int8."""

@@ -146,7 +146,7 @@ class Memories:
         )
 
     def _embedder(self) -> by_hand.Embedder:
-        embedder = self.rt.embedder
+        embedder = self.rt.embedder_for_writes()
         return None if embedder is None else (embedder.embed_batch, embedder.identity)
 
     def store_memories(

@@ -45,7 +45,7 @@ class Turns:
     def writer(self) -> TurnWriter:
         """The write path's turn writer (built once, on first use)."""
         if self.rt.writer is None:
-            embedder = self.rt.embedder
+            embedder = self.rt.embedder_for_writes()
             from narrative.write.extract import key_points as key_points_of
             from narrative.write.extract import session_theme
 
@@ -113,7 +113,7 @@ class Turns:
             require_message(turn.content, "content")
             require_choice(Role, turn.role, "role")
         results: list[TurnResult] = []
-        batch = max(1, getattr(self.rt.embedder, "batch_size", 64))
+        batch = max(1, getattr(self.rt.embedder_for_writes(), "batch_size", 64))  # a foreign embedder: refused here
         for start in range(0, len(items), batch):
             chunk = items[start : start + batch]
             messages = lifecycle.add_messages(
@@ -226,7 +226,7 @@ class Turns:
         defaults: dict[str, int],
     ) -> list[TurnVectors]:
         """Every vector the turns need, from one embedding call over their distinct texts (``write.embedding``)."""
-        embedder = self.rt.embedder
+        embedder = self.rt.embedder_for_writes()
         if embedder is None:
             return [TurnVectors() for _ in messages]
         answered = [before if self.rt.settings.exchange_turns >= 2 else None for before in befores]
