@@ -22,6 +22,7 @@ import sys
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -287,6 +288,21 @@ def test_recall_returns_hits_with_why_and_chain(server: Driver) -> None:
     assert "narrative" in top["chain"] and "sibling_ids" in top["chain"]
 
 
+def test_recall_and_search_take_include_superseded_and_as_of(server: Driver) -> None:
+    """What was true before a correction, asked for over MCP as over the library (a new user's probe: recall took
+    neither, and no tool took as_of)."""
+    server.ok("remember", text="I keep my kayak in Haarlem.")
+    between = datetime.now(UTC)
+    server.ok("remember", text="Actually, I moved it: I keep my kayak in Leiden now, not Haarlem.")
+    for tool in ("recall", "search_memories"):
+        now = [h["text"] for h in server.ok(tool, query="where is my kayak kept")["items"]]
+        assert any("Leiden" in t for t in now) and not any(t == "I keep my kayak in Haarlem." for t in now)
+        both = [h["text"] for h in server.ok(tool, query="where is my kayak kept", include_superseded=True)["items"]]
+        assert any("I keep my kayak in Haarlem." in t.splitlines() for t in both), both
+        then = [h["text"] for h in server.ok(tool, query="where is my kayak kept", as_of=between.isoformat())["items"]]
+        assert any("Haarlem" in t for t in then) and not any("Leiden" in t for t in then)
+
+
 def test_search_memories_filters(server: Driver) -> None:
     storylines = server.ok("list_storylines")["storylines"]
     assert storylines[0]["id"] and any(s["kind"] == "your_story" for s in storylines)
@@ -485,8 +501,8 @@ def test_every_input_schema_refuses_unknown_arguments(server: Driver) -> None:
         assert t.input_schema.get("additionalProperties") is False, t.name
     wrong = server.error("search_memories", query="garden", act="Garden")
     assert wrong == (
-        "search_memories: there is no argument act (it takes act_id, filters, include_superseded, limit, min_score, "
-        "query, storyline_id, your_story_only)."
+        "search_memories: there is no argument act (it takes act_id, as_of, filters, include_superseded, limit, "
+        "min_score, query, storyline_id, your_story_only)."
     )
 
 

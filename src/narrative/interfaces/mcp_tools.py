@@ -17,6 +17,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 from pydantic import Field
@@ -63,6 +64,14 @@ ConversationId = Annotated[
 ]
 StorylineId = Annotated[int | None, Field(description="Storyline id (see list_storylines); omit for all.")]
 Query = Annotated[str, Field(description="What to look for, in plain words.")]
+IncludeSuperseded = Annotated[bool, Field(description="Also what a later statement superseded (left out by default).")]
+AsOf = Annotated[
+    datetime | None,
+    Field(
+        description="What was current at this time (ISO 8601, e.g. 2026-03-01T12:00:00Z; without a zone: UTC):"
+        " what was said after it is left out, and what a later statement superseded is back."
+    ),
+]
 Role = Literal["user", "assistant", "system", "tool"]
 EntityType = Literal[
     "person",
@@ -189,6 +198,8 @@ class NarrativeTools:
         query: Query,
         limit: Annotated[int, Field(ge=1, le=100, description="How many memories.")] = 10,
         depth: Annotated[int, Field(ge=0, le=10, description="Earlier narrative links to include per hit.")] = 1,
+        include_superseded: IncludeSuperseded = False,
+        as_of: AsOf = None,
     ) -> dict[str, Any]:
         """Hybrid search (keywords + meaning) over everything remembered, each hit opened into its recall chain:
         the narrative it belongs to, sibling memories of the same arc and earlier links.
@@ -197,7 +208,9 @@ class NarrativeTools:
         (keyword rank, vector rank, recency). Reading only: nothing is recorded (get_context records a use).
         Returns {query, items: [{id, content, text, stream, score, why, chain, ...}]}.
         """
-        pairs = self.memory.recall(query, limit, depth=depth, record=False)
+        pairs = self.memory.recall(
+            query, limit, depth=depth, record=False, include_superseded=include_superseded, as_of=as_of
+        )
         return {"query": query, "items": [{**hit_dict(hit), "chain": plain(chain)} for hit, chain in pairs]}
 
     @tool(destructive=False)
@@ -333,9 +346,8 @@ class NarrativeTools:
         your_story_only: Annotated[bool, Field(description="Only memories filed under Your Story.")] = False,
         limit: Annotated[int, Field(ge=1, le=100, description="How many results.")] = 10,
         min_score: Annotated[float, Field(ge=0, le=1, description="Drop hits scoring below this.")] = 0.0,
-        include_superseded: Annotated[
-            bool, Field(description="Also what a later statement superseded (left out by default).")
-        ] = False,
+        include_superseded: IncludeSuperseded = False,
+        as_of: AsOf = None,
         filters: Annotated[
             dict[str, Any] | None,
             Field(
@@ -367,6 +379,7 @@ class NarrativeTools:
             record=False,
             min_score=min_score,
             include_superseded=include_superseded,
+            as_of=as_of,
             filters=filters,
         )
         return {"query": query, "items": [hit_dict(h) for h in hits]}
