@@ -177,7 +177,7 @@ def test_an_id_is_never_given_twice(mem: narrative.Memory) -> None:
 
 def test_record_appends_superseded_and_restored(mem: narrative.Memory, clock: FakeClock) -> None:
     berlin = mem.add_memory("I live in Berlin.")
-    lisbon = mem.add_memory("Actually, I moved: I live in Lisbon now.")
+    lisbon = mem.add_memory("The trams in Lisbon are yellow.")  # no correction: the events below are made by hand
     store = mem.store
     history.record(
         store, "alice", berlin.id, "superseded", berlin.content, berlin.content, clock(), {"superseded_by": lisbon.id}
@@ -208,8 +208,7 @@ def _with_history(mem: narrative.Memory, clock: FakeClock) -> dict[str, int]:
     mem.edit_preview(cid, "Zinnias over marigolds, for the bees.")
     confirmed = mem.confirm_memory(cid).memories[0]
     berlin = mem.add_memory("I live in Berlin.")
-    lisbon = mem.add_memory("I live in Lisbon now.")
-    history.record(mem.store, "alice", berlin.id, "superseded", "", "", clock(), {"superseded_by": lisbon.id})
+    lisbon = mem.add_memory("I live in Lisbon now.")  # supersedes Berlin: a superseded event
     mem.edit_memory(lisbon.id, content="I live in Lisbon, by the river.")
     gone = mem.add_memory("A note that goes.")
     mem.add_memory("A note that stays.")
@@ -236,7 +235,10 @@ def test_export_import_carries_the_history(mem: narrative.Memory, databases: Any
         new = memory_ids(json.loads(second)["tables"])
         mapped = dict(zip(memory_ids(tables), new, strict=True))
         assert kinds(restored.history(mapped[ids["gone"]])) == ["created", "deleted"]
-        assert restored.history(mapped[ids["berlin"]])[1].detail == {"superseded_by": mapped[ids["lisbon"]]}
+        assert restored.history(mapped[ids["berlin"]])[1].detail == {
+            "superseded_by": mapped[ids["lisbon"]],
+            "reason": "now: lisbon, was berlin",
+        }
         assert restored.add_memory("made after the import").id > max(new)  # above the tombstones too
 
 
