@@ -228,6 +228,24 @@ def test_two_topics_are_kept_apart_with_the_default_embedder(minilm: narrative.M
     assert_two_topics_kept_apart(minilm)
 
 
+def test_a_one_turn_topic_beside_two_others_is_a_part_of_its_own(minilm: narrative.Memory) -> None:
+    """A new user's probe: with three storylines, the one-turn aside (the wedding) was in no part, so it was never
+    reviewed; its part does not repeat the aside's cue either."""
+    preview = previewed(
+        minilm,
+        [
+            "We decided to plant tomatoes in the garden because they grow well here.",
+            "Sam will send the bed measurements on Friday.",
+            "Also, completely different topic: my sister's wedding is on June 14 in Porto.",
+        ],
+    )
+    assert preview.proposes_parts
+    told = [str(p["narrative"]) for p in preview.parts]
+    wedding = [t for t in told if "wedding" in t]
+    assert len(wedding) == 1 and "June 14" in wedding[0] and "different topic" not in wedding[0]
+    assert any("tomatoes" in t for t in told)
+
+
 def test_editing_a_two_topic_preview_keeps_one_memory(mem: narrative.Memory) -> None:
     preview = previewed(mem, TWO_TOPICS)
     assert preview.proposes_parts

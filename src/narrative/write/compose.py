@@ -94,7 +94,10 @@ def compose_narrative(
             default=None,
         )
         if moment is not None:
-            sentences.append(as_sentence(retold(_strip_aside(moment.key_points or user_said(moment)), name)))
+            from narrative.write.routing import strip_topic_cue  # (as in _filler: routing is heavier to import)
+
+            said = _strip_aside(strip_topic_cue(moment.key_points or user_said(moment)))  # not "Also, … topic:"
+            sentences.append(as_sentence(retold(said, name)))
     for e in by_type.get(EntityType.INSIGHT, [])[:1]:
         sentences.append(as_sentence(f"{name} realized that {retold(str(e.data.get('what') or e.name), name)}"))
     settled_by = {r.evidence.sentence for r in resolutions}
@@ -209,6 +212,8 @@ def topic_parts(
     the user and either two turns or an extracted item: people change the subject ("Also, completely different
     topic: …") and each subject belongs to its own storyline, so two are told apart instead of merged into one
     memory filed under one of them.  Each part is told from its own turns and items (:func:`compose_narrative`).
+    When there are parts, every other storyline holding a turn of the user is a part as well: no turn the person
+    said is left out of what they review.
     """
     groups: dict[int, list[Message]] = {}
     for m in messages:
@@ -227,6 +232,10 @@ def topic_parts(
     topics = [sid for sid in groups if is_topic(sid)]
     if len(topics) < 2:
         return []
+    # once the conversation is told in parts, a storyline with one turn of the user is a part too: it was left
+    # out of every part, so the person never reviewed it ("Also, completely different topic: my sister's
+    # wedding is on June 14 in Porto.")
+    topics = [sid for sid in groups if sid in topics or any(m.role is Role.USER for m in groups[sid])]
     parts = []
     for sid in topics:
         ids = {m.id for m in groups[sid]}
