@@ -9,6 +9,7 @@ and a second process whose writes this process's in-process index must see.
 from __future__ import annotations
 
 import multiprocessing
+import socket
 import subprocess
 import sys
 import textwrap
@@ -389,7 +390,7 @@ def test_serve_workers_answer_over_one_database(url: str) -> None:
     import http.client
     import json
     import os
-    import socket
+
     import time
 
     import narrative
@@ -457,7 +458,7 @@ def test_mcp_http_workers_answer_over_one_database(url: str) -> None:
     found by the next, whichever worker answers either."""
     import asyncio
     import os
-    import socket
+
     import time
 
     from mcp.client.session import ClientSession
@@ -680,3 +681,15 @@ def test_a_user_read_into_the_keyword_index_is_built_after_its_connection_is_giv
         assert len(single.keyword_search_memories("alice", "heron", None, 50)) == 21  # caught up after the build
     finally:
         single.close()
+
+
+def test_an_unreachable_server_is_named_at_once() -> None:
+    """One connection is tried before the pool starts: the reason (refused) is the error, not the pool's
+    "initialization incomplete after 30.0 sec" after 30 s of retries."""
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    with pytest.raises(StoreError) as raised:
+        PostgresStore(f"postgresql://someone:secret@127.0.0.1:{port}/nothing")
+    said = str(raised.value)
+    assert "refused" in said.lower() and "initialization incomplete" not in said and "secret" not in said

@@ -236,6 +236,7 @@ class PostgresBase:
         self.path = url
         self._local = threading.local()
         self._lock = threading.RLock()  # in-process caches; a holder never waits for a pooled connection
+        _reachable(url)  # one try first: an unreachable server is said at once, not after the pool's 30 s of retries
         try:
             self.pool = ConnectionPool(
                 url,
@@ -521,6 +522,15 @@ class PostgresBase:
             column = "id" if table == "users" else "user_id"
             row = self._one(f"SELECT COUNT(*) FROM {table} WHERE {column} = ?", (user_id,))
         return int(row[0]) if row else 0
+
+
+def _reachable(url: str, timeout: int = 10) -> None:
+    """Connect once (at most ``timeout`` seconds) and close; a StoreError naming why when that fails."""
+    try:
+        psycopg.connect(url, connect_timeout=timeout, autocommit=True).close()
+    except psycopg.Error as error:
+        reason = " ".join(str(error).split())
+        raise StoreError(f"cannot open {_safe_url(url)}: {reason}") from error
 
 
 def _safe_url(url: str) -> str:
