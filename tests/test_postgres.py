@@ -390,7 +390,6 @@ def test_serve_workers_answer_over_one_database(url: str) -> None:
     import http.client
     import json
     import os
-
     import time
 
     import narrative
@@ -458,7 +457,6 @@ def test_mcp_http_workers_answer_over_one_database(url: str) -> None:
     found by the next, whichever worker answers either."""
     import asyncio
     import os
-
     import time
 
     from mcp.client.session import ClientSession
