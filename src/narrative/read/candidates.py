@@ -4,10 +4,12 @@ Shared by the steps of :mod:`narrative.read.search` and by :mod:`narrative.read.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from narrative.model import Conflict, MemoryBrief, Passage, Stream
+from narrative.store.protocol import Store
 
 
 @dataclass(frozen=True)
@@ -40,3 +42,13 @@ class Candidates:
     conflicts: dict[int, Conflict] = field(default_factory=dict)  # conflicts read, by id
     asked: set[int] = field(default_factory=set)  # memories whose conflicts were read
     briefs: dict[int, MemoryBrief] = field(default_factory=dict)  # memory id → its brief, read with the lists
+    of_message: dict[int, list[Passage]] = field(default_factory=dict)  # message id → its passages ([]: none)
+
+    def passages_of(self, store: Store, user_id: str, message_ids: Iterable[int]) -> dict[int, list[Passage]]:
+        """:meth:`Store.passages_of_messages` read once a search: each message's passages are read the first time
+        a step asks for them (on PostgreSQL a search asked four times, one round trip each)."""
+        wanted = set(message_ids)
+        if missing := wanted - self.of_message.keys():
+            read = store.passages_of_messages(user_id, missing)
+            self.of_message.update({m: read.get(m, []) for m in missing})
+        return {m: self.of_message[m] for m in wanted if self.of_message[m]}

@@ -111,7 +111,7 @@ def standing_for(
     for key in chosen:
         listed.setdefault(found.units[key].memory_id, key)
     messages = {m for key in chosen for m in shows.get(key, ())}
-    owners = {m: {p.memory_id for p in ps} for m, ps in store.passages_of_messages(user_id, messages).items()}
+    owners = {m: {p.memory_id for p in ps} for m, ps in found.passages_of(store, user_id, messages).items()}
     for key in chosen:
         for message in sorted(shows.get(key, ())):
             for memory_id in owners.get(message, ()):

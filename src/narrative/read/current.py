@@ -10,22 +10,29 @@ deleted).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 
-from narrative.model import Message
+from narrative.model import Message, Passage
 from narrative.store.protocol import Store
 
 __all__ = ["current_messages", "forgotten_messages", "stale_messages"]
 
 
-def stale_messages(store: Store, user_id: str, message_ids: Iterable[int], as_of: datetime | None = None) -> set[int]:
-    """The messages none of whose passages is current (now, or at ``as_of``)."""
+def stale_messages(
+    store: Store,
+    user_id: str,
+    message_ids: Iterable[int],
+    as_of: datetime | None = None,
+    passages_of: Callable[[set[int]], Mapping[int, list[Passage]]] | None = None,
+) -> set[int]:
+    """The messages none of whose passages is current (now, or at ``as_of``); ``passages_of``: how to read the
+    messages' passages (a search's cache), else the store."""
     ids = set(message_ids)
     if not ids:
         return set()
     stale = set()
-    found = store.passages_of_messages(user_id, ids)
+    found = passages_of(ids) if passages_of is not None else store.passages_of_messages(user_id, ids)
     for message_id, passages in found.items():
         ends = [p.valid_to for p in passages]
         if all(end is not None and (as_of is None or end <= as_of) for end in ends):

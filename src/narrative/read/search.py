@@ -439,7 +439,7 @@ def _hits(
     memories = {m.id: m for m in loaded}
     # a result says the conflicts of its own memory and of the messages it shows (their own memories)
     on_screen = {m for key in chosen for m in shows.get(key, ())}
-    owners = {m: {p.memory_id for p in ps} for m, ps in store.passages_of_messages(user_id, on_screen).items()}
+    owners = {m: {p.memory_id for p in ps} for m, ps in found.passages_of(store, user_id, on_screen).items()}
     conflicts: dict[int, list[tuple[int, str]]] = {}
     for conflict in conflicts_of(store, user_id, {*memories, *(i for ids in owners.values() for i in ids)}, found):
         conflicts.setdefault(conflict.memory_id, []).append((conflict.other_memory_id, conflict.reason))
@@ -500,7 +500,7 @@ def _passages_to_show(
     shown = {m for key in chosen for m in shows.get(key, ())}
     if not shown:
         return {}
-    every = store.passages_of_messages(user_id, shown)
+    every = found.passages_of(store, user_id, shown)
     cut = {m: [p for p in ps if p.is_current] for m, ps in every.items() if len(ps) > 1}
     best: dict[int, Passage] = {}
     for passage in found.passages:

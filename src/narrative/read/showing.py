@@ -45,7 +45,11 @@ def shown_by(
         unit = found.units[key]
         shows[key] = frozenset((*asked.get(key, ()), *unit.sources)) if unit.passage is not None else by_memory[key[1]]
     heads = {m for key in order[: 4 * k + 20] for m in shows[key]}
-    stale = set() if include_superseded and as_of is None else stale_messages(store, user_id, heads, as_of)
+    stale = (
+        set()
+        if include_superseded and as_of is None
+        else stale_messages(store, user_id, heads, as_of, lambda ids: found.passages_of(store, user_id, ids))
+    )
     emptied = set()
     if stale:
         for key, value in shows.items():
