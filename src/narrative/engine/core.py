@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 from narrative.checks import require_user
 from narrative.config import Settings, default_db
-from narrative.errors import EmbeddingMismatch, NotFound
+from narrative.errors import NotFound
 from narrative.store.protocol import Store
-from narrative.write import storylines
+from narrative.write import embedding, storylines
 
 if TYPE_CHECKING:
     from narrative.providers.embed import Embedder
@@ -31,9 +31,6 @@ log = logging.getLogger("narrative")
 
 def utc_now() -> datetime:
     return datetime.now(UTC)
-
-
-EMBEDDER_KEY = "embedder"  # store_meta: the identity of the embedder whose vectors the file holds
 
 
 class Runtime:
@@ -109,21 +106,7 @@ class Runtime:
         embedder = self.embedder
         if embedder is None or self._writes_checked:
             return embedder
-        recorded = self.store.get_meta(EMBEDDER_KEY)
-        others = (
-            {recorded} - {embedder.identity}
-            if recorded is not None
-            else set(self.store.vector_models()) - {embedder.identity}  # a file from before the key: read once
-        )
-        if others:
-            raise EmbeddingMismatch(
-                f"this file's vectors were made by {', '.join(sorted(others))}, and this memory embeds with"
-                f" {embedder.identity}: writing would leave vectors of two embedders, which search refuses."
-                " Use the embedder that made them (--embedder / NARRATIVE_EMBEDDER), or run `narrative reindex`"
-                " with this one first"
-            )
-        if recorded is None:
-            self.store.set_meta(EMBEDDER_KEY, embedder.identity)
+        embedding.refuse_foreign_embedder(self.store, embedder.identity)
         self._writes_checked = True
         return embedder
 

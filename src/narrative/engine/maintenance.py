@@ -17,11 +17,11 @@ from collections.abc import Callable
 from typing import Any
 
 from narrative.checks import require_positive, require_user
-from narrative.engine.core import EMBEDDER_KEY, Runtime
+from narrative.engine.core import Runtime
 from narrative.errors import ValidationError
 from narrative.read import vectors
 from narrative.store.opening import safe_name
-from narrative.write import reindex
+from narrative.write import embedding, reindex
 
 DEFAULT_BATCH = 256  # memories per transaction: an interrupted reindex keeps what it finished
 
@@ -77,8 +77,7 @@ class Maintenance:
             self.rt.store, embedder.embed_batch, model, user_id, force=force, batch_size=size
         )
         self.rt.store.drop_index()  # the next search builds the index from the new vectors
-        if set(self.rt.store.vector_models()) <= {model}:  # every user's: the file's embedder from now on
-            self.rt.store.set_meta(EMBEDDER_KEY, model)  # (see Runtime.embedder_for_writes)
+        embedding.record_file_embedder(self.rt.store, model)  # when every user's vectors are this model's now
         status = self.embedding_status(user=user_id)
         return {
             "embedder": model,

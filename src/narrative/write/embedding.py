@@ -37,6 +37,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from narrative.errors import EmbeddingMismatch
 from narrative.model import SUMMARY_STREAMS, MemoryItem, Message, Storyline, Stream
 from narrative.store.filters import MemoryFilter
 from narrative.store.protocol import Store
@@ -344,3 +345,28 @@ def routing_vectors(store: Store, embed: Embed, storylines: Sequence[Storyline])
             routing = drift(routing, row)
         made[storyline.id] = blend(routing, vectors[0])
     return made
+
+
+EMBEDDER_KEY = "embedder"  # store_meta: the identity of the embedder whose vectors the file holds
+
+
+def refuse_foreign_embedder(store: Store, identity: str) -> None:
+    """Raise before a write with ``identity`` when the file holds another embedder's vectors (the key, else, in a
+    file from before it, the vectors themselves: read once); an unrecorded file takes ``identity``.  A file holds
+    one embedder's vectors: search refuses a file with two."""
+    recorded = store.get_meta(EMBEDDER_KEY)
+    others = {recorded} - {identity} if recorded is not None else set(store.vector_models()) - {identity}
+    if others:
+        raise EmbeddingMismatch(
+            f"this file's vectors were made by {', '.join(sorted(others))}, and this memory embeds with {identity}:"
+            " writing would leave vectors of two embedders, which search refuses. Use the embedder that made them"
+            " (--embedder / NARRATIVE_EMBEDDER), or run `narrative reindex` with this one first"
+        )
+    if recorded is None:
+        store.set_meta(EMBEDDER_KEY, identity)
+
+
+def record_file_embedder(store: Store, identity: str) -> None:
+    """After a reindex: when every vector of the file is ``identity``'s, it is the file's embedder from now on."""
+    if set(store.vector_models()) <= {identity}:
+        store.set_meta(EMBEDDER_KEY, identity)
