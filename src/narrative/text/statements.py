@@ -226,6 +226,7 @@ _NEGATING = frozenset({"not", "never", "no", "don't", "doesn't", "didn't", "isn'
 _ADDING = frozenset({"too", "also", "either", "both", "well", "besides"})
 _COPULAS = frozenset({"i'm", "im", "we're"})  # one word that keeps a subject and its verb
 SLOT = 3  # words at most on either side of a restated sentence's changed place
+SAID_AGAIN = 14  # words at most in either sentence: a fact said again is short ("my manager is Bob now")
 
 
 def _frames(normal: str) -> tuple[tuple[str, ...], ...]:
@@ -240,11 +241,14 @@ def _frames(normal: str) -> tuple[tuple[str, ...], ...]:
 
 
 def restated(new: Statement, old: Statement) -> tuple[str, str] | None:
-    """(new value, old value) when ``new`` says ``old`` again with one place changed: the same words before and
+    """(new value, old value) when ``new`` says ``old`` again with one place changed (both short: at most
+    :data:`SAID_AGAIN` words): the same words before and
     after it, at most :data:`SLOT` words on either side, each holding a content word or a number, neither a
     negation nor an addition ("too"), and the words kept two or more, or a content word, or "I'm …" ("I live in
     Berlin" → "I live in Lisbon now";
     "my manager is Alice" → "my manager is Bob now"; "I'm vegetarian" → "I'm pescatarian now")."""
+    if sum(map(len, new.frames)) > SAID_AGAIN or sum(map(len, old.frames)) > SAID_AGAIN:
+        return None  # a long sentence (a question with a worked example) is not a fact said again
     for after in new.frames:
         for before in old.frames:
             if after == before:
