@@ -152,6 +152,9 @@ def test_people_correct_themselves_in_these_ways(old: str, new: str) -> None:
         ("I like tea.", "I like coffee now too."),  # an addition, not a change
         ("I live in Berlin.", "I don't live in Lisbon now."),  # a denial of something else
         ("My sister lives in Porto.", "My sister is in Porto now."),  # no place changed: said again
+        ("It was a great experience.", "It was a long process, but now it is done."),  # not said of oneself
+        ("I'm hanging in there.", "I'm staying positive now."),  # a mood in passing, not one word for another
+        ("Your cooking is amazing!", "Your new hair color is amazing!"),  # not the end of what is said
     ],
 )
 def test_these_are_not_corrections(old: str, new: str) -> None:

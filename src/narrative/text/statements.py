@@ -225,6 +225,7 @@ _NEGATING = frozenset({"not", "never", "no", "don't", "doesn't", "didn't", "isn'
 #: ... nor add to it ("I like tea" / "I like coffee now too" likes both).
 _ADDING = frozenset({"too", "also", "either", "both", "well", "besides"})
 _COPULAS = frozenset({"i'm", "im", "we're"})  # one word that keeps a subject and its verb
+_FIRST_PERSON = frozenset({"i", "i'm", "im", "i've", "my", "we", "we're", "we've", "our"})
 SLOT = 3  # words at most on either side of a restated sentence's changed place
 SAID_AGAIN = 14  # words at most in either sentence: a fact said again is short ("my manager is Bob now")
 
@@ -241,12 +242,12 @@ def _frames(normal: str) -> tuple[tuple[str, ...], ...]:
 
 
 def restated(new: Statement, old: Statement) -> tuple[str, str] | None:
-    """(new value, old value) when ``new`` says ``old`` again with one place changed (both short: at most
-    :data:`SAID_AGAIN` words): the same words before and
-    after it, at most :data:`SLOT` words on either side, each holding a content word or a number, neither a
-    negation nor an addition ("too"), and the words kept two or more, or a content word, or "I'm …" ("I live in
-    Berlin" → "I live in Lisbon now";
-    "my manager is Alice" → "my manager is Bob now"; "I'm vegetarian" → "I'm pescatarian now")."""
+    """(new value, old value) when ``new`` says ``old`` again with one place changed: what the person says of
+    themselves, both short (at most :data:`SAID_AGAIN` words), the same first-person opening (two words or
+    more, or "I'm" before one word) and the changed place at the end, at most :data:`SLOT` words on either side,
+    each naming something (a content word or a number), neither a negation nor an addition ("too").  "I live in
+    Berlin" → "I live in Lisbon now"; "my manager is Alice" → "… my manager is Bob now"; "I'm vegetarian" →
+    "I'm pescatarian now"."""
     if sum(map(len, new.frames)) > SAID_AGAIN or sum(map(len, old.frames)) > SAID_AGAIN:
         return None  # a long sentence (a question with a worked example) is not a fact said again
     for after in new.frames:
@@ -267,8 +268,10 @@ def restated(new: Statement, old: Statement) -> tuple[str, str] | None:
                 continue
             if (_NEGATING | _ADDING) & {*now, *was} or not (_named(now) and _named(was)):
                 continue
-            kept = after[:head] + after[len(after) - tail :]
-            if len(kept) >= 2 or any(P.tag_key(w) is not None for w in kept) or (kept and set(kept) <= _COPULAS):
+            kept = after[:head]
+            if tail or not kept or kept[0] not in _FIRST_PERSON:
+                continue  # the changed place ends what the person says of themselves ("I live in …", "my … is …")
+            if len(kept) >= 2 or (set(kept) <= _COPULAS and len(now) == len(was) == 1):
                 return " ".join(now), " ".join(was)
     return None
 
