@@ -18,6 +18,7 @@ import narrative
 from conftest import FakeClock
 from narrative.model import EntityType, MemoryItem, UseKind
 from narrative.providers.embed import Embedder, MiniLMEmbedder, embed_one
+from narrative.read.candidates import Candidates
 from narrative.read.search import (
     DEFAULT_WEIGHTS,
     SearchHit,
@@ -553,3 +554,34 @@ def test_a_word_that_carries_no_topic_is_no_evidence(mem: narrative.Memory) -> N
     assert mem.search("what should we use instead?") == []
     assert mem.search("actually, anyway") == []
     assert [h.memory.id for h in mem.search("what about the tea instead?")] == [tea.id]
+
+
+def test_a_search_reads_each_message_s_passages_once(hmem: narrative.Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Which passages a shown message has was asked four times a search (what is current, which memories a hit
+    stands for, which passage to show, what the hits conflict with): on PostgreSQL a round trip each.  Now the
+    first step reads them and the others ask only for messages not read yet; what the search returns is the
+    same as when every step reads them itself."""
+    long = " ".join(f"Paragraph {i} about the heron colony and its nests by the river." for i in range(120))
+    hmem.remember(long, "assistant")
+    hmem.remember("Where do the herons nest?")
+    hmem.remember("I saw the herons by the river this morning.")
+    with monkeypatch.context() as each_step:  # every step reads for itself, as before
+        each_step.setattr(
+            Candidates,
+            "passages_of",
+            lambda self, store, user_id, ids: store.passages_of_messages(user_id, set(ids)),
+        )
+        before = [(h.memory.id, h.text) for h in hmem.search("herons nest river", 10, record=False)]
+    asked: list[int] = []
+    store = hmem.store
+    original = store.passages_of_messages
+
+    def counting(user_id: str, message_ids: object) -> object:
+        ids = list(message_ids)  # type: ignore[call-overload]
+        asked.append(len(ids))
+        return original(user_id, ids)
+
+    monkeypatch.setattr(store, "passages_of_messages", counting)
+    after = [(h.memory.id, h.text) for h in hmem.search("herons nest river", 10, record=False)]
+    assert after == before
+    assert 1 <= len(asked) <= 2, asked
