@@ -95,6 +95,29 @@ def test_the_demo_refuses_files_of_other_programs(run: Run, tmp_path: Path) -> N
     conn.close()
 
 
+def test_no_command_opens_a_file_of_another_program(run: Run, tmp_path: Path) -> None:
+    """``add message`` on another program's SQLite file added our hundred tables to it (a new user's probe); any
+    command now refuses it and leaves it as it was.  An empty file, or a SQLite file without tables, is used."""
+    text = tmp_path / "thesis.txt"
+    text.write_text("three years of work\n")
+    other = tmp_path / "photos.sqlite"
+    with sqlite3.connect(other) as conn:
+        conn.execute("CREATE TABLE photos (name TEXT)")
+    conn.close()
+    for path in (text, other):
+        before = path.read_bytes()
+        code, _, err = run("--db", str(path), "--user", "maya", "add", "message", "hello")
+        assert code == 1 and "is not a narrative database" in err and "nothing was changed" in err
+        assert path.read_bytes() == before and not sidecars(path)
+    empty = tmp_path / "empty.db"
+    empty.touch()
+    blank = tmp_path / "blank.db"
+    sqlite3.connect(blank).close()
+    for path in (empty, blank):
+        code, _, err = run("--db", str(path), "--user", "maya", "add", "message", "hello there")
+        assert code == 0, err
+
+
 def test_an_older_narrative_file_is_checked_without_migrating_it(tmp_path: Path) -> None:
     """A narrative file from before ``store_meta`` existed is someone's data: checking it adds no table."""
     path = someones_file(tmp_path / "old.db")

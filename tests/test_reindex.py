@@ -116,9 +116,8 @@ def test_a_write_with_another_embedder_is_refused_before_anything_is_stored(
         mem.reindex()
     with narrative.Memory(db_path, user="bob", embedder=minilm, env={}) as bob:
         assert bob.add_memory("Bob's note").id
-    with narrative.Memory(db_path, user="alice", embedder="hashing", env={}) as alice:
-        with pytest.raises(EmbeddingMismatch):
-            alice.remember("Back to hashing")
+    with narrative.Memory(db_path, user="alice", embedder="hashing", env={}) as alice, pytest.raises(EmbeddingMismatch):
+        alice.remember("Back to hashing")
 
 
 # --- reindex -------------------------------------------------------------------------------------------

@@ -41,7 +41,39 @@ def open_store(db: str | Path, vector_precision: str = "float32") -> Store:
         return PostgresStore(str(db))
     from narrative.store.sqlite import SqliteStore
 
+    _refuse_foreign(Path(db))
     return SqliteStore(db, vector_precision=vector_precision)
+
+
+def _refuse_foreign(path: Path) -> None:
+    """A file of another program is not opened (opening migrates: it added our hundred tables to the other
+    program's database).  An empty file, or a SQLite file without tables, is fine: it becomes a narrative file."""
+    try:
+        if not path.is_file() or path.stat().st_size == 0:
+            return
+    except OSError:
+        return
+    if _sqlite_kind(path) != "foreign" or _no_tables(path):
+        return
+    raise StoreError(
+        f"{path} is not a narrative database (another program's file, or not SQLite): nothing was changed;"
+        " choose another --db / NARRATIVE_DB"
+    )
+
+
+def _no_tables(path: Path) -> bool:
+    """A SQLite file with no table at all (made by ``sqlite3.connect`` and left empty)."""
+    try:
+        with path.open("rb") as file:
+            if file.read(len(_SQLITE_HEADER)) != _SQLITE_HEADER:
+                return False
+        conn = sqlite3.connect(f"file:{quote(str(path.resolve()))}?mode=ro", uri=True)
+        try:
+            return bool(conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0] == 0)
+        finally:
+            conn.close()
+    except (OSError, sqlite3.Error):
+        return False
 
 
 def database_kind(db: str | Path) -> str:
