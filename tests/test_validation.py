@@ -62,8 +62,10 @@ def test_bad_input_is_a_validation_error(mem: narrative.Memory, call: Any) -> No
 def test_a_non_database_file_is_a_store_error(tmp_path: Path) -> None:
     path = tmp_path / "notes.txt"
     path.write_bytes(os.urandom(4096))
-    with pytest.raises(narrative.StoreError, match="not a database"):
+    before = path.read_bytes()
+    with pytest.raises(narrative.StoreError, match="not a narrative database"):
         narrative.Memory(path, user="alice", embedder="none", env={})
+    assert path.read_bytes() == before
 
 
 # --- CLI -----------------------------------------------------------------------------------------
