@@ -665,7 +665,14 @@ def test_a_user_read_into_the_keyword_index_is_built_after_its_connection_is_giv
 
     monkeypatch.setattr(type(single), "_add_user", slow)
     found: list[list[tuple[int, float]]] = []
-    thread = threading.Thread(target=lambda: found.append(single.keyword_search_memories("alice", "heron", None, 50)))
+
+    def search() -> None:
+        try:
+            found.append(single.keyword_search_memories("alice", "heron", None, 50))
+        finally:
+            building.set()  # a search that failed before the build does not leave the main thread waiting
+
+    thread = threading.Thread(target=search)
     thread.start()
     try:
         building.wait()
