@@ -48,3 +48,14 @@ def _checked(mem: narrative.Memory) -> bool:
     report = mem.check()
     assert {c["check"]: c["status"] for c in report["checks"]}["embedder"] == "ok", report
     return bool(report["ok"])
+
+
+def test_an_edit_is_quoted_by_the_open_narrative_link(db: str, clock: FakeClock) -> None:
+    """The link of a conversation still going on quotes the edit (a sealed link stays as it was: history)."""
+    with narrative.Memory(db, user="maya", embedder="none", clock=clock, env={}) as mem:
+        result = mem.remember("The launch is on April 1.")
+        [link] = mem.list_narratives()
+        assert not link.sealed and "April 1" in link.summary
+        mem.edit_memory(result.memories[0].id, content="The launch is on April 8.")
+        [again] = mem.list_narratives()
+        assert "April 8" in again.summary and "April 1" not in again.summary
