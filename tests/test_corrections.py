@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -402,6 +402,45 @@ def test_a_denial_brings_in_only_the_newest_progress(db: str, clock: FakeClock) 
         shown = {m for h in hits for m in h.shown}
         assert never.message.id in shown and reports[-1].message.id in shown
         assert not shown & {r.message.id for r in reports[:-1]}
+
+
+def test_older_progress_keeps_its_own_rank_below_the_denial(db: str, clock: FakeClock) -> None:
+    """Only the newest report of doing what was denied moves above the denial; the older reports are ranked by
+    their own match (moving each of them up pushed the other side of a contradiction out of the budget)."""
+    with narrative.Memory(db, user="alice", embedder="none", clock=clock, env={}) as mem:
+        never = mem.remember("I've never written any Flask routes in this project.")
+        reports = []
+        for route in ("homepage", "login", "settings", "export"):
+            clock.advance(days=2)
+            reports.append(mem.remember(f"I wrote the {route} route with Flask today, it works."))
+        hits = mem.search("never written any Flask routes in this project", 10, record=False)
+        at = {m: i for i, h in enumerate(hits) for m in h.shown}
+        assert at[reports[-1].message.id] < at[never.message.id]
+        assert all(at[r.message.id] > at[never.message.id] for r in reports[:-1] if r.message.id in at)
+
+
+def test_a_conflict_stands_with_the_best_hit_showing_its_message() -> None:
+    """A memory's conflicts are placed by the best-ranked result that shows its message, not by a lower one that
+    happens to be the message's own memory while showing another part of it."""
+    from narrative.model import Passage, Stream
+    from narrative.read.candidates import Candidates, Unit
+    from narrative.read.conflicting import standing_for
+
+    when = datetime(2026, 1, 1, tzinfo=UTC)
+
+    class Passages:
+        def passages_of_messages(self, user_id: str, ids: Any) -> dict[int, list[Passage]]:
+            owner = {66: 75, 67: 75, 68: 76}  # the denial (67) lives in the exchange before it (#75)
+            return {m: [Passage(m, user_id, m, owner[m], 0, 0, 10)] for m in ids}
+
+    found = Candidates()
+    found.units = {
+        ("m", 76): Unit(76, Stream.CONVERSATION, when, (67, 68)),  # shows the denial and its reply
+        ("m", 75): Unit(75, Stream.CONVERSATION, when, (66, 67)),  # shows a part of the reply before it
+    }
+    shows = {("m", 76): frozenset({67, 68}), ("m", 75): frozenset({66})}
+    listed = standing_for(Passages(), "alice", [("m", 76), ("m", 75)], shows, found)  # type: ignore[arg-type]
+    assert listed[75] == ("m", 76) and listed[76] == ("m", 76)
 
 
 def test_a_hit_with_more_conflicts_than_results_asked_for_is_answered(db: str, clock: FakeClock) -> None:

@@ -108,23 +108,24 @@ def standing_for(
     """Memory id → the result that stands for it: each result's own memory, and the own memory of each message
     it shows (the memory its passages belong to), the better-ranked result first."""
     listed: dict[int, Key] = {}
-    for key in chosen:
-        listed.setdefault(found.units[key].memory_id, key)
     messages = {m for key in chosen for m in shows.get(key, ())}
     owners = {m: {p.memory_id for p in ps} for m, ps in found.passages_of(store, user_id, messages).items()}
-    for key in chosen:
+    for key in chosen:  # in rank order: a lower hit whose own memory it is does not outrank one showing its message
+        listed.setdefault(found.units[key].memory_id, key)
         for message in sorted(shows.get(key, ())):
-            for memory_id in owners.get(message, ()):
+            for memory_id in sorted(owners.get(message, ())):
                 listed.setdefault(memory_id, key)
     return listed
 
 
 def updates_first(order: list[Key], conflicts: Sequence[Conflict], listed: dict[int, Key]) -> list[Key]:
     """An earlier statement that an update left current (its message says more) is shown after its update:
-    when both are results, the update moves up to just above it."""
+    when both are results, the update moves up to just above it.  Of the things done since a denial only the
+    newest moves up (as only the newest is brought in): the others keep the rank their own match gave them."""
     result = list(order)
+    newest = {c.other_memory_id: c.id for c in conflicts if c.reason.startswith(SINCE_DONE)}
     for c in conflicts:
-        if not c.reason.startswith(UPDATES):
+        if not c.reason.startswith(UPDATES) or (c.reason.startswith(SINCE_DONE) and newest[c.other_memory_id] != c.id):
             continue
         at = {ident: result.index(key) for ident, key in listed.items() if key in result}
         old, new = at.get(c.other_memory_id), at.get(c.memory_id)
