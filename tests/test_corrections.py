@@ -335,6 +335,57 @@ def test_nothing_is_deleted_and_restoring_undoes_it(db: str, clock: FakeClock) -
         assert "I live in Berlin." in {h.text for h in mem.search("where do I live", 5)}
 
 
+def test_deleting_a_correction_makes_what_it_corrected_current_again(db: str, clock: FakeClock) -> None:
+    """A deleted correction no longer says what is true: the fact it superseded is current again, with an event
+    in its history that says why (before, it stayed superseded by nothing and dropped out of recall)."""
+    with narrative.Memory(db, user="alice", embedder="none", clock=clock, env={}) as mem:
+        first = mem.remember("I live in Berlin.")
+        clock.advance(minutes=5)
+        second = mem.remember("Actually, I moved: I live in Lisbon now, not Berlin.")
+        old = first.memories[0].id
+        by = mem.get_memory(old).superseded_by
+        assert by is not None
+        counts = mem.delete_memory(by)
+        assert counts["restored"] == 1
+        again = mem.get_memory(old)
+        assert again.valid_to is None and again.superseded_by is None
+        assert "I live in Berlin." in {h.text for h in mem.search("where do I live", 5, record=False)}
+        assert second.message.id not in {m for h in mem.search("where do I live", 5, record=False) for m in h.shown}
+        last = mem.history(old)[-1]
+        assert last.kind.value == "restored" and "was deleted" in str(last.detail)
+
+
+def test_deleting_the_conversation_of_a_correction_restores_what_it_corrected(db: str, clock: FakeClock) -> None:
+    with narrative.Memory(db, user="alice", embedder="none", clock=clock, env={}) as mem:
+        first = mem.remember("My favourite colour is blue.")
+        mem.close_conversation()
+        mem.confirm_memory()
+        clock.advance(days=1)
+        second = mem.remember("Correction: my favourite colour is green, not blue.")
+        assert mem.get_memory(first.memories[0].id).valid_to is not None
+        mem.delete_conversation(second.message.conversation_id)
+        assert mem.get_memory(first.memories[0].id).valid_to is None
+        assert "My favourite colour is blue." in {h.text for h in mem.search("favourite colour", 5, record=False)}
+
+
+def test_deleting_a_correction_of_one_part_of_a_long_message_restores_that_part(db: str, clock: FakeClock) -> None:
+    with narrative.Memory(db, user="alice", embedder="none", clock=clock, env={}) as mem:
+        filler = " ".join(f"The garden bed number {i} holds tomatoes, basil and a few marigolds." for i in range(10))
+        long = mem.remember("\n\n".join([filler, filler, "I live in Berlin.", filler, filler]))  # a passage each
+        clock.advance(minutes=5)
+        second = mem.remember("Actually, I moved: I live in Lisbon now, not Berlin.")
+        [taken] = second.settled.superseded
+        assert taken.passage.message_id == long.message.id and not taken.memories  # the rest of it stays current
+
+        def stale() -> list[int]:
+            parts = mem.store.passages_of_messages("alice", [long.message.id])[long.message.id]
+            return [p.id for p in parts if not p.is_current]
+
+        assert stale() == [taken.passage.id]
+        mem.delete_memory(taken.by.memory_id)
+        assert stale() == []
+
+
 def test_only_the_same_speaker_corrects_a_statement(db: str, clock: FakeClock) -> None:
     with narrative.Memory(db, user="alice", embedder="none", clock=clock, env={}) as mem:
         mem.remember("I live in Berlin.", speaker="Ana")

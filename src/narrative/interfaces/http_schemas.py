@@ -111,7 +111,10 @@ class ApiKey(Closed):
 
 class BatchDeleted(Closed):
     deleted: list[int] = Field(description="The ids of the memories deleted.")
-    result: dict[str, Any] = Field(description="What went with them: memories, narratives, uses, reopened_entities.")
+    result: dict[str, Any] = Field(
+        description="What went with them: memories, narratives, uses, reopened_entities; restored: memories they had"
+        " superseded, current again (only when there were some)."
+    )
 
 
 class ChatImport(Closed):

@@ -106,7 +106,7 @@ class CoreTools:
     ) -> dict[str, Any]:
         """Delete memories for good, by ids or by filters (one of the two): all of them, or none when an id is
         unknown. Each keeps a history without its text. Call it only when the user asks to forget.
-        Returns {deleted: [ids], counts: {memories, narratives, uses, reopened_entities}}."""
+        Returns {deleted: [ids], counts: {memories, narratives, uses, reopened_entities, restored?}}."""
         result = self.memory.delete_memories(memory_ids, filters=filters)
         deleted = result.pop("ids")
         return {"deleted": deleted, "counts": result}

@@ -8,7 +8,8 @@ so a deleted word is nowhere in the file's bytes.  What a delete takes with it:
   texts of their history (its events stay, with kind and time only, plus a ``deleted`` one: a tombstone), the
   uses that drew on them (their recorded queries name what is deleted), and the resolutions they made
   (those entities are reopened); narrative links left without memories are spliced out of the chain, sealed
-  links that keep other memories stay (they are immutable);
+  links that keep other memories stay (they are immutable); what they superseded is current again (a deleted
+  correction no longer says what is true), with a ``restored`` event saying why;
 * a conversation takes its messages, memories, links, entities and uses, and its storylines are scrubbed:
   detected storylines left empty go, the others lose the summary lines, description and keywords that
   quoted the deleted messages, and their routing embedding is made again from what is left;
@@ -27,6 +28,7 @@ from narrative.store.protocol import Store
 from narrative.write import history
 from narrative.write.embedding import Embed, routing_vectors
 from narrative.write.storylines import your_story
+from narrative.write.supersede import undo_superseding
 
 __all__ = [
     "delete_conversation",
@@ -133,6 +135,8 @@ def forget_memories(
     conversation or storyline), their events' texts blanked (:func:`narrative.write.history.tombstone`)."""
     ids = sorted(set(memory_ids))
     gone = set(ids)
+    why = "the memory that superseded it was deleted" + ("" if with_ == "memory" else f" with its {with_}")
+    restored = undo_superseding(store, user_id, ids, now, why)
     reopened = store.reopen_resolved_by(user_id, ids)
     emptied: list[int] = []
     for nid in store.narratives_with_memories(user_id, ids):
@@ -154,7 +158,8 @@ def forget_memories(
     uses = store.delete_uses_of_memories(user_id, ids)
     history.tombstone(store, user_id, ids, now, with_)
     deleted = store.delete_memories(user_id, ids)
-    return {"memories": deleted, "narratives": links, "reopened_entities": reopened, "uses": uses}
+    counts = {"memories": deleted, "narratives": links, "reopened_entities": reopened, "uses": uses}
+    return counts | ({"restored": len(restored)} if restored else {})
 
 
 def forget_conversation(

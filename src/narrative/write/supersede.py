@@ -23,9 +23,10 @@ supersede nor are superseded; when a fact changes, the person says so.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from narrative.model import Conflict, EventKind, MemoryItem, Message, Passage, Role, Storyline, Stream
 from narrative.store.filters import MemoryFilter
@@ -33,7 +34,7 @@ from narrative.store.protocol import Store
 from narrative.text import statements as S
 from narrative.write import history, storylines
 
-__all__ = ["Settled", "Superseded", "restore", "settle"]
+__all__ = ["Settled", "Superseded", "restore", "settle", "undo_superseding"]
 
 CANDIDATES = 8  # earlier passages read per cue sentence (the best keyword matches)
 SAID = 24  # the speaker's own earlier messages read per value or denial (the best keyword matches)
@@ -318,9 +319,9 @@ def earlier_message(store: Store, user_id: str, passage: Passage) -> Message:
     return store.get_message(user_id, passage.message_id)
 
 
-def restore(store: Store, user_id: str, memory_id: int, now: datetime) -> list[int]:
+def restore(store: Store, user_id: str, memory_id: int, now: datetime, why: str = "") -> list[int]:
     """Make a superseded memory current again, with the passages of its messages that its superseder took;
-    returns the memories restored.  An event in its history says so."""
+    returns the memories restored.  An event in its history says so (and ``why``, when it was not asked for)."""
     memory = store.get_memory(user_id, memory_id)
     if memory.superseded_by is None:
         return []
@@ -329,16 +330,31 @@ def restore(store: Store, user_id: str, memory_id: int, now: datetime) -> list[i
     taken = [p.id for p in own if p.superseded_by is not None and _belongs(store, user_id, p.superseded_by, by)]
     store.restore_passages(user_id, taken)
     restored = store.restore_memories(user_id, [memory_id])
+    detail: dict[str, Any] = {"superseded_by": by, **({"why": why} if why else {})}
     for ident in restored:
-        history.record(
-            store, user_id, ident, EventKind.RESTORED, memory.content, memory.content, now, {"superseded_by": by}
-        )
+        history.record(store, user_id, ident, EventKind.RESTORED, memory.content, memory.content, now, detail)
     if restored:  # the short reply that went with it comes back with it
         later = store.get_memories(user_id, store.memories_from_messages(user_id, list(memory.message_ids)))
         for pair in later:
             if pair.superseded_by == by and len(pair.message_ids) == 2 and pair.message_ids[0] in memory.message_ids:
-                restored += restore(store, user_id, pair.id, now)
+                restored += restore(store, user_id, pair.id, now, why)
     return restored
+
+
+def undo_superseding(store: Store, user_id: str, memory_ids: Iterable[int], now: datetime, why: str) -> list[int]:
+    """Before memories are deleted: what they superseded is current again (a deleted correction no longer says
+    what is true), memories with an event saying ``why``, and passages of messages whose memory stayed current
+    (a message that said more); returns the memories restored.  Memories deleted with them are left alone."""
+    gone = set(memory_ids)
+    restored: list[int] = []
+    for by, earlier in sorted(store.superseded_by_memories(user_id, gone).items()):
+        for memory in earlier:
+            if memory.id not in gone and memory.superseded_by == by:
+                restored += restore(store, user_id, memory.id, now, why)
+    theirs = [p.id for p in store.passages_of_memories(user_id, gone)]
+    taken = [p.id for p in store.passages_superseded_by(user_id, theirs) if p.memory_id not in gone]
+    store.restore_passages(user_id, taken)
+    return [i for i in restored if i not in gone]
 
 
 def _belongs(store: Store, user_id: str, passage_id: int, memory_id: int) -> bool:

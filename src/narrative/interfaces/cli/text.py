@@ -42,6 +42,7 @@ _DELETED = (
     ("entities", "entity", "entities"),
     ("uses", "recorded use", None),
     ("reopened_entities", "reopened thread", None),
+    ("restored", "memory it had superseded made current again", "memories it had superseded made current again"),
     ("moved_memories", "memory moved to Your Story", "memories moved to Your Story"),
 )
 
