@@ -75,12 +75,67 @@ def test_claude_export(mem: narrative.Memory) -> None:
         ("\n" + jsonl({"content": "fine"}, {"text": "x", "mood": "ok"}), "line 3: unknown keys mood"),
         (jsonl({"content": "   "}), "line 1: content must be non-empty text"),
         ('[{"mapping": 3}]', "conversation 1: a ChatGPT conversation has a mapping"),
+        # a speaker or title is checked as remember checks a speaker: stored, it broke the user's own export
+        (jsonl({"content": "fine"}, {"content": "x", "speaker": "Ann\u0000"}), "line 2: speaker holds a NUL"),
+        (jsonl({"content": "x", "title": "Party\ud800", "conversation": 1}), "line 1: title is not valid Unicode"),
+        (jsonl({"content": "x", "title": "Party\uffff", "conversation": 1}), "line 1: title is not valid Unicode"),
     ],
 )
 def test_a_bad_line_is_named_and_nothing_is_stored(mem: narrative.Memory, log: str, said: str) -> None:
     with pytest.raises(ValidationError, match=said):
         mem.import_chat(log)
     assert mem.list_conversations() == [] and mem.messages() == []
+
+
+def test_a_message_without_a_time_in_a_dated_log_takes_the_time_before_it(mem: narrative.Memory) -> None:
+    log = jsonl(
+        {"content": "We chose oak cabinets for the kitchen.", "at": "2024-05-29T16:26:40Z"},
+        {"content": "Oak is a durable choice for cabinets.", "role": "assistant"},
+        {"content": "The contractor Bruno starts on June 10.", "at": "2024-05-29T16:28:20Z"},
+        {"content": "An undated note in a conversation of its own.", "conversation": "b"},
+    )
+    summary = mem.import_chat(log)
+    dated = mem.messages(summary["conversation_ids"][0])
+    assert [m.created_at.isoformat() for m in dated] == [
+        "2024-05-29T16:26:40+00:00",
+        "2024-05-29T16:26:40+00:00",
+        "2024-05-29T16:28:20+00:00",
+    ]
+    assert not mem.search("durable oak cabinets", filters={"time": {"gte": "2026-01-01T00:00:00Z"}}, record=False)
+    [undated] = mem.messages(summary["conversation_ids"][1])  # no time at all: stamped when stored, stored last
+    assert undated.created_at.year >= 2026
+
+
+def test_conversations_are_stored_in_the_order_they_began(mem: narrative.Memory) -> None:
+    """ChatGPT's export lists the newest conversation first: stored in file order, the chain ran backwards and
+    the oldest conversation was taken for where the user left off."""
+    log = jsonl(
+        {"content": "We chose oak cabinets for the kitchen.", "conversation": "new", "at": "2024-05-29T16:26:40Z"},
+        {"content": "My bike chain keeps slipping on third gear.", "conversation": "old", "at": "2023-03-28T10:40:00Z"},
+    )
+    summary = mem.import_chat(log)
+    first, second = (mem.get_conversation(i) for i in summary["conversation_ids"])
+    assert first.started_at.year == 2023 and second.started_at.year == 2024
+    assert "oak cabinets" in mem.context("where was I?", record=False).text.split("<recent_messages")[1]
+
+
+def test_a_conversation_held_already_is_not_imported_again(mem: narrative.Memory) -> None:
+    old = jsonl(
+        {"content": "My budget for the Portugal trip is 2000 euros.", "at": "2025-04-01T10:00:00Z"},
+        {"content": "Noted: 2000 euros.", "role": "assistant", "at": "2025-04-01T10:00:10Z"},
+    )
+    first = mem.import_chat(old)
+    again = mem.import_chat(old)
+    assert again["conversations"] == again["messages"] == 0 and again["already_imported"] == 1
+    newer = old + jsonl({"content": "The flight is booked for May 3.", "conversation": 2, "at": "2025-04-20T09:00:00Z"})
+    grown = mem.import_chat(newer)  # a newer export that still holds the old conversation
+    assert grown["conversations"] == 1 and grown["already_imported"] == 1 and grown["messages"] == 1
+    assert len(mem.list_conversations()) == 2
+    hits = mem.search("Portugal budget", record=False)
+    assert sum(1 for h in hits if "2000 euros" in h.text and "Portugal" in h.text) == 1
+    changed = old.replace("2000 euros.", "2500 euros.")  # not the same conversation: imported
+    assert mem.import_chat(changed)["conversations"] == 1
+    assert first["already_imported"] == 0
 
 
 def test_a_message_over_five_million_characters_is_refused_with_its_line(mem: narrative.Memory) -> None:

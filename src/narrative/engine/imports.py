@@ -21,6 +21,8 @@ from narrative.model import ConversationStatus
 from narrative.read.listing import count_in_conversations
 from narrative.write.chat_log import ChatConversation, parse_chat_log
 
+PAGE = 1000  # conversations read at a time when looking for those already imported
+
 if TYPE_CHECKING:
     from narrative.engine.closing import Closing
     from narrative.engine.conversations import Conversations
@@ -44,7 +46,9 @@ class Imports:
         user: str | None = None,
         progress: Callable[[int, int], None] | None = None,
     ) -> dict[str, Any]:
-        """Import a chat log; returns ``{format, conversations, messages, memories, skipped, conversation_ids}``.
+        """Import a chat log; returns ``{format, conversations, messages, memories, skipped, already_imported,
+        conversation_ids}`` (what was stored; a conversation the user holds already, message for message, is
+        left out and counted in ``already_imported``).
 
         Refused while the user has a conversation active or waiting for review (close or confirm it first):
         each imported conversation passes through the lifecycle, and only one is active at a time.
@@ -53,8 +57,10 @@ class Imports:
         user_id = self.rt.user_id(user)
         log = parse_chat_log(text, format)
         self._free(user_id)
-        total, done, made = log.messages, 0, []
-        for conversation in log.conversations:
+        known = self._known(user_id)
+        fresh = [c for c in log.conversations if self._stored_as(user_id, c, known) is None]
+        total, done, made = sum(len(c.turns) for c in fresh), 0, []
+        for conversation in fresh:
             try:
                 made.append(self._one(user_id, conversation, done, total, progress))
             except NarrativeError as error:
@@ -70,6 +76,7 @@ class Imports:
                     else type(error)(said)
                 ) from error
             done += len(conversation.turns)
+            known.setdefault((conversation.title, len(conversation.turns)), []).append(made[-1])
         memories = count_in_conversations(self.rt.store, user_id, made)
         return {
             "format": log.format,
@@ -77,8 +84,37 @@ class Imports:
             "messages": total,
             "memories": memories,
             "skipped": log.skipped,
+            "already_imported": len(log.conversations) - len(fresh),
             "conversation_ids": made,
         }
+
+    def _known(self, user_id: str) -> dict[tuple[str, int], list[int]]:
+        """The user's conversations by (title, message count): where a conversation of the log may be already."""
+        known: dict[tuple[str, int], list[int]] = {}
+        offset = 0
+        while page := self.rt.store.list_conversations(user_id, limit=PAGE, offset=offset):
+            for stored in page:
+                known.setdefault((stored.title, stored.message_count), []).append(stored.id)
+            offset += PAGE
+        return known
+
+    def _stored_as(
+        self, user_id: str, conversation: ChatConversation, known: dict[tuple[str, int], list[int]]
+    ) -> int | None:
+        """The conversation of the user that holds exactly these messages (role, text, speaker and time where
+        the log gives them), or None.  Importing a log twice, or a newer export that still holds the old
+        conversations, stores each conversation once: stored again, every fact would be found twice."""
+        for candidate in known.get((conversation.title, len(conversation.turns)), []):
+            stored = self.rt.store.list_messages(user_id, conversation_id=candidate)
+            if len(stored) == len(conversation.turns) and all(
+                message.role.value == turn.role
+                and message.content == turn.content
+                and (not turn.speaker or message.speaker == turn.speaker)
+                and (turn.at is None or message.created_at == turn.at)
+                for message, turn in zip(stored, conversation.turns, strict=True)
+            ):
+                return candidate
+        return None
 
     def _free(self, user_id: str) -> None:
         busy = self.conversations.active_conversation(user=user_id)

@@ -123,6 +123,9 @@ class ChatImport(Closed):
     messages: int
     memories: int
     skipped: int = Field(description="Empty or hidden messages of an export, left out.")
+    already_imported: int = Field(
+        description="Conversations of the log the user holds already, message for message: left out."
+    )
     conversation_ids: list[int]
 
 

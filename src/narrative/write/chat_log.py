@@ -25,14 +25,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
 from narrative.checks import require_message
 from narrative.errors import ValidationError
 from narrative.model import Role
-from narrative.validate import MAX_NAME, check_value
+from narrative.validate import MAX_NAME, check_value, require_unicode
 
 __all__ = ["FORMATS", "ChatConversation", "ChatLog", "ChatTurn", "parse_chat_log"]
 
@@ -89,10 +89,40 @@ def parse_chat_log(text: str, format: str = "auto") -> ChatLog:
     if format == "auto":
         format = _detect(document)
     log = _jsonl(text) if format == "jsonl" else _export(document, format)
-    log.conversations = [c for c in log.conversations if c.turns]
+    log.conversations = [_timed(c) for c in log.conversations if c.turns]
     if not log.conversations:
         raise ValidationError("the chat log holds no message with text", field="text")
+    log.conversations = _in_time_order(log.conversations)
     return log
+
+
+def _timed(conversation: ChatConversation) -> ChatConversation:
+    """A message without a time in a conversation whose other messages have one takes the time of the message
+    before it (the first ones: of the first that has one); stamped with the time of the import, it would sit
+    among messages of years before as the newest thing said.  A conversation without any time is left as is
+    (its messages are stamped when stored)."""
+    known = [t.at for t in conversation.turns if t.at is not None]
+    if not known or len(known) == len(conversation.turns):
+        return conversation
+    last = known[0]
+    turns = []
+    for turn in conversation.turns:
+        last = turn.at or last
+        turns.append(turn if turn.at is not None else replace(turn, at=last))
+    return replace(conversation, turns=turns)
+
+
+def _in_time_order(conversations: list[ChatConversation]) -> list[ChatConversation]:
+    """Conversations in the order they began, those without a time last (they are stamped with the time of the
+    import) and ties in file order: ChatGPT's export lists the newest first, and stored in file order the
+    narrative chain would run backwards and the oldest conversation would be taken for where the user left off."""
+
+    def began(item: tuple[int, ChatConversation]) -> tuple[bool, datetime, int]:
+        index, conversation = item
+        times = [t.at for t in conversation.turns if t.at is not None]
+        return (not times, min(times) if times else datetime.min.replace(tzinfo=UTC), index)
+
+    return [c for _, c in sorted(enumerate(conversations), key=began)]
 
 
 def _json_document(text: str, required: bool) -> Any:
@@ -271,11 +301,16 @@ def _turn(content: Any, role: Any, where: str, speaker: Any, at: Any, meta: Any)
 
 
 def _name(value: Any, where: str, what: str) -> str:
+    """A speaker or title, checked as ``remember`` checks a speaker (a NUL or a lone surrogate stored here would
+    make the user's own export impossible to import again)."""
     if value is None:
         return ""
     if not isinstance(value, str | int) or isinstance(value, bool) or len(str(value)) > MAX_NAME:
         raise ValidationError(f"{where}: {what} must be text of at most {MAX_NAME} characters", field="text")
-    return str(value).strip()
+    try:
+        return require_unicode(str(value), what).strip()
+    except ValidationError as error:
+        raise ValidationError(f"{where}: {error}", field="text") from None
 
 
 def _time(value: Any, where: str) -> datetime | None:

@@ -81,11 +81,13 @@ def import_(ctx: Context, source: str, fmt: str) -> None:
     with progress("import", enabled=not ctx.as_json) as report_progress:
         summary = ctx.memory.import_chat(text, fmt, progress=report_progress)
     skipped = f", {summary['skipped']} skipped" if summary["skipped"] else ""
+    already = summary.get("already_imported", 0)
+    held = f"; {counted(already, 'conversation')} of it held already, left out" if already else ""
     what = "a JSONL log" if summary["format"] == "jsonl" else f"a {summary['format']} export"
     ctx.emit(
         summary,
         f"imported {counted(summary['conversations'], 'conversation')} ({counted(summary['messages'], 'message')}"
-        f"{skipped}) from {what}: {counted(summary['memories'], 'memory', 'memories')} for {ctx.memory.user}",
+        f"{skipped}) from {what}: {counted(summary['memories'], 'memory', 'memories')} for {ctx.memory.user}{held}",
     )
 
 
