@@ -11,6 +11,8 @@ import pytest
 import narrative
 from narrative.errors import ValidationError
 from narrative.store.filter_tree import AllOf, Condition, Not, parse_filters
+from narrative.store.protocol import Store
+from narrative.store.sqlite.base import unicode_lower
 
 
 @pytest.fixture
@@ -109,6 +111,60 @@ def test_turn_meta_is_the_metadata_of_its_memories(mem: narrative.Memory) -> Non
     hits = mem.search("garden offline", filters={"metadata.channel": "slack"})
     assert hits and all(h.memory.metadata["channel"] == "slack" for h in hits)
     assert mem.search("garden offline", filters={"metadata.channel": "email"}) == []
+
+
+def test_icontains_ignores_case_in_every_alphabet(mem: narrative.Memory) -> None:
+    """Umlauts, accents, Greek and Cyrillic fold on both stores (SQLite's own lower() folds A-Z only)."""
+    made = {
+        "upper": mem.add_memory("Meeting in MÜNCHEN next week.", metadata={"city": "MÜNCHEN"}),
+        "lower": mem.add_memory("Dinner in münchen on Friday.", metadata={"city": "münchen"}),
+        "cafe": mem.add_memory("Café ÉCLAIR opens at nine.", metadata={"place": "CAFÉ ÉCLAIR"}),
+        "greek": mem.add_memory("ΣΟΦΊΑ wrote about the ΟΔΟΣΤΡΩΣΗ in ΑΘΉΝΑ.", metadata={"city": "ΑΘΉΝΑ"}),
+        "russian": mem.add_memory("Flight to МОСКВА and İSTANBUL on Monday.", metadata={"city": "Москва"}),
+        "odds": mem.add_memory("100% of the_plan is done.", metadata={"city": None, "count": 5}),
+    }
+    n = {name: m.id for name, m in made.items()}
+    munich = {n["upper"], n["lower"]}
+    assert ids(mem, {"content": {"icontains": "münchen"}}) == munich
+    assert ids(mem, {"content": {"icontains": "MÜNCHEN"}}) == munich
+    assert ids(mem, {"content": {"icontains": "éclair"}}) == {n["cafe"]}
+    assert ids(mem, {"content": {"icontains": "CAFÉ"}}) == {n["cafe"]}
+    assert ids(mem, {"content": {"icontains": "σοφία"}}) == {n["greek"]}
+    assert ids(mem, {"content": {"icontains": "αθήνα"}}) == {n["greek"]}
+    assert ids(mem, {"content": {"icontains": "москва"}}) == {n["russian"]}
+    # letter by letter, as PostgreSQL lowers: a capital sigma ending the needle is σ (str.lower makes it ς,
+    # which misses the longer word), and İ is a plain i (str.lower adds a combining dot)
+    assert ids(mem, {"content": {"icontains": "ΟΔΟΣ"}}) == {n["greek"]}
+    assert ids(mem, {"content": {"icontains": "istanbul"}}) == {n["russian"]}
+    assert ids(mem, {"metadata.city": {"icontains": "münchen"}}) == munich
+    assert ids(mem, {"metadata.city": {"icontains": "αθήνα"}}) == {n["greek"]}
+    assert ids(mem, {"metadata.city": {"icontains": "МОСКВА"}}) == {n["russian"]}
+    assert ids(mem, {"metadata.place": {"icontains": "café éclair"}}) == {n["cafe"]}
+    assert ids(mem, {"metadata.city": {"contains": "münchen"}}) == {n["lower"]}  # contains keeps the case
+    # a needle's % and _ are plain characters; null, a number or no key at all never holds the text
+    assert ids(mem, {"content": {"icontains": "100%"}}) == {n["odds"]}
+    assert ids(mem, {"content": {"icontains": "e_p"}}) == {n["odds"]}
+    assert ids(mem, {"content": {"icontains": "%"}}) == {n["odds"]}
+    assert ids(mem, {"metadata.count": {"icontains": "5"}}) == set()
+    assert ids(mem, {"NOT": {"metadata.city": {"icontains": "münchen"}}}) == set(n.values()) - munich
+    hits = mem.search("meeting dinner", filters={"metadata.city": {"icontains": "MÜNCHEN"}})
+    assert {h.memory.id for h in hits} == munich
+
+
+def test_both_stores_lower_text_alike(store: Store) -> None:
+    """Every character lowers the same on SQLite (unicode_lower, on the connection) as PostgreSQL's lower()."""
+    lower = "lower" if store.backend == "postgres" else "unicode_lower"
+    every = [chr(c) for c in range(1, 0x110000) if not 0xD800 <= c < 0xE000]  # no NUL, no lone surrogate
+    for start in range(0, len(every), 100_000):
+        text = "".join(every[start : start + 100_000])
+        row = store._one(f"SELECT {lower}(?)", (text,))  # type: ignore[attr-defined]
+        ours = unicode_lower(text)
+        assert row is not None and len(row[0]) == len(ours)
+        assert [(hex(ord(c)), a, b) for c, a, b in zip(text, row[0], ours, strict=True) if a != b] == []
+    for text in ("ΟΔΟΣ ΣΑΣ.", "İSTANBUL", "Straße", "MÜNCHEN"):
+        row = store._one(f"SELECT {lower}(?)", (text,))  # type: ignore[attr-defined]
+        assert row is not None and row[0] == unicode_lower(text)
+    assert store._one(f"SELECT {lower}(NULL)")[0] is None  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize(

@@ -63,6 +63,25 @@ def placeholders(values: Sequence[Any]) -> str:
     return ",".join("?" for _ in values)
 
 
+#: The SQL name of :func:`unicode_lower`, which every connection of the store has (SQLite's own ``lower``
+#: folds A-Z only, so ``lower('MÜNCHEN')`` is ``'mÜnchen'``).
+UNICODE_LOWER = "unicode_lower"
+#: Where ``str.lower`` and PostgreSQL's ``lower`` part: PostgreSQL lowers letter by letter, so a final capital
+#: sigma is ``σ`` (never ``ς``) and a dotted capital I is a plain ``i`` (not ``i`` + U+0307).
+_LETTER_BY_LETTER = {ord("Σ"): "σ", ord("İ"): "i"}
+
+
+def unicode_lower(value: Any) -> Any:
+    """Text lowercased as PostgreSQL's ``lower`` does in a UTF-8 database (docs/decisions.md, issue 14's
+    "icontains"); any
+    other value (NULL, a number, bytes) as it is."""
+    if not isinstance(value, str):
+        return value
+    if "Σ" in value or "İ" in value:  # rare; translate costs ~15 times a plain lower on a line of text
+        value = value.translate(_LETTER_BY_LETTER)
+    return value.lower()
+
+
 def _create_private(path: str) -> None:
     """Create a new database file readable by its owner only (0600): SQLite gives its -wal and -shm files the
     same mode.  An existing file keeps the mode it has."""
@@ -104,6 +123,9 @@ class SqliteBase:
         except sqlite3.Error as error:
             raise StoreError(f"cannot open {self.path}: {error}") from error
         self.conn.row_factory = sqlite3.Row
+        # deterministic: SQLite may compute it once for a constant argument; a new name, so the built-in lower
+        # (and anything planned around it) is untouched
+        self.conn.create_function(UNICODE_LOWER, 1, unicode_lower, deterministic=True)
         try:
             self.conn.execute("PRAGMA foreign_keys = ON")
             self.conn.execute("PRAGMA busy_timeout = 30000")

@@ -6,6 +6,10 @@ metadata is the one place the two databases read differently (SQLite's ``json_ty
 
 Every condition is wrapped in ``COALESCE(…, FALSE)``: a memory without the key (or without a storyline)
 fails a test instead of making it unknown, so ``NOT`` and ``ne`` include it, as a reader expects.
+
+``icontains`` lowers both sides with PostgreSQL's ``lower`` and, on SQLite, with ``unicode_lower`` (registered
+on the connection, ``store/sqlite/base.py``): SQLite's own ``lower`` folds only A-Z, and the two stores would
+part on "MÜNCHEN".
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import json
 from typing import Any
 
 from narrative.store.filter_tree import AllOf, AnyOf, Condition, Node, Not
-from narrative.store.sqlite.base import placeholders
+from narrative.store.sqlite.base import UNICODE_LOWER, placeholders
 
 Sql = tuple[str, list[Any]]
 
@@ -59,7 +63,7 @@ def _condition(c: Condition, user_id: str, js: _Json) -> Sql:
         return (f"NOT {sql}" if c.op in ("ne", "nin") else sql), [user_id, *values]
     if c.field == "content":
         if c.op == "icontains":
-            return "instr(lower(m.content), lower(?)) > 0", [c.value]
+            return js.holds_ignoring_case("m.content"), [c.value]
         return "instr(m.content, ?) > 0", [c.value]
     return _column(COLUMNS[c.field], c.op, c.value)
 
@@ -98,7 +102,7 @@ def _metadata(c: Condition, key: str, js: _Json) -> Sql:
     if c.op == "icontains":
         text, params = js.text(key)
         kind, kind_params = js.is_kind(key, str)
-        return f"{kind} AND instr(lower({text}), lower(?)) > 0", [*kind_params, *params, c.value]
+        return f"{kind} AND {js.holds_ignoring_case(text)}", [*kind_params, *params, c.value]
     # gt, gte, lt, lte: numbers with numbers, text with text
     kind, kind_params = js.is_kind(key, type(c.value))
     value, params = js.number(key) if not isinstance(c.value, str) else js.text(key)
@@ -114,10 +118,16 @@ def _equal(key: str, value: Any, js: _Json) -> Sql:
 
 
 class _Json:
-    """How one dialect reads a top-level metadata key: its JSON type, its text, its number, list membership."""
+    """How one dialect reads a top-level metadata key: its JSON type, its text, its number, list membership
+    (and how it lowers text)."""
 
     def __init__(self, dialect: str) -> None:
         self.pg = dialect == "postgres"
+
+    def holds_ignoring_case(self, text: str) -> str:
+        """``text`` holds the next parameter, case ignored in every alphabet (the same letters on both stores)."""
+        lower = "lower" if self.pg else UNICODE_LOWER
+        return f"instr({lower}({text}), {lower}(?)) > 0"
 
     def _at(self, key: str) -> str:
         """The parameter naming the key: a JSON path for SQLite, the key itself for PostgreSQL."""
