@@ -68,6 +68,33 @@ def test_a_choice_is_retold_with_the_speakers_own_verb(mem: narrative.Memory, sa
     assert preview.narrative.count(alternative) == 1  # the alternative is named once
 
 
+@pytest.mark.parametrize(
+    ("role", "speaker", "who"),
+    [("tool", "weather_bot", "Weather_bot"), ("system", "", "The system prompt"), ("assistant", "", "The assistant")],
+)
+def test_what_a_tool_or_the_assistant_decided_is_not_told_as_the_persons(
+    mem: narrative.Memory, role: str, speaker: str, who: str
+) -> None:
+    """A tool's "we decided …" was told as "Maya decided …", and its "I will send …" as her open task."""
+    conversation = mem.start_conversation()
+    mem.remember("What should we do about the picnic on Saturday?", speaker="maya")
+    said = "Forecast: heavy rain. We decided to cancel the picnic. I will send the refund request on Monday."
+    mem.remember(said, role, speaker=speaker)
+    preview = mem.close_conversation(conversation.id)
+    assert f"{who} decided to cancel the picnic" in preview.narrative
+    assert "Maya decided" not in preview.narrative
+    assert "Maya" not in preview.narrative.split("Still open:")[1].split(";")[0]
+
+
+def test_each_person_of_a_group_chat_is_told_deciding_what_they_decided(mem: narrative.Memory) -> None:
+    conversation = mem.start_conversation()
+    mem.remember("I think the team dinner could be on Friday at the harbour.", speaker="maya")
+    mem.remember("Any thoughts on the venue, everyone?", speaker="maya")
+    mem.remember("We picked the Italian place over the sushi bar for the dinner.", speaker="bob")
+    preview = mem.close_conversation(conversation.id)
+    assert "Bob picked the Italian place over the sushi bar" in preview.narrative
+
+
 # --- "Alice settled on host the launch party" -------------------------------------------------------------------
 
 

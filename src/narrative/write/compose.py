@@ -52,15 +52,34 @@ def _thread_phrase(r: resolve.Resolution) -> str:
     return f"the wait for {who} to {what}" if who and what else f"the {r.label}"
 
 
-def _open_phrase(e: PreviewEntity, name: str) -> str:
+def _open_phrase(e: PreviewEntity, name: str, messages: Sequence[Message] = ()) -> str:
     """An open item as the memory tells it: a question quoted as asked, anything else retold ("ask Maya's
-    accountant for the P60", not "ask my accountant …")."""
-    return f"“{e.label}”" if e.entity_type is EntityType.QUESTION_OPENED else retold(e.label, name)
+    accountant for the P60", not "ask my accountant …"); a task someone else took on says who ("weather_bot to
+    send the refund request")."""
+    if e.entity_type is EntityType.QUESTION_OPENED:
+        return f"“{e.label}”"
+    sayer = _sayer(e, messages, name)
+    if sayer == name or e.entity_type is not EntityType.TASK:
+        return retold(e.label, name)
+    return f"{sayer} to {retold(e.label, sayer)}"
 
 
-def _still_open(still: Sequence[PreviewEntity], name: str) -> str:
+def _sayer(e: PreviewEntity, messages: Sequence[Message], name: str) -> str:
+    """Who said what ``e`` was drawn from: its speaker's name, the person (``name``) for a turn of theirs without
+    one, else "The assistant", "The system prompt" or "A tool" (never the person for words that were not theirs)."""
+    said_in = _said_in(e)
+    message = next((m for m in messages if m.id == said_in), None)
+    if message is None:
+        return name
+    speaker = message.speaker.strip()
+    if message.role is Role.USER:
+        return name if not speaker or speaker.casefold() == name.casefold() else speaker[:1].upper() + speaker[1:]
+    return speaker or {Role.ASSISTANT: "The assistant", Role.SYSTEM: "The system prompt"}.get(message.role, "A tool")
+
+
+def _still_open(still: Sequence[PreviewEntity], name: str, messages: Sequence[Message] = ()) -> str:
     more = f"; and {len(still) - 3} more" if len(still) > 3 else ""
-    return as_sentence("Still open: " + "; ".join(_open_phrase(e, name) for e in still[:3]) + more)
+    return as_sentence("Still open: " + "; ".join(_open_phrase(e, name, messages) for e in still[:3]) + more)
 
 
 def compose_narrative(
@@ -85,8 +104,11 @@ def compose_narrative(
     sentences: list[str] = []
     decisions = by_type.get(EntityType.DECISION, [])
     if decisions:
-        told = [_decision_clause(e, name, messages) for e in decisions[:2]]
-        sentences.append(as_sentence(f"{name} " + "; and ".join(told)))
+        by: dict[str, list[str]] = {}  # who said it → what they decided (a tool's "we decided" is not the person's)
+        for e in decisions[:2]:
+            sayer = _sayer(e, messages, name)
+            by.setdefault(sayer, []).append(_decision_clause(e, sayer, messages))
+        sentences.append(as_sentence("; and ".join(f"{who} " + "; and ".join(told) for who, told in by.items())))
     else:
         moment = max(
             (m for m in exchanges if m.importance >= 4 and user_said(m)),
@@ -117,7 +139,7 @@ def compose_narrative(
         if not set(e.entity_ids) & settled_ids
     ]
     if still:
-        sentences.append(_still_open(still, name))
+        sentences.append(_still_open(still, name, messages))
     feelings = list(dict.fromkeys(x for m in exchanges if user_said(m) for x in m.emotions))
     if feelings:
         sentences.append(as_sentence(f"It carried {_listing(feelings[:3])}"))
