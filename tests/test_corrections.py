@@ -386,6 +386,17 @@ def test_deleting_a_correction_of_one_part_of_a_long_message_restores_that_part(
         assert stale() == []
 
 
+def test_a_turn_dated_before_a_statement_does_not_supersede_it(db: str, clock: FakeClock) -> None:
+    """A late sync stores a correction dated before the statement it names: by the times, the statement was said
+    last, so it stays current (superseding it left ``valid_to`` before the memory's own time)."""
+    with narrative.Memory(db, user="alice", embedder="none", clock=clock, env={}) as mem:
+        start = clock()
+        said = mem.remember("My dentist appointment is on May 3.", at=start + timedelta(days=30))
+        late = mem.remember("Actually, my dentist appointment moved to April 20, not May 3.", at=start)
+        assert not late.settled.superseded
+        assert all(m.valid_to is None for m in said.memories)
+
+
 def test_only_the_same_speaker_corrects_a_statement(db: str, clock: FakeClock) -> None:
     with narrative.Memory(db, user="alice", embedder="none", clock=clock, env={}) as mem:
         mem.remember("I live in Berlin.", speaker="Ana")

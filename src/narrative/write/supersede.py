@@ -209,6 +209,7 @@ def _candidates(store: Store, message: Message, statement: S.Statement, seen: di
         for p in found
         if p.message_id in seen
         and seen[p.message_id].position < message.position
+        and seen[p.message_id].created_at <= message.created_at  # a turn dated before it corrects nothing said later
         and seen[p.message_id].role is message.role
         and seen[p.message_id].speaker.strip().casefold() == message.speaker.strip().casefold()
     ]
