@@ -200,3 +200,14 @@ def test_an_unprocessed_turn_is_a_note_with_the_command_that_finishes_it(filled:
     code, out, err = run("--db", filled, "--user", "alice", "process-pending")
     assert code == 0 and "processed 1 pending messages" in out, err
     assert statuses(check(filled))["pending"] == "ok"
+
+
+def test_a_keyword_only_file_checked_with_an_embedder_is_not_a_problem(run: Run, tmp_path: Path) -> None:
+    """A file written with embedder 'none' has no vectors by choice: check with the default embedder says how to
+    set up search by meaning instead of reporting a problem (exit 0)."""
+    db = str(tmp_path / "keywords.db")
+    with narrative.Memory(db, user="maya", embedder="none", env={}) as mem:
+        mem.remember("I like green tea in the morning.")
+    code, out, _ = run("--db", db, "check")
+    assert code == 0, out
+    assert "skipped  embedder" in out and "narrative reindex" in out

@@ -450,6 +450,13 @@ def test_search_is_a_read_unless_record_and_takes_the_filters(run: Run) -> None:
     assert decisions and all(h["source"] == "extraction" for h in decisions)
     assert json.loads(ok(run, *db, "search", "SQLite", "--entity-type", "task", "--json")) == []
     assert json.loads(ok(run, *db, "search", "SQLite", "--since", "2999-01-01", "--json")) == []
+    # a time with an offset or Z is read as written (it was a usage error); without one it is UTC
+    assert json.loads(ok(run, *db, "search", "SQLite", "--since", "2999-01-01T00:00:00+02:00", "--json")) == []
+    assert json.loads(ok(run, *db, "search", "SQLite", "--until", "2000-01-01T00:00:00Z", "--json")) == []
+    assert json.loads(ok(run, *db, "search", "SQLite", "--since", "2000-01-01T09:30:00.5-05:00", "--json"))
+    assert json.loads(ok(run, *db, "search", "SQLite", "--as-of", "2999-01-01T00:00:00+02:00", "--json"))
+    code, _, err = run(*db, "search", "SQLite", "--as-of", "yesterday")
+    assert code == 2 and "is not a time" in err
     assert ok(run, *db, "search", "SQLite", "--limit", "1", "--json").count('"id"') == 1
     code, _, err = run(*db, "search", "SQLite", "--filter", '{"strem": "decision"}')
     assert code == 1 and "no field 'strem'" in err

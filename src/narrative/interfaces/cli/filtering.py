@@ -22,6 +22,31 @@ F = TypeVar("F", bound=Callable[..., Any])
 TIME_FORMATS = ["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S"]
 
 
+class Moment(click.ParamType):  # type: ignore[type-arg]  # generic only from click 8.2 (pyproject: >=8.1)
+    """A time as ISO 8601 (``2026-03-01``, ``2026-03-01T09:30:00``, with seconds' fractions, ``Z`` or an offset
+    such as ``+02:00``); without an offset it is UTC.  Given to the engine in UTC."""
+
+    name = "time"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> datetime:
+        if isinstance(value, datetime):
+            return value
+        text = str(value).strip()
+        try:
+            moment = datetime.fromisoformat(text[:-1] + "+00:00" if text[-1:] in "zZ" and text else text)
+        except ValueError:
+            self.fail(
+                f"{value!r} is not a time: write it as 2026-03-01, 2026-03-01T09:30:00 or with an offset"
+                " (2026-03-01T09:30:00+02:00)",
+                param,
+                ctx,
+            )
+        return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+MOMENT = Moment()
+
+
 def metadata_option(help_text: str) -> Callable[[F], F]:
     return click.option("--metadata", "metadata", multiple=True, metavar="KEY=VALUE", help=help_text)
 
@@ -55,15 +80,15 @@ def filter_options(f: F) -> F:
             ),
             click.option(
                 "--since",
-                type=click.DateTime(formats=TIME_FORMATS),
+                type=MOMENT,
                 default=None,
-                help="Only memories of this time or later (UTC), e.g. 2026-03-01.",
+                help="Only memories of this time or later, e.g. 2026-03-01 (UTC unless it has an offset).",
             ),
             click.option(
                 "--until",
-                type=click.DateTime(formats=TIME_FORMATS),
+                type=MOMENT,
                 default=None,
-                help="Only memories of this time or earlier (UTC).",
+                help="Only memories of this time or earlier (UTC unless it has an offset).",
             ),
         ]
     ):

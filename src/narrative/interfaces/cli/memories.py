@@ -12,7 +12,7 @@ import click
 
 from narrative.errors import ValidationError
 from narrative.interfaces.cli.common import Context, cli, json_option, pass_ctx
-from narrative.interfaces.cli.filtering import chosen, filter_options, metadata_option, metadata_pairs, utc
+from narrative.interfaces.cli.filtering import MOMENT, chosen, filter_options, metadata_option, metadata_pairs, utc
 from narrative.interfaces.cli.text import clip, counted, deleted_counts, indented
 from narrative.interfaces.serialize import hit_dict
 from narrative.model import EventKind, MemoryEvent, MemoryItem, Narrative
@@ -192,9 +192,9 @@ def add_memory(
 @click.option(
     "--as-of",
     "as_of",
-    type=click.DateTime(formats=["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S"]),
+    type=MOMENT,
     default=None,
-    help="What was current at this time (UTC), e.g. 2026-03-02.",
+    help="What was current at this time, e.g. 2026-03-02 (UTC unless it has an offset).",
 )
 @filter_options
 @click.option(
