@@ -19,8 +19,6 @@ from narrative.errors import ValidationError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-TIME_FORMATS = ["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S"]
-
 
 class Moment(click.ParamType):  # type: ignore[type-arg]  # generic only from click 8.2 (pyproject: >=8.1)
     """A time as ISO 8601 (``2026-03-01``, ``2026-03-01T09:30:00``, with seconds' fractions, ``Z`` or an offset
