@@ -151,6 +151,15 @@ def test_icontains_ignores_case_in_every_alphabet(mem: narrative.Memory) -> None
     assert {h.memory.id for h in hits} == munich
 
 
+def test_a_storyline_is_found_by_its_name_in_any_case_of_any_alphabet(mem: narrative.Memory) -> None:
+    """Names are matched ignoring case as PostgreSQL's lower() does (SQLite's NOCASE folds A-Z only)."""
+    made = mem.create_storyline("Über Reisen nach Ελλάδα")
+    for asked in ("über reisen nach ελλάδα", "ÜBER REISEN NACH ΕΛΛΆΔΑ"):
+        found = mem.store.find_storyline(mem.user, asked)
+        assert found is not None and found.id == made.id
+    assert mem.store.find_storyline(mem.user, "uber reisen nach ελλάδα") is None
+
+
 def test_both_stores_lower_text_alike(store: Store) -> None:
     """Every character lowers the same on SQLite (unicode_lower, on the connection) as PostgreSQL's lower()."""
     lower = "lower" if store.backend == "postgres" else "unicode_lower"

@@ -167,6 +167,7 @@ def translate_sql(sql: str) -> tuple[str, bool]:
     text = sql.replace("%", "%%").replace("?", "%s")
     text = re.sub(r"(?<=[\s(])\+(?=[a-z])", "", text)  # '+col': SQLite's "not by this index" hint
     text = re.sub(r"(\w+) = %s COLLATE NOCASE", r"lower(\1) = lower(%s)", text)
+    text = re.sub(r"\bunicode_lower\(", "lower(", text)  # the SQLite store's lower() for every alphabet
     text = re.sub(r"\bWHERE 1\b(?!\s*=)", "WHERE TRUE", text)
     text = re.sub(r"\bAND 0\b(?!\.)", "AND FALSE", text)
     text = re.sub(r"\binstr\(", "strpos(", text)  # the same (text, part) order; 0 when absent

@@ -99,7 +99,10 @@ class StorylineRows(SqliteBase):
         return _storyline(row)
 
     def find_storyline(self, user_id: str, name: str) -> Storyline | None:
-        row = self._one("SELECT * FROM storylines WHERE user_id = ? AND name = ? COLLATE NOCASE", (user_id, name))
+        # unicode_lower, not NOCASE (A-Z only): "über" finds "Über" as PostgreSQL's lower() does
+        row = self._one(
+            "SELECT * FROM storylines WHERE user_id = ? AND unicode_lower(name) = unicode_lower(?)", (user_id, name)
+        )
         return None if row is None else _storyline(row)
 
     def your_story(self, user_id: str) -> Storyline | None:
