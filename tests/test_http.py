@@ -401,6 +401,16 @@ def test_keys_are_stored_hashed(db_path: Path, clock: FakeClock) -> None:
         ("GET", "/search?q=%20%20", None, ["query"]),  # the engine's own check, mapped from ValidationError
         ("GET", "/search?q=x&mode=psychic", None, ["mode"]),
         ("POST", "/context", {"query": "x", "budget": 1}, ["budget"]),
+        # true/false are not ids or numbers (pydantic's lax mode read them as 1 and 0)
+        (
+            "POST",
+            "/memories",
+            {"content": "x", "message_ids": [True], "conversation_id": True},
+            ["message_ids.0", "conversation_id"],
+        ),
+        ("POST", "/memories", {"content": "x", "importance": True}, ["importance"]),
+        ("PATCH", "/memories", {"memories": [{"id": True, "importance": 3}]}, ["memories.0.id"]),
+        ("POST", "/search", {"query": "x", "min_score": False}, ["min_score"]),
     ],
 )
 def test_malformed_input_is_422_naming_the_field(

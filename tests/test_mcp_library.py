@@ -78,6 +78,16 @@ def test_engine_errors_read_as_the_engine_says_them(server: Driver) -> None:
     assert "Error executing tool" not in server.error("delete_memories", memory_ids=[999999])
 
 
+def test_true_and_false_are_not_ids_or_numbers(server: Driver) -> None:
+    """Pydantic's lax mode read ``true`` as 1: memory 1 was returned, importance 1 stored."""
+    assert server.error("get_memory", memory_id=True) == "get_memory: memory_id must be a valid integer (got true)."
+    said = server.error("add_memory", content="A note.", importance=True)
+    assert said == "add_memory: importance must be a valid integer (got true)."
+    assert "memory_ids.0 must be a valid integer" in server.error("delete_memories", memory_ids=[False])
+    assert "min_score must be a valid number" in server.error("search_memories", query="garden", min_score=True)
+    assert server.ok("search_memories", query="garden", min_score=0)["items"] is not None  # an integer is a number
+
+
 def test_every_result_matches_its_output_schema(server: Driver) -> None:
     tools = {t.name: t for t in server.tools()}
     hit = tools["search_memories"].output_schema

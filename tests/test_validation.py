@@ -7,19 +7,24 @@ import json
 import os
 import subprocess
 import sys
+import typing
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import BaseModel
+from pydantic import ValidationError as PydanticError
 
 import narrative
 from conftest import pg_server
 from http_server import Client, LiveServer
 from narrative.errors import NotFound, ValidationError
+from narrative.interfaces import http_models
 from narrative.interfaces.http import create_app
-from narrative.interfaces.mcp import mark_surrogates
+from narrative.interfaces.mcp import build_tools, mark_surrogates
 
 BIG = 2**63
 CLI = [sys.executable, "-m", "narrative.interfaces.cli"]
@@ -202,6 +207,80 @@ def test_the_mcp_stdio_server_answers_requests_with_bad_text(tmp_path: Path) -> 
         process.stdin.close()
         process.wait(timeout=30)
         process.stdout.close()
+
+
+# --- true and false are not ids or numbers, on any interface -----------------------------------------------
+
+
+def models_within(model: type[BaseModel]) -> Iterator[type[BaseModel]]:
+    """The model and every model its fields hold (a split's parts, a batch's updates)."""
+    yield model
+    pending = [field.annotation for field in model.model_fields.values()]
+    while pending:
+        hint = pending.pop()
+        if isinstance(hint, type) and issubclass(hint, BaseModel):
+            yield from models_within(hint)
+        else:
+            pending.extend(typing.get_args(hint))
+
+
+def numeric_fields(model: type[BaseModel]) -> Iterator[tuple[str, Any, tuple[Any, ...]]]:
+    """(field, a boolean where the field takes a number, where pydantic reports it) for every integer or
+    number the model's JSON schema declares, alone or in a list."""
+
+    def kinds(schema: dict[str, Any]) -> set[str]:
+        return {schema.get("type", "")} | {kind for one in schema.get("anyOf", []) for kind in kinds(one)}
+
+    def items(schema: dict[str, Any]) -> list[dict[str, Any]]:
+        return [schema.get("items", {}), *(one.get("items", {}) for one in schema.get("anyOf", []))]
+
+    for name, schema in model.model_json_schema(by_alias=True).get("properties", {}).items():
+        if kinds(schema) & {"integer", "number"}:
+            yield name, True, (name,)
+        elif any(kinds(item) & {"integer", "number"} for item in items(schema)):
+            yield name, [False], (name, 0)
+
+
+def refuses_booleans(model: type[BaseModel]) -> list[str]:
+    """The integer and number fields of ``model`` (and of the models it holds) that take a boolean."""
+    taken = []
+    for each in models_within(model):
+        for name, value, where in numeric_fields(each):
+            try:
+                each.model_validate({name: value})
+            except PydanticError as error:
+                said = [e["type"] for e in error.errors() if e["loc"][: len(where)] == where]  # Int | str adds "int"
+                if {"int_type", "float_type"} & set(said):  # refused as not a number, not for its range
+                    continue
+            taken.append(f"{each.__name__}.{name}")
+    return taken
+
+
+def test_no_http_body_takes_a_boolean_for_an_id_or_a_number() -> None:
+    """docs/reliability.md: True/False are not ids.  Pydantic's lax mode read ``true`` as 1, so
+    ``{"message_ids": [true], "conversation_id": true}`` linked message 1 and conversation 1."""
+    bodies, pending = [], [http_models.Body]
+    while pending:
+        model = pending.pop()
+        bodies.append(model)
+        pending.extend(model.__subclasses__())
+    assert len(bodies) > 25  # http_agenda's bodies too
+    checked = [name for body in bodies for name, _, _ in numeric_fields(body)]
+    assert {"message_ids", "conversation_id", "importance", "min_score", "earlier_id", "entity_ids"} <= set(checked)
+    assert [taken for body in bodies for taken in refuses_booleans(body)] == []
+
+
+def test_no_mcp_tool_takes_a_boolean_for_an_id_or_a_number(mem: narrative.Memory) -> None:
+    """``get_memory {"memory_id": true}`` returned memory 1 and ``add_memory {"importance": true}`` stored 1."""
+    _, checks = build_tools(mem)
+    checked = {f"{tool}.{name}" for tool, check in checks.items() for name, _, _ in numeric_fields(check.model)}
+    assert {"get_memory.memory_id", "add_memory.importance", "search_memories.min_score"} <= checked
+    assert "delete_memories.memory_ids" in checked  # a list of ids: each item is checked
+    assert [taken for check in checks.values() for taken in refuses_booleans(check.model)] == []
+    with pytest.raises(ToolError) as refused:
+        checks["get_memory"].check({"memory_id": True})
+    assert str(refused.value) == "get_memory: memory_id must be a valid integer (got true)."
+    assert checks["search_memories"].check({"query": "x", "min_score": 1})["min_score"] == 1  # a number still
 
 
 # --- one rule for NUL on both stores (issue 24, item 12) -------------------------------------------

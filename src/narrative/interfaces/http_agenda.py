@@ -13,6 +13,7 @@ from pydantic import Field
 from narrative.interfaces import http_schemas as S
 from narrative.interfaces.http_common import Paging, Who, ok, sliced
 from narrative.interfaces.http_models import Body as BodyModel
+from narrative.interfaces.numbers import Int
 from narrative.model import Binding, DecisionReview, MemoryLink
 
 router = APIRouter(prefix="/api/v1", responses=S.ERRORS)
@@ -48,7 +49,7 @@ class CompleteIn(BodyModel):
 
 
 class DecisionLinkIn(BodyModel):
-    earlier_id: Annotated[int, Field(ge=1, description="The earlier decision this one builds on or reverses.")]
+    earlier_id: Annotated[Int, Field(ge=1, description="The earlier decision this one builds on or reverses.")]
     kind: Literal["builds_on", "reverses"] = "builds_on"
     reason: Annotated[str, Field(max_length=1000)] = ""
 

@@ -7,10 +7,12 @@ from typing import Annotated, Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from narrative.interfaces.numbers import Int, Number
+
 Text = Annotated[str, Field(min_length=1, max_length=100_000)]
 MessageText = Annotated[str, Field(min_length=1, max_length=5_000_000)]  # checks.MAX_MESSAGE: a document fits
 Name = Annotated[str, Field(min_length=1, max_length=200)]
-Id = Annotated[int, Field(ge=1)]
+Id = Annotated[Int, Field(ge=1)]
 Metadata = Annotated[
     dict[str, Any],
     Field(description="Your own keys (letters, digits, _ and -) and JSON values: at most 64 keys, 16 KiB as JSON."),
@@ -40,7 +42,7 @@ class PreviewChange(Body):
 
     narrative: Annotated[str | None, Field(min_length=1, max_length=100_000)] = None
     remove_entities: Annotated[list[str], Field(max_length=500, description="Preview entity keys (e1, e2…).")] = []
-    storyline_id: Annotated[int | None, Field(ge=1)] = None
+    storyline_id: Annotated[Int | None, Field(ge=1)] = None
 
     @model_validator(mode="after")
     def something(self) -> Self:
@@ -50,15 +52,15 @@ class PreviewChange(Body):
 
 
 class Confirm(Body):
-    storyline_id: Annotated[int | None, Field(ge=1, description="Destination (default: the preview's).")] = None
+    storyline_id: Annotated[Int | None, Field(ge=1, description="Destination (default: the preview's).")] = None
     narrative: Annotated[str | None, Field(min_length=1, max_length=100_000, description="Edited narrative.")] = None
     at: datetime | None = None
 
 
 class SplitPart(Body):
     narrative: Text
-    storyline_id: Annotated[int | None, Field(ge=1, description="Default: Your Story.")] = None
-    entity_ids: Annotated[list[int | str], Field(max_length=500, description="Entity ids or preview keys.")] = []
+    storyline_id: Annotated[Int | None, Field(ge=1, description="Default: Your Story.")] = None
+    entity_ids: Annotated[list[Int | str], Field(max_length=500, description="Entity ids or preview keys.")] = []
 
 
 class Split(Body):
@@ -85,19 +87,19 @@ class MemoryIn(Body):
     content: Text
     stream: StreamName = "fact"
     source: SourceName = "agent"
-    importance: Annotated[int, Field(ge=1, le=5)] = 2
+    importance: Annotated[Int, Field(ge=1, le=5)] = 2
     emotions: list[str] = Field(default_factory=list, max_length=20)
-    message_ids: list[int] = Field(default_factory=list, max_length=1000)
-    storyline_id: Annotated[int | None, Field(ge=1)] = None
-    conversation_id: Annotated[int | None, Field(ge=1)] = None
+    message_ids: list[Int] = Field(default_factory=list, max_length=1000)
+    storyline_id: Annotated[Int | None, Field(ge=1)] = None
+    conversation_id: Annotated[Int | None, Field(ge=1)] = None
     metadata: Metadata = Field(default_factory=dict)
 
 
 class MemoryChange(Body):
     content: Annotated[str | None, Field(min_length=1, max_length=100_000)] = None
-    importance: Annotated[int | None, Field(ge=1, le=5)] = None
+    importance: Annotated[Int | None, Field(ge=1, le=5)] = None
     emotions: Annotated[list[str] | None, Field(max_length=20)] = None
-    entities_to_remove: list[int] = Field(default_factory=list, max_length=500)
+    entities_to_remove: list[Int] = Field(default_factory=list, max_length=500)
     entities_to_add: list[dict[str, Any]] = Field(default_factory=list, max_length=500)
     metadata: Annotated[dict[str, Any] | None, Field(description="Replaces the memory's metadata whole.")] = None
 
@@ -107,7 +109,7 @@ class MemoryUpdate(Body):
 
     id: Id
     content: Annotated[str | None, Field(min_length=1, max_length=100_000)] = None
-    importance: Annotated[int | None, Field(ge=1, le=5)] = None
+    importance: Annotated[Int | None, Field(ge=1, le=5)] = None
     emotions: Annotated[list[str] | None, Field(max_length=20)] = None
     metadata: dict[str, Any] | None = None
 
@@ -120,10 +122,10 @@ class SearchIn(Body):
     """A search as a body: the query, a filter tree and the options of GET /search."""
 
     query: Annotated[str, Field(min_length=1, max_length=10_000)]
-    limit: Annotated[int, Field(ge=1, le=100)] = 10
+    limit: Annotated[Int, Field(ge=1, le=100)] = 10
     mode: Literal["hybrid", "keyword", "vector"] = "hybrid"
     filters: Annotated[dict[str, Any] | None, Field(description="AND/OR/NOT over fields and metadata.")] = None
-    min_score: Annotated[float, Field(ge=0, le=1)] = 0.0
+    min_score: Annotated[Number, Field(ge=0, le=1)] = 0.0
     include_superseded: bool = False
     as_of: datetime | None = None
     record: bool = False
@@ -141,26 +143,26 @@ class StorylineRename(Body):
 
 class NarrativeIn(Body):
     summary: Annotated[str, Field(min_length=1, max_length=10_000)]
-    memory_ids: list[int] = Field(default_factory=list, max_length=1000)
-    previous_narrative_id: Annotated[int | None, Field(ge=1)] = None
+    memory_ids: list[Int] = Field(default_factory=list, max_length=1000)
+    previous_narrative_id: Annotated[Int | None, Field(ge=1)] = None
     topic: Annotated[str, Field(max_length=200)] = ""
-    storyline_id: Annotated[int | None, Field(ge=1)] = None
+    storyline_id: Annotated[Int | None, Field(ge=1)] = None
 
 
 class Resolve(Body):
-    by_memory_id: Annotated[int | None, Field(ge=1)] = None
+    by_memory_id: Annotated[Int | None, Field(ge=1)] = None
 
 
 class ContextIn(Body):
     query: Annotated[str, Field(min_length=1, max_length=10_000)]
-    budget: Annotated[int, Field(ge=50, le=100_000)] = 2000
+    budget: Annotated[Int, Field(ge=50, le=100_000)] = 2000
     record: bool = True
 
 
 class ReasoningIn(Body):
     request: Annotated[str, Field(min_length=1, max_length=10_000)]
     kind: Literal["classification", "decomposition", "verification"] = "classification"
-    top_k: Annotated[int, Field(ge=1, le=50)] = 5
+    top_k: Annotated[Int, Field(ge=1, le=50)] = 5
     include_active_entities: bool = True
     record: bool = True
 
@@ -168,7 +170,7 @@ class ReasoningIn(Body):
 class ReferenceIn(Body):
     memory_id: Id
     influence_type: InfluenceName = "retrieval"
-    score: Annotated[float, Field(ge=-1e6, le=1e6)] = 0.0
+    score: Annotated[Number, Field(ge=-1e6, le=1e6)] = 0.0
     reasoning: Annotated[str, Field(max_length=2000)] = ""
 
 

@@ -11,14 +11,15 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import Field
 
 from narrative.interfaces.mcp_tools import plain_dict, tool, with_text
+from narrative.interfaces.numbers import Int
 from narrative.interfaces.serialize import plain
 
 if TYPE_CHECKING:
     from narrative.engine import Memory
 
 BindingKind = Literal["toolset", "job", "goal", "module"]
-BindingId = Annotated[int, Field(description="The binding (see list_bindings).")]
-DecisionId = Annotated[int, Field(description="A memory of the decision stream (see recall or search_memories).")]
+BindingId = Annotated[Int, Field(description="The binding (see list_bindings).")]
+DecisionId = Annotated[Int, Field(description="A memory of the decision stream (see recall or search_memories).")]
 
 
 class AgendaTools:
@@ -32,7 +33,7 @@ class AgendaTools:
     @tool(destructive=False, aliases={"act_id": "storyline_id"})
     def bind_to_storyline(
         self,
-        storyline_id: Annotated[int, Field(description="The storyline it belongs to (see list_storylines).")],
+        storyline_id: Annotated[Int, Field(description="The storyline it belongs to (see list_storylines).")],
         kind: Annotated[BindingKind, Field(description="toolset, job, goal or module (a chat, a study session…).")],
         name: Annotated[str, Field(description="Its name, e.g. 'Launch before spring' or 'map tools'.")],
         status: Annotated[
@@ -82,7 +83,7 @@ class AgendaTools:
     @tool(read_only=True, aliases={"act_id": "storyline_id"})
     def list_bindings(
         self,
-        storyline_id: Annotated[int | None, Field(description="One storyline's; omit for every storyline.")] = None,
+        storyline_id: Annotated[Int | None, Field(description="One storyline's; omit for every storyline.")] = None,
         kind: Annotated[BindingKind | None, Field(description="Only this kind.")] = None,
         history: Annotated[bool, Field(description="Completed bindings instead of live ones.")] = False,
     ) -> dict[str, Any]:
@@ -93,7 +94,7 @@ class AgendaTools:
     @tool(read_only=True)
     def get_stale_goals(
         self,
-        days: Annotated[int | None, Field(ge=0, description="Untouched this many days; omit for the setting.")] = None,
+        days: Annotated[Int | None, Field(ge=0, description="Untouched this many days; omit for the setting.")] = None,
     ) -> dict[str, Any]:
         """Long-running goals that nothing has touched for a while, so you can remind the user and pick them back
         up. Returns {goals: [{binding_id, goal, storyline, why: {rule, touched_at, touched_by, quiet_days}}]}."""
@@ -105,7 +106,7 @@ class AgendaTools:
     def link_decision(
         self,
         memory_id: DecisionId,
-        earlier_id: Annotated[int, Field(description="The earlier decision it builds on or reverses.")],
+        earlier_id: Annotated[Int, Field(description="The earlier decision it builds on or reverses.")],
         kind: Annotated[Literal["builds_on", "reverses"], Field(description="How the two relate.")] = "builds_on",
         reason: Annotated[str, Field(description="Why, in a few words.")] = "",
     ) -> dict[str, Any]:
@@ -121,7 +122,7 @@ class AgendaTools:
 
     @tool(read_only=True)
     def get_decisions_to_review(
-        self, limit: Annotated[int, Field(ge=1, le=100, description="How many at most.")] = 5
+        self, limit: Annotated[Int, Field(ge=1, le=100, description="How many at most.")] = 5
     ) -> dict[str, Any]:
         """Decisions due for a periodic audit (old ones, and reversible ones never revisited), each with its
         rationale, rejected alternatives and a question to ask the user. Answer with review_decision.
@@ -150,7 +151,7 @@ class AgendaTools:
 
     @tool(read_only=True)
     def open_linked(
-        self, memory_id: Annotated[int, Field(description="A memory, e.g. a hit of recall or search_memories.")]
+        self, memory_id: Annotated[Int, Field(description="A memory, e.g. a hit of recall or search_memories.")]
     ) -> dict[str, Any]:
         """Open a memory's linked items: research items about the same work, author or idea, and the decisions it
         builds on or reverses (or that build on or reverse it). Returns {linked: [{memory_id, content, kind,
@@ -161,9 +162,9 @@ class AgendaTools:
     def get_popular_sources(
         self,
         days: Annotated[
-            int | None, Field(ge=0, description="The last N days (0 = all time); omit for the setting.")
+            Int | None, Field(ge=0, description="The last N days (0 = all time); omit for the setting.")
         ] = None,
-        limit: Annotated[int, Field(ge=1, le=100, description="How many sources.")] = 10,
+        limit: Annotated[Int, Field(ge=1, le=100, description="How many sources.")] = 10,
     ) -> dict[str, Any]:
         """Which sources were most used over a period: cited, annotated, quoted, noted and recalled, best first.
         Returns {sources: [{source, author, work_title, score, cited, annotated, quoted, noted, recalled, why}]}."""

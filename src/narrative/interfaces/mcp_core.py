@@ -11,6 +11,7 @@ from pydantic import Field
 
 from narrative.errors import ValidationError
 from narrative.interfaces.mcp_tools import plain_dict, tool
+from narrative.interfaces.numbers import Int
 from narrative.interfaces.serialize import plain
 
 if TYPE_CHECKING:
@@ -42,9 +43,9 @@ class CoreTools:
         self,
         content: Annotated[str, Field(description="The fact to remember, in one or two sentences.")],
         stream: Annotated[StreamName, Field(description="What kind of memory: usually fact or decision.")] = "fact",
-        importance: Annotated[int, Field(ge=1, le=5, description="1 (trivial) to 5 (life-changing).")] = 2,
+        importance: Annotated[Int, Field(ge=1, le=5, description="1 (trivial) to 5 (life-changing).")] = 2,
         metadata: Metadata = None,
-        storyline_id: Annotated[int | None, Field(description="File it under this storyline.")] = None,
+        storyline_id: Annotated[Int | None, Field(description="File it under this storyline.")] = None,
     ) -> dict[str, Any]:
         """Remember one plain fact directly, without a conversation turn (an agent's note, a preference, a
         setting). A later fact that corrects an earlier one of the same stream supersedes it.
@@ -58,7 +59,7 @@ class CoreTools:
         return {"memory": plain_dict(made)}
 
     @tool(read_only=True)
-    def get_memory(self, memory_id: Annotated[int, Field(description="The memory to read.")]) -> dict[str, Any]:
+    def get_memory(self, memory_id: Annotated[Int, Field(description="The memory to read.")]) -> dict[str, Any]:
         """Read one memory by id: its text, stream, importance, metadata, storyline, source messages and whether
         it is current (valid_to null) or was superseded (superseded_by). Returns {memory: {...}}."""
         return {"memory": plain_dict(self.memory.get_memory(memory_id))}
@@ -67,10 +68,10 @@ class CoreTools:
     def list_memories(
         self,
         filters: Filters = None,
-        storyline_id: Annotated[int | None, Field(description="Only this storyline's memories.")] = None,
+        storyline_id: Annotated[Int | None, Field(description="Only this storyline's memories.")] = None,
         current_only: Annotated[bool, Field(description="Leave out what a later statement superseded.")] = False,
-        limit: Annotated[int, Field(ge=1, le=200, description="How many memories.")] = 20,
-        offset: Annotated[int, Field(ge=0, description="Skip this many (pagination).")] = 0,
+        limit: Annotated[Int, Field(ge=1, le=200, description="How many memories.")] = 20,
+        offset: Annotated[Int, Field(ge=0, description="Skip this many (pagination).")] = 0,
     ) -> dict[str, Any]:
         """List memories newest first, optionally only those matching filters (fields and metadata, joined with
         AND/OR/NOT). Use search_memories to find memories by meaning. Returns {items: [...], limit, offset}."""
@@ -84,9 +85,9 @@ class CoreTools:
     @tool(destructive=True)
     def update_memory(
         self,
-        memory_id: Annotated[int, Field(description="The memory to change.")],
+        memory_id: Annotated[Int, Field(description="The memory to change.")],
         content: Annotated[str | None, Field(description="The corrected text.")] = None,
-        importance: Annotated[int | None, Field(ge=1, le=5, description="A new importance, 1 to 5.")] = None,
+        importance: Annotated[Int | None, Field(ge=1, le=5, description="A new importance, 1 to 5.")] = None,
         metadata: Annotated[
             dict[str, Any] | None, Field(description="New metadata (replaces the memory's metadata whole).")
         ] = None,
@@ -101,7 +102,7 @@ class CoreTools:
     @tool(destructive=True)
     def delete_memories(
         self,
-        memory_ids: Annotated[list[int] | None, Field(description="The memories to delete, by id.")] = None,
+        memory_ids: Annotated[list[Int] | None, Field(description="The memories to delete, by id.")] = None,
         filters: Filters = None,
     ) -> dict[str, Any]:
         """Delete memories for good, by ids or by filters (one of the two): all of them, or none when an id is

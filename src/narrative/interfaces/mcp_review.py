@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from narrative.errors import ValidationError
 from narrative.interfaces.mcp_tools import ConversationId, plain_dict, tool, with_text
+from narrative.interfaces.numbers import Int
 
 if TYPE_CHECKING:
     from narrative.engine import Memory
@@ -23,9 +24,9 @@ class SplitPart(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     narrative: Annotated[str, Field(min_length=1, description="The text of this memory.")]
-    storyline_id: Annotated[int | None, Field(description="Where it goes; omit for Your Story.")] = None
+    storyline_id: Annotated[Int | None, Field(description="Where it goes; omit for Your Story.")] = None
     entity_ids: Annotated[
-        list[str | int],
+        list[str | Int],
         Field(description="Preview entity keys (e1, e2, … from the preview) this part carries."),
     ] = []
 
@@ -62,7 +63,7 @@ class ReviewTools:
     @tool(destructive=False, aliases={"act_id": "storyline_id"})
     def redirect_memory(
         self,
-        storyline_id: Annotated[int, Field(description="The storyline the memory should go to (see list_storylines).")],
+        storyline_id: Annotated[Int, Field(description="The storyline the memory should go to (see list_storylines).")],
         conversation_id: ConversationId = None,
     ) -> dict[str, Any]:
         """Send the memory awaiting confirmation to another storyline than the suggested one (Your Story
@@ -93,8 +94,8 @@ class ReviewTools:
     @tool(destructive=False)
     def resolve_thread(
         self,
-        entity_id: Annotated[int, Field(description="The open thread (see get_open_threads).")],
-        by_memory_id: Annotated[int | None, Field(description="The memory that settled it, if any.")] = None,
+        entity_id: Annotated[Int, Field(description="The open thread (see get_open_threads).")],
+        by_memory_id: Annotated[Int | None, Field(description="The memory that settled it, if any.")] = None,
     ) -> dict[str, Any]:
         """Mark an open thread (a task, a question, something waiting on someone) as resolved.
 
@@ -106,7 +107,7 @@ class ReviewTools:
     @tool(destructive=False)
     def record_outcome(
         self,
-        use_id: Annotated[int, Field(description="The use_id of get_context / get_reasoning_context.")],
+        use_id: Annotated[Int, Field(description="The use_id of get_context / get_reasoning_context.")],
         outcome: Annotated[
             Literal["approved", "corrected", "rejected"], Field(description="How the decision turned out.")
         ],
@@ -121,7 +122,7 @@ class ReviewTools:
 
     @tool(destructive=True)
     def forget_memory(
-        self, memory_id: Annotated[int, Field(description="The memory to delete for good.")]
+        self, memory_id: Annotated[Int, Field(description="The memory to delete for good.")]
     ) -> dict[str, Any]:
         """Delete one memory for good, with its extracted items, its vector and its search entry (the
         conversation transcript stays).

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 from pydantic import Field
 
 from narrative.errors import ValidationError
+from narrative.interfaces.numbers import Int, Number
 from narrative.interfaces.serialize import hit_dict, plain
 
 if TYPE_CHECKING:
@@ -60,9 +61,9 @@ def tool(
 # --- parameter types (the schema a model sees) -----------------------------------------------------
 
 ConversationId = Annotated[
-    int | None, Field(description="Conversation id; omit (null) to mean the current conversation.")
+    Int | None, Field(description="Conversation id; omit (null) to mean the current conversation.")
 ]
-StorylineId = Annotated[int | None, Field(description="Storyline id (see list_storylines); omit for all.")]
+StorylineId = Annotated[Int | None, Field(description="Storyline id (see list_storylines); omit for all.")]
 Query = Annotated[str, Field(description="What to look for, in plain words.")]
 IncludeSuperseded = Annotated[bool, Field(description="Also what a later statement superseded (left out by default).")]
 AsOf = Annotated[
@@ -116,10 +117,10 @@ class NarrativeTools:
         self,
         summary: Annotated[str, Field(description="One sentence: where the reasoning arc stands now.")],
         memory_ids: Annotated[
-            list[int] | None, Field(description="Ids of the memories this link connects (from recall/remember).")
+            list[Int] | None, Field(description="Ids of the memories this link connects (from recall/remember).")
         ] = None,
         previous_narrative_id: Annotated[
-            int | None,
+            Int | None,
             Field(description="The link this one continues (same topic); null starts a new thread (topic shift)."),
         ] = None,
         topic: Annotated[str, Field(description="A short topic label, e.g. 'storage choice'.")] = "",
@@ -137,9 +138,9 @@ class NarrativeTools:
     @tool(read_only=True)
     def narrative_search(
         self,
-        narrative_id: Annotated[int | None, Field(description="Fetch exactly this link (chain walking).")] = None,
+        narrative_id: Annotated[Int | None, Field(description="Fetch exactly this link (chain walking).")] = None,
         query: Annotated[str | None, Field(description="Keywords to match in summaries and topics.")] = None,
-        limit: Annotated[int, Field(ge=1, le=100, description="Most links to return in keyword mode.")] = 10,
+        limit: Annotated[Int, Field(ge=1, le=100, description="Most links to return in keyword mode.")] = 10,
     ) -> dict[str, Any]:
         """Read the narrative chain, newest first. Three modes: narrative_id → that link; query → keyword search
         over link summaries and topics; neither → the latest link (session recovery: "where was I?").
@@ -155,11 +156,11 @@ class NarrativeTools:
     @tool(read_only=True)
     def walk_narrative(
         self,
-        narrative_id: Annotated[int, Field(description="The link to start from.")],
+        narrative_id: Annotated[Int, Field(description="The link to start from.")],
         direction: Annotated[
             Literal["back", "forward"], Field(description="back: earlier links; forward: what came next.")
         ] = "back",
-        depth: Annotated[int | None, Field(ge=1, description="How many links at most; omit for all.")] = None,
+        depth: Annotated[Int | None, Field(ge=1, description="How many links at most; omit for all.")] = None,
     ) -> dict[str, Any]:
         """Walk the narrative chain from one link: backward through previous links (newest first, the start link
         included) or forward through the links that continued it (oldest first).
@@ -196,8 +197,8 @@ class NarrativeTools:
     def recall(
         self,
         query: Query,
-        limit: Annotated[int, Field(ge=1, le=100, description="How many memories.")] = 10,
-        depth: Annotated[int, Field(ge=0, le=10, description="Earlier narrative links to include per hit.")] = 1,
+        limit: Annotated[Int, Field(ge=1, le=100, description="How many memories.")] = 10,
+        depth: Annotated[Int, Field(ge=0, le=10, description="Earlier narrative links to include per hit.")] = 1,
         include_superseded: IncludeSuperseded = False,
         as_of: AsOf = None,
     ) -> dict[str, Any]:
@@ -217,7 +218,7 @@ class NarrativeTools:
     def get_context(
         self,
         query: Annotated[str, Field(description="The request you are about to answer.")],
-        budget: Annotated[int, Field(ge=50, le=100_000, description="Token budget for the context text.")] = 2000,
+        budget: Annotated[Int, Field(ge=50, le=100_000, description="Token budget for the context text.")] = 2000,
     ) -> dict[str, Any]:
         """Build a ready-to-use memory context for a request within a token budget: the <scene_memory> block of
         relevant memories (with gaps, causality and importance marks), the storyline summary, recent messages
@@ -293,14 +294,14 @@ class NarrativeTools:
     def confirm_memory(
         self,
         conversation_id: Annotated[
-            int | None,
+            Int | None,
             Field(
                 description="The conversation whose preview to confirm (the memory awaiting confirmation is "
                 "named by its conversation; memory_id is accepted for it); omit for the current one."
             ),
         ] = None,
         destination_storyline_id: Annotated[
-            int | None, Field(description="Storyline to file the memory under; omit for the suggested one.")
+            Int | None, Field(description="Storyline to file the memory under; omit for the suggested one.")
         ] = None,
         edited_narrative: Annotated[
             str | None, Field(description="The user's corrected narrative text, if they edited it.")
@@ -327,7 +328,7 @@ class NarrativeTools:
 
     @tool(read_only=True)
     def get_conversation_archive(
-        self, conversation_id: Annotated[int, Field(description="The conversation to open.")]
+        self, conversation_id: Annotated[Int, Field(description="The conversation to open.")]
     ) -> dict[str, Any]:
         """Retrieve a conversation's full transcript with the memories that were made from it.
 
@@ -344,8 +345,8 @@ class NarrativeTools:
         query: Query,
         storyline_id: StorylineId = None,
         your_story_only: Annotated[bool, Field(description="Only memories filed under Your Story.")] = False,
-        limit: Annotated[int, Field(ge=1, le=100, description="How many results.")] = 10,
-        min_score: Annotated[float, Field(ge=0, le=1, description="Drop hits scoring below this.")] = 0.0,
+        limit: Annotated[Int, Field(ge=1, le=100, description="How many results.")] = 10,
+        min_score: Annotated[Number, Field(ge=0, le=1, description="Drop hits scoring below this.")] = 0.0,
         include_superseded: IncludeSuperseded = False,
         as_of: AsOf = None,
         filters: Annotated[
@@ -387,8 +388,8 @@ class NarrativeTools:
     @tool(read_only=True)
     def get_your_story(
         self,
-        limit: Annotated[int, Field(ge=1, le=200, description="Most memories to return.")] = 20,
-        offset: Annotated[int, Field(ge=0, description="Skip this many (pagination).")] = 0,
+        limit: Annotated[Int, Field(ge=1, le=200, description="Most memories to return.")] = 20,
+        offset: Annotated[Int, Field(ge=0, description="Skip this many (pagination).")] = 0,
     ) -> dict[str, Any]:
         """Get recent memories from Your Story, the permanent storyline of who the user is across all topics.
 
@@ -419,10 +420,10 @@ class NarrativeTools:
     @tool(destructive=True)
     def edit_memory(
         self,
-        memory_id: Annotated[int, Field(description="The memory to change.")],
+        memory_id: Annotated[Int, Field(description="The memory to change.")],
         narrative: Annotated[str | None, Field(description="The corrected memory text.")] = None,
         entities_to_remove: Annotated[
-            list[int] | None, Field(description="Ids of entities to detach from this memory.")
+            list[Int] | None, Field(description="Ids of entities to detach from this memory.")
         ] = None,
         entities_to_add: Annotated[
             list[dict[str, Any]] | None,
@@ -458,7 +459,7 @@ class NarrativeTools:
         include_active_entities: Annotated[
             bool, Field(description="Also include open threads and waiting-ons.")
         ] = True,
-        top_k: Annotated[int, Field(ge=1, le=50, description="How many memories.")] = 5,
+        top_k: Annotated[Int, Field(ge=1, le=50, description="How many memories.")] = 5,
     ) -> dict[str, Any]:
         """Retrieve memory-augmented context for one reasoning step (classifying, decomposing or verifying a
         request): the most relevant memories, active entities and a ready prompt.
@@ -475,7 +476,7 @@ class NarrativeTools:
 
     @tool(read_only=True)
     def explain_classification(
-        self, classification_id: Annotated[int, Field(description="The use_id of a recorded decision.")]
+        self, classification_id: Annotated[Int, Field(description="The use_id of a recorded decision.")]
     ) -> dict[str, Any]:
         """Show which memories influenced a recorded decision (a classification, context build or recall), with
         their scores and the reason each was used: the answer to "why did you think that?".
@@ -487,8 +488,8 @@ class NarrativeTools:
     @tool(read_only=True)
     def get_memory_influence_chain(
         self,
-        memory_id: Annotated[int, Field(description="The memory to trace.")],
-        limit: Annotated[int, Field(ge=1, le=200, description="Most influence events to return.")] = 20,
+        memory_id: Annotated[Int, Field(description="The memory to trace.")],
+        limit: Annotated[Int, Field(ge=1, le=200, description="Most influence events to return.")] = 20,
     ) -> dict[str, Any]:
         """Trace how one memory has influenced later reasoning: every recorded use that drew on it, newest first.
 
@@ -498,7 +499,7 @@ class NarrativeTools:
 
     @tool(read_only=True)
     def get_memory_history(
-        self, memory_id: Annotated[int, Field(description="The memory whose changes to list.")]
+        self, memory_id: Annotated[Int, Field(description="The memory whose changes to list.")]
     ) -> dict[str, Any]:
         """Every change to one memory, oldest first: created, edited, confirmed (the user's review), superseded
         (a later memory corrected it), restored, deleted; each with its time, the text before and after, and a
@@ -513,7 +514,7 @@ class NarrativeTools:
 
     @tool()
     def restore_memory(
-        self, memory_id: Annotated[int, Field(description="A memory a later statement superseded.")]
+        self, memory_id: Annotated[Int, Field(description="A memory a later statement superseded.")]
     ) -> dict[str, Any]:
         """Make a superseded memory current again: undo a correction the memory made by itself (the history
         records it). Call it only when the user says the older statement is still true.
