@@ -87,6 +87,25 @@ def test_batch_update_and_delete(alice: Client) -> None:
     assert alice.delete(f"{API}/memories?ids=1,x").json["field"] == "ids"
 
 
+def test_an_edit_that_changes_nothing_is_refused_as_the_batch_refuses_it(alice: Client) -> None:
+    """PATCH /memories/{id} with {} or only nulls answered 200 and changed nothing, where the batch route, MCP
+    and the CLI refuse "nothing to change"; null means "no change" in both routes."""
+    made = alice.post(f"{API}/memories", {"content": "The shed key is under the pot.", "metadata": {"n": 1}}).json
+    nothing: list[dict[str, object]] = [{}, {"content": None}, {"importance": None, "entities_to_remove": []}]
+    for body in nothing:
+        refused = alice.patch(f"{API}/memories/{made['id']}", body)
+        assert refused.status == 422 and refused.json["error"] == "validation_error", (body, refused)
+        assert refused.json["message"].startswith(f"nothing to change for memory {made['id']}: give content"), body
+        assert refused.json["field"] == "body"
+    for item in ({"id": made["id"]}, {"id": made["id"], "content": None}):
+        batch = alice.patch(f"{API}/memories", {"memories": [item]})
+        assert batch.status == 422 and batch.json["error"] == "validation_error", (item, batch)
+        assert batch.json["message"] == f"updates[0]: nothing to change for memory {made['id']}"
+    assert [e["kind"] for e in alice.get(f"{API}/memories/{made['id']}/history").json["events"]] == ["created"]
+    cleared = alice.patch(f"{API}/memories/{made['id']}", {"content": None, "metadata": {}})  # {} is a change
+    assert cleared.status == 200 and cleared.json["metadata"] == {} and cleared.json["content"] == made["content"]
+
+
 def test_chat_import_and_row_exports(alice: Client) -> None:
     log = (DATA / "chatgpt-conversations.json").read_bytes()
     done = alice.call("POST", f"{API}/import/chat", raw=log)

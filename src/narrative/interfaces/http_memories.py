@@ -119,7 +119,7 @@ def add_memory(who: Who, body: MemoryIn) -> JSONResponse:
     response_model=S.Items[S.MemoryItem],
 )
 def update_memories(who: Who, body: MemoryUpdates) -> JSONResponse:
-    updates = [item.model_dump(exclude_unset=True) for item in body.memories]
+    updates = [item.model_dump(exclude_none=True) for item in body.memories]  # null changes nothing, as left out
     return ok({"items": who.memory.update_memories(updates, user=who.user)})
 
 
@@ -153,16 +153,13 @@ def get_memory(who: Who, memory_id: int) -> JSONResponse:
     response_model=S.MemoryItem,
 )
 def edit_memory(who: Who, memory_id: int, body: MemoryChange) -> JSONResponse:
-    changes: dict[str, Any] = {
-        "content": body.content,
-        "importance": body.importance,
-        "emotions": body.emotions,
-        "metadata": body.metadata,
-    }
-    if body.entities_to_remove:
-        changes["entities_to_remove"] = body.entities_to_remove
-    if body.entities_to_add:
-        changes["entities_to_add"] = body.entities_to_add
+    changes = body.changes()
+    if not changes:  # refused as the batch route, MCP and the CLI refuse it, not answered 200 having done nothing
+        raise ValidationError(
+            f"nothing to change for memory {memory_id}: give content, importance, emotions, metadata,"
+            " entities_to_remove or entities_to_add",
+            field="body",
+        )
     return ok(who.memory.edit_memory(memory_id, **changes, user=who.user))
 
 

@@ -103,6 +103,12 @@ class MemoryChange(Body):
     entities_to_add: list[dict[str, Any]] = Field(default_factory=list, max_length=500)
     metadata: Annotated[dict[str, Any] | None, Field(description="Replaces the memory's metadata whole.")] = None
 
+    def changes(self) -> dict[str, Any]:
+        """What the request changes: a field left out or null changes nothing, nor does an empty list of entities
+        to remove or add (``emotions: []`` and ``metadata: {}`` do change: they clear them)."""
+        given = self.model_dump(exclude_none=True)
+        return {name: value for name, value in given.items() if value != [] or name == "emotions"}
+
 
 class MemoryUpdate(Body):
     """One memory's changes in a batch (the fields of PATCH /memories/{id}, entities aside)."""
