@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 from anyio.from_thread import start_blocking_portal
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS
 
 import narrative
 from test_mcp import Driver, stdio_session
@@ -22,9 +24,14 @@ CLI = [sys.executable, "-m", "narrative.interfaces.cli"]
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Driver]:
+def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The server's file; what the server writes to stderr goes to ``stdio.log`` beside it."""
+    return tmp_path_factory.mktemp("mcp-lib") / "lib.db"
+
+
+@pytest.fixture(scope="module")
+def server(db: Path) -> Iterator[Driver]:
     """A keyword-only server (no model to load) over a file holding one closed and one waiting conversation."""
-    db = tmp_path_factory.mktemp("mcp-lib") / "lib.db"
     with narrative.Memory(db, user="alice", embedder="none", env={}) as mem:
         mem.remember("We decided to keep the garden app offline because the plots have no signal.")
         mem.close_conversation()
@@ -144,6 +151,29 @@ def test_prompts(server: Driver) -> None:
     review = portal.call(session.get_prompt, "close_review", {})
     said = review.messages[0].content.text  # type: ignore[union-attr]
     assert "Conversation 2 is closing" in said and "confirm_memory" in said and "Sam" in said
+
+
+def test_a_prompt_that_cannot_be_given_says_why_without_a_traceback(server: Driver, db: Path) -> None:
+    """close_review with an unknown conversation answered a bare "Error rendering prompt close_review" (code 0)
+    and the server printed a traceback; now the engine's reason comes back, as the resource and the tool say it."""
+    portal, session = server.portal, server.session
+    log = db.with_name("stdio.log")
+    before = log.stat().st_size
+    refusals = [
+        ({"conversation_id": "99"}, "NotFound: conversation 99 not found"),
+        ({"conversation_id": "abc"}, "ValidationError: conversation_id must be an id (an integer from 1), got 'abc'"),
+    ]
+    for arguments, said in refusals:
+        with pytest.raises(MCPError) as refused:
+            portal.call(session.get_prompt, "close_review", arguments)
+        assert (refused.value.code, refused.value.message) == (INVALID_PARAMS, said)
+    with pytest.raises(MCPError, match="NotFound: conversation 99 not found"):
+        portal.call(session.read_resource, "narrative://conversations/99")  # the same words as the resource
+    still = portal.call(session.get_prompt, "close_review", {})  # and the server keeps serving
+    assert "Conversation 2 is closing" in still.messages[0].content.text  # type: ignore[union-attr]
+    with log.open("rb") as written:
+        written.seek(before)
+        assert b"Traceback" not in written.read()
 
 
 def test_the_error_texts_in_the_docs_are_what_clients_receive(server: Driver) -> None:

@@ -12,7 +12,11 @@ Prompts (messages a client hands the model, e.g. as slash commands):
     greeting        where things stand (the startup greeting), and how to open the session
     close_review    the preview of a conversation waiting for review, and how to go through it with the user
 
-Engine errors come back as the resource's or prompt's error with the engine's message (``NotFound: …``).
+Engine errors come back as the resource's or prompt's error with the engine's message (``NotFound: …``): a
+resource's as the SDK's ``ResourceError`` (``-32603``), a prompt's as a JSON-RPC error the SDK passes through as it
+is (``-32602``, invalid params: the id or the state the client asked about; ``-32603`` when the store or a
+provider failed).  Any other exception in a prompt became the SDK's bare "Error rendering prompt …" (code 0)
+and a traceback on the server's stderr.
 """
 
 from __future__ import annotations
@@ -24,8 +28,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from mcp.server.mcpserver.exceptions import ResourceError
 from mcp.server.mcpserver.prompts.base import UserMessage
+from mcp.shared.exceptions import MCPError
+from mcp.types import INTERNAL_ERROR, INVALID_PARAMS
 
-from narrative.errors import NarrativeError, ValidationError
+from narrative.errors import NarrativeError, ProviderError, StoreError, ValidationError
 from narrative.interfaces.mcp_args import without_user
 from narrative.interfaces.serialize import plain
 
@@ -39,13 +45,30 @@ JSON = "application/json"
 RECENT = 50
 
 
-def _serialised(lock: threading.Lock, read: Callable[[], T], error: type[Exception] = ResourceError) -> T:
-    """Run one engine read under the server's lock; an engine error becomes ``error`` with its message."""
+def _said(failure: NarrativeError) -> str:
+    return f"{type(failure).__name__}: {failure}"
+
+
+def _resource_error(failure: NarrativeError) -> Exception:
+    return ResourceError(_said(failure))
+
+
+def _prompt_error(failure: NarrativeError) -> Exception:
+    """A prompt's refusal as a protocol error with the engine's message: the SDK passes an ``MCPError`` through
+    untouched and without logging a traceback (it wraps anything else as "Error rendering prompt …")."""
+    internal = isinstance(failure, StoreError | ProviderError)
+    return MCPError(code=INTERNAL_ERROR if internal else INVALID_PARAMS, message=_said(failure))
+
+
+def _serialised(
+    lock: threading.Lock, read: Callable[[], T], error: Callable[[NarrativeError], Exception] = _resource_error
+) -> T:
+    """Run one engine read under the server's lock; an engine error becomes ``error(failure)``."""
     with lock:
         try:
             return read()
         except NarrativeError as failure:
-            raise error(f"{type(failure).__name__}: {failure}") from None
+            raise error(failure) from None
 
 
 def _json(value: Any) -> str:
@@ -117,7 +140,7 @@ def add_prompts(server: MCPServer, memory: Memory, lock: threading.Lock) -> None
         " and how to greet the user.",
     )
     def greeting() -> list[UserMessage]:
-        said = _serialised(lock, memory.greet, ValueError)
+        said = _serialised(lock, memory.greet, _prompt_error)
         return [
             UserMessage(
                 "This is where we left off, from my narrative memory:\n\n"
@@ -138,7 +161,7 @@ def add_prompts(server: MCPServer, memory: Memory, lock: threading.Lock) -> None
             chosen = None if not conversation_id else _number(conversation_id, "conversation_id")
             return memory.get_memory_preview(chosen)
 
-        preview = _serialised(lock, read, ValueError)
+        preview = _serialised(lock, read, _prompt_error)
         return [
             UserMessage(
                 f"Conversation {preview.conversation_id} is closing. This is what would be remembered:\n\n"
