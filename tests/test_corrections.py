@@ -323,6 +323,18 @@ def test_as_of_a_time_before_the_correction_returns_what_was_current_then(db: st
         assert "I live in Berlin." in {line for h in both for line in h.text.splitlines()}  # alone or with the reply
 
 
+def test_as_of_a_time_before_an_edit_shows_the_text_as_it_was(db: str, clock: FakeClock) -> None:
+    with narrative.Memory(db, user="alice", embedder="none", clock=clock, env={}) as mem:
+        said = mem.remember("The product launch is on April 1.")
+        before = clock()
+        clock.advance(days=2)
+        mem.edit_memory(said.memories[0].id, content="The product launch is on April 8.")
+        then = " ".join(h.text for h in mem.search("product launch", 5, as_of=before, record=False))
+        now = " ".join(h.text for h in mem.search("product launch", 5, record=False))
+        assert "April 1" in then and "April 8" not in then
+        assert "April 8" in now and "April 1" not in now
+
+
 def test_nothing_is_deleted_and_restoring_undoes_it(db: str, clock: FakeClock) -> None:
     with narrative.Memory(db, user="alice", embedder="none", clock=clock, env={}) as mem:
         first = mem.remember("I live in Berlin.")

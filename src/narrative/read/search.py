@@ -28,7 +28,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from narrative.model import SUMMARY_STREAMS, MemoryItem, Message, Passage, Stream
+from narrative.model import SUMMARY_STREAMS, EventKind, MemoryItem, Message, Passage, Stream
 from narrative.read.candidates import Candidates, Key, Unit
 from narrative.read.conflicting import conflicts_of, with_conflicting
 from narrative.read.excerpts import EXCERPT_TOKENS, excerpt_of
@@ -437,6 +437,8 @@ def _hits(
     shows, messages, passages = view.shows, view.messages, view.passages
     loaded, superseded = store.memories_and_superseded(user_id, [found.units[key].memory_id for key in chosen])
     memories = {m.id: m for m in loaded}
+    if params.as_of is not None:  # what was current then reads as it read then
+        memories = {i: as_it_was(store, user_id, m, params.as_of) if m.user_edited else m for i, m in memories.items()}
     # a result says the conflicts of its own memory and of the messages it shows (their own memories)
     on_screen = {m for key in chosen for m in shows.get(key, ())}
     owners = {m: {p.memory_id for p in ps} for m, ps in found.passages_of(store, user_id, on_screen).items()}
@@ -520,6 +522,15 @@ def _passages_to_show(
     for p in rest:
         best.setdefault(p.message_id, p)
     return best
+
+
+def as_it_was(store: Store, user_id: str, memory: MemoryItem, when: datetime) -> MemoryItem:
+    """``memory`` with the text it had at ``when``: an edit made after it is read back from the history (an
+    ``as_of`` search showed the text of a later edit as what was current then)."""
+    for event in store.memory_events(user_id, memory.id):
+        if event.kind is EventKind.EDITED and event.created_at > when and event.old_text != event.new_text:
+            return replace(memory, content=event.old_text)
+    return memory
 
 
 def _text(memory: MemoryItem, shown: Sequence[int], view: _Shown, unit: Unit) -> str:
