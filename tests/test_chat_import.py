@@ -138,6 +138,12 @@ def test_a_conversation_held_already_is_not_imported_again(mem: narrative.Memory
     assert first["already_imported"] == 0
 
 
+def test_a_conversation_twice_in_one_log_is_stored_once(mem: narrative.Memory) -> None:
+    turn = {"content": "The caterer is Luigi.", "at": "2025-04-01T10:00:00Z", "title": "Party"}
+    summary = mem.import_chat(jsonl({**turn, "conversation": 1}, {**turn, "conversation": 2}))
+    assert summary["conversations"] == 1 and summary["already_imported"] == 1
+
+
 def test_a_message_over_five_million_characters_is_refused_with_its_line(mem: narrative.Memory) -> None:
     log = jsonl({"content": "A short note."}, {"content": "x" * (MAX_MESSAGE + 1)})
     with pytest.raises(ValidationError, match=r"line 2: content has 5,000,001 characters; a message holds at most"):

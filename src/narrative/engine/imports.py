@@ -19,9 +19,7 @@ from narrative.engine.turns import Turn
 from narrative.errors import InvalidTransition, NarrativeError, ValidationError
 from narrative.model import ConversationStatus
 from narrative.read.listing import count_in_conversations
-from narrative.write.chat_log import ChatConversation, parse_chat_log
-
-PAGE = 1000  # conversations read at a time when looking for those already imported
+from narrative.write.chat_log import ChatConversation, held_already, parse_chat_log
 
 if TYPE_CHECKING:
     from narrative.engine.closing import Closing
@@ -57,8 +55,8 @@ class Imports:
         user_id = self.rt.user_id(user)
         log = parse_chat_log(text, format)
         self._free(user_id)
-        known = self._known(user_id)
-        fresh = [c for c in log.conversations if self._stored_as(user_id, c, known) is None]
+        held = held_already(self.rt.store, user_id, log.conversations)
+        fresh = [c for c, already in zip(log.conversations, held, strict=True) if not already]
         total, done, made = sum(len(c.turns) for c in fresh), 0, []
         for conversation in fresh:
             try:
@@ -76,7 +74,6 @@ class Imports:
                     else type(error)(said)
                 ) from error
             done += len(conversation.turns)
-            known.setdefault((conversation.title, len(conversation.turns)), []).append(made[-1])
         memories = count_in_conversations(self.rt.store, user_id, made)
         return {
             "format": log.format,
@@ -87,34 +84,6 @@ class Imports:
             "already_imported": len(log.conversations) - len(fresh),
             "conversation_ids": made,
         }
-
-    def _known(self, user_id: str) -> dict[tuple[str, int], list[int]]:
-        """The user's conversations by (title, message count): where a conversation of the log may be already."""
-        known: dict[tuple[str, int], list[int]] = {}
-        offset = 0
-        while page := self.rt.store.list_conversations(user_id, limit=PAGE, offset=offset):
-            for stored in page:
-                known.setdefault((stored.title, stored.message_count), []).append(stored.id)
-            offset += PAGE
-        return known
-
-    def _stored_as(
-        self, user_id: str, conversation: ChatConversation, known: dict[tuple[str, int], list[int]]
-    ) -> int | None:
-        """The conversation of the user that holds exactly these messages (role, text, speaker and time where
-        the log gives them), or None.  Importing a log twice, or a newer export that still holds the old
-        conversations, stores each conversation once: stored again, every fact would be found twice."""
-        for candidate in known.get((conversation.title, len(conversation.turns)), []):
-            stored = self.rt.store.list_messages(user_id, conversation_id=candidate)
-            if len(stored) == len(conversation.turns) and all(
-                message.role.value == turn.role
-                and message.content == turn.content
-                and (not turn.speaker or message.speaker == turn.speaker)
-                and (turn.at is None or message.created_at == turn.at)
-                for message, turn in zip(stored, conversation.turns, strict=True)
-            ):
-                return candidate
-        return None
 
     def _free(self, user_id: str) -> None:
         busy = self.conversations.active_conversation(user=user_id)

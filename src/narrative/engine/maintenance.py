@@ -112,16 +112,14 @@ class Maintenance:
         embedder = self.rt.embedder
         if embedder is None:
             return {"check": "embedder", "status": "skipped", "detail": "keyword-only memory (embedder 'none')"}
-        store = self.rt.store
-        keyword_only = store.get_meta(embedding.EMBEDDER_KEY) is None and not store.vector_models()
-        if keyword_only and store.count_rows("memories"):
+        if embedding.keyword_only(self.rt.store):
             return {  # written keyword-only: nothing is damaged, search by meaning was never set up
                 "check": "embedder",
                 "status": "skipped",
                 "detail": "the file holds no vectors (written keyword-only, embedder 'none'); for search by meaning"
                 f" run `narrative reindex` with {embedder.identity}",
             }
-        status = vectors.vector_status(store, embedder.identity, None)
+        status = vectors.vector_status(self.rt.store, embedder.identity, None)
         if status["reindex_needed"]:
             reasons = "; ".join(status["reasons"]) or "some memories have no vector of the current embedder"
             return {"check": "embedder", "status": "problem", "detail": f"{reasons} (run `narrative reindex`)"}

@@ -19,6 +19,9 @@ bad line is reported with its number and nothing of the file is half-stored.  Th
 
 ``auto`` tells them apart: a JSON array (or object) whose conversations have ``mapping`` is ChatGPT's, with
 ``chat_messages`` Claude's; anything else is read as JSONL.
+
+Conversations come out in the order they began (a message without a time takes the one before it), and
+:func:`held_already` says which of them the user holds already, so an import stores each one once.
 """
 
 from __future__ import annotations
@@ -31,10 +34,11 @@ from typing import Any
 
 from narrative.checks import require_message
 from narrative.errors import ValidationError
-from narrative.model import Role
+from narrative.model import Message, Role
+from narrative.store.protocol import Store
 from narrative.validate import MAX_NAME, check_value, require_unicode
 
-__all__ = ["FORMATS", "ChatConversation", "ChatLog", "ChatTurn", "parse_chat_log"]
+__all__ = ["FORMATS", "ChatConversation", "ChatLog", "ChatTurn", "held_already", "parse_chat_log"]
 
 FORMATS = ("auto", "jsonl", "chatgpt", "claude")
 ROLES = {
@@ -333,3 +337,50 @@ def _time(value: Any, where: str) -> datetime | None:
             f"{where}: at must be a time (ISO 8601, or seconds since 1970); got {value!r}", field="text"
         )
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+# --- what the user holds already -----------------------------------------------------------------------------
+
+PAGE = 1000  # conversations read at a time when looking for those already imported
+
+
+def held_already(store: Store, user_id: str, conversations: list[ChatConversation]) -> list[bool]:
+    """For each conversation of a log, whether the user holds it already: a stored conversation (or one earlier
+    in the log) with the same title and, message for message, the same role, text, speaker and time where the
+    log gives them.  Importing a log twice, or a newer export that still holds the old conversations, stores
+    each conversation once: stored again, every fact would be found twice.  Only the user's conversations of
+    the same title and size are read."""
+    known: dict[tuple[str, int], list[int]] = {}
+    offset = 0
+    while page := store.list_conversations(user_id, limit=PAGE, offset=offset):
+        for stored in page:
+            known.setdefault((stored.title, stored.message_count), []).append(stored.id)
+        offset += PAGE
+    held: list[bool] = []
+    kept: list[ChatConversation] = []
+    for conversation in conversations:
+        size = (conversation.title, len(conversation.turns))
+        same = any(
+            _same(store.list_messages(user_id, conversation_id=candidate), conversation)
+            for candidate in known.get(size, [])
+        ) or any(_same_turns(earlier, conversation) for earlier in kept if (earlier.title, len(earlier.turns)) == size)
+        held.append(same)
+        if not same:
+            kept.append(conversation)
+    return held
+
+
+def _same(stored: list[Message], conversation: ChatConversation) -> bool:
+    return len(stored) == len(conversation.turns) and all(
+        message.role.value == turn.role
+        and message.content == turn.content
+        and (not turn.speaker or message.speaker == turn.speaker)
+        and (turn.at is None or message.created_at == turn.at)
+        for message, turn in zip(stored, conversation.turns, strict=True)
+    )
+
+
+def _same_turns(earlier: ChatConversation, later: ChatConversation) -> bool:
+    return [(t.role, t.content, t.speaker, t.at) for t in earlier.turns] == [
+        (t.role, t.content, t.speaker, t.at) for t in later.turns
+    ]

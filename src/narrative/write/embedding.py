@@ -366,6 +366,11 @@ def refuse_foreign_embedder(store: Store, identity: str) -> None:
         store.set_meta(EMBEDDER_KEY, identity)
 
 
+def keyword_only(store: Store) -> bool:
+    """True for a file written without an embedder (embedder 'none'): memories, no vectors, no embedder recorded."""
+    return store.get_meta(EMBEDDER_KEY) is None and not store.vector_models() and bool(store.count_rows("memories"))
+
+
 def record_file_embedder(store: Store, identity: str) -> None:
     """After a reindex: when every vector of the file is ``identity``'s, it is the file's embedder from now on."""
     if set(store.vector_models()) <= {identity}:
