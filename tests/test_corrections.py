@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -462,15 +462,21 @@ def test_doing_what_was_denied_is_progress_shown_above_the_denial(db: str, clock
         assert at[done.message.id] <= at[never.message.id]  # progress first; the denial stays, linked
 
 
+def _denial_and_progress(mem: narrative.Memory, clock: FakeClock) -> tuple[Any, list[Any]]:
+    """A denial, then four reports (two days apart) of doing what was denied."""
+    never = mem.remember("I've never written any Flask routes in this project.")
+    reports = []
+    for route in ("homepage", "login", "settings", "export"):
+        clock.advance(days=2)
+        reports.append(mem.remember(f"I wrote the {route} route with Flask today, it works."))
+    return never, reports
+
+
 def test_a_denial_brings_in_only_the_newest_progress(db: str, clock: FakeClock) -> None:
     """Each report of doing what was denied is linked to the denial; a search that shows the denial brings in the
     newest report (where things stand), not every one of them."""
     with narrative.Memory(db, user="alice", embedder="none", clock=clock, env={}) as mem:
-        never = mem.remember("I've never written any Flask routes in this project.")
-        reports = []
-        for route in ("homepage", "login", "settings", "export"):
-            clock.advance(days=2)
-            reports.append(mem.remember(f"I wrote the {route} route with Flask today, it works."))
+        never, reports = _denial_and_progress(mem, clock)
         assert all(r.settled.conflicts[0].reason.startswith(SINCE_DONE) for r in reports)
         hits = mem.search("never written any Flask routes in this project", 2, record=False)
         shown = {m for h in hits for m in h.shown}
@@ -482,39 +488,37 @@ def test_older_progress_keeps_its_own_rank_below_the_denial(db: str, clock: Fake
     """Only the newest report of doing what was denied moves above the denial; the older reports are ranked by
     their own match (moving each of them up pushed the other side of a contradiction out of the budget)."""
     with narrative.Memory(db, user="alice", embedder="none", clock=clock, env={}) as mem:
-        never = mem.remember("I've never written any Flask routes in this project.")
-        reports = []
-        for route in ("homepage", "login", "settings", "export"):
-            clock.advance(days=2)
-            reports.append(mem.remember(f"I wrote the {route} route with Flask today, it works."))
+        never, reports = _denial_and_progress(mem, clock)
         hits = mem.search("never written any Flask routes in this project", 10, record=False)
         at = {m: i for i, h in enumerate(hits) for m in h.shown}
         assert at[reports[-1].message.id] < at[never.message.id]
         assert all(at[r.message.id] > at[never.message.id] for r in reports[:-1] if r.message.id in at)
 
 
-def test_a_conflict_stands_with_the_best_hit_showing_its_message() -> None:
+def test_a_conflict_stands_with_the_best_hit_showing_its_message(db: str, clock: FakeClock) -> None:
     """A memory's conflicts are placed by the best-ranked result that shows its message, not by a lower one that
     happens to be the message's own memory while showing another part of it."""
-    from narrative.model import Passage, Stream
     from narrative.read.candidates import Candidates, Unit
     from narrative.read.conflicting import standing_for
 
-    when = datetime(2026, 1, 1, tzinfo=UTC)
-
-    class Passages:
-        def passages_of_messages(self, user_id: str, ids: Any) -> dict[int, list[Passage]]:
-            owner = {66: 75, 67: 75, 68: 76}  # the denial (67) lives in the exchange before it (#75)
-            return {m: [Passage(m, user_id, m, owner[m], 0, 0, 10)] for m in ids}
-
-    found = Candidates()
-    found.units = {
-        ("m", 76): Unit(76, Stream.CONVERSATION, when, (67, 68)),  # shows the denial and its reply
-        ("m", 75): Unit(75, Stream.CONVERSATION, when, (66, 67)),  # shows a part of the reply before it
-    }
-    shows = {("m", 76): frozenset({67, 68}), ("m", 75): frozenset({66})}
-    listed = standing_for(Passages(), "alice", [("m", 76), ("m", 75)], shows, found)  # type: ignore[arg-type]
-    assert listed[75] == ("m", 76) and listed[76] == ("m", 76)
+    with narrative.Memory(db, user="alice", embedder="none", clock=clock, env={}) as mem:
+        mem.remember("Coin toss problems are a good start. " * 3, role="assistant")
+        denial = mem.remember("I've never completed any coin toss problems before.")
+        reply = mem.remember("Then let us start with one coin toss problem.", role="assistant")
+        [own] = {p.memory_id for p in mem.store.passages_of_messages("alice", [denial.message.id])[denial.message.id]}
+        before = mem.get_memory(own)  # the denial lives in the exchange before it (the reply, then the denial)
+        after = next(m for m in reply.memories if set(m.message_ids) == {denial.message.id, reply.message.id})
+        assert denial.message.id in before.message_ids and after.id != before.id
+        found = Candidates()
+        found.units = {
+            ("m", after.id): Unit(after.id, after.stream, after.created_at, after.message_ids),
+            ("m", before.id): Unit(before.id, before.stream, before.created_at, before.message_ids),
+        }
+        earlier = before.message_ids[0]
+        shows = {("m", after.id): frozenset(after.message_ids), ("m", before.id): frozenset({earlier})}
+        chosen = [("m", after.id), ("m", before.id)]  # the exchange after ranks first; the one before shows a part
+        listed = standing_for(mem.store, "alice", chosen, shows, found)
+        assert listed[before.id] == ("m", after.id) and listed[after.id] == ("m", after.id)
 
 
 def test_a_hit_with_more_conflicts_than_results_asked_for_is_answered(db: str, clock: FakeClock) -> None:
