@@ -597,3 +597,32 @@ def test_a_search_reads_memories_with_their_sources_and_what_they_superseded_at_
             assert briefs[memory.id].sources == tuple(sorted(memory.message_ids))
             assert briefs[memory.id].valid_to == memory.valid_to
         assert any(len(m.message_ids) == 2 for m in together)  # an exchange: two sources, in order
+
+
+def test_a_correction_is_found_without_reading_every_memory_of_the_user(db: str, clock: FakeClock) -> None:
+    """The write path looks for what a statement corrects among the best keyword matches, asking the filter
+    (current conversation memories) about those only: a user with many memories used to have all their ids read
+    on every turn (11.6 turns/s at 100,000 memories, 175 after). The correction is still found."""
+    with narrative.Memory(db, user="alice", embedder="none", clock=clock, env={}) as mem:
+        mem.add_memories(
+            [{"content": f"note {i} about the blue tent and the garden", "stream": "conversation"} for i in range(1500)]
+        )
+        mem.remember("My dentist appointment is on May 3.")
+        clock.advance(days=1)
+        store = mem.store
+        largest: list[int] = []
+        read = store._all  # type: ignore[attr-defined]
+
+        def counted(sql: str, params: Any = (), *rest: Any, **named: Any) -> Any:
+            rows = read(sql, params, *rest, **named)
+            largest.append(len(rows))
+            return rows
+
+        store._all = counted  # type: ignore[attr-defined]
+        try:
+            mem.remember("Actually, my dentist appointment moved to May 10.")
+        finally:
+            store._all = read  # type: ignore[attr-defined]
+        assert max(largest) < 500
+        assert mem.search("dentist appointment", 5)[0].memory.content.endswith("May 10.")
+        assert not [m for m in mem.list_memories(current_only=True) if m.content.endswith("May 3.")]

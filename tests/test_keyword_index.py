@@ -16,9 +16,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from narrative.model import MemoryItem, Source, Stream
+from narrative.store import keyword_index
 from narrative.store.filters import MemoryFilter
 from narrative.store.id_map import IdMap
-from narrative.store.keyword_index import QUERY_STOPWORDS, KeywordIndex, query_terms, terms, words
+from narrative.store.keyword_index import (
+    QUERY_STOPWORDS,
+    KeywordIndex,
+    query_terms,
+    search_within,
+    terms,
+    words,
+)
 from narrative.store.porter import stem
 from narrative.store.sqlite import SqliteStore
 
@@ -224,6 +232,48 @@ def test_the_top_k_is_the_brute_force_top_k(
     assert all(score > 0 for _, score in everything)
     assert [h for h in everything if h[0] in removed] == []
     assert everything == sorted(everything, key=lambda h: (-h[1], h[0]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.lists(st.sampled_from(["garden", "plans", "trip", "lisbon", "notes", "maya"]), max_size=6), max_size=80
+    ),
+    st.lists(st.sampled_from(["garden", "plan", "trip", "lisbon", "note", "maya"]), min_size=1, max_size=3),
+    st.integers(1, 30),
+    st.sets(st.integers(0, 79), max_size=80),
+    st.sampled_from([(1, 2), (2, 8), (64, 4096)]),
+)
+def test_a_filter_asked_about_the_best_hits_answers_like_the_filter_read_whole(
+    texts: list[list[str]], query: list[str], k: int, allowed: set[int], windows: tuple[int, int]
+) -> None:
+    """The window of unfiltered hits grows until it holds ``k`` allowed ones or every hit, and past the last
+    window the filter is read whole: in every case the answer is the filtered search's, ties and all."""
+    index = KeywordIndex()
+    index.upsert([(i, "u", " ".join(words)) for i, words in enumerate(texts)])
+    asked: list[int] = []
+    read_whole: list[bool] = []
+
+    def among(ids: list[int]) -> set[int]:
+        asked.append(len(ids))
+        return set(ids) & allowed
+
+    def every() -> set[int]:
+        read_whole.append(True)
+        return set(allowed)
+
+    patch = pytest.MonkeyPatch()
+    patch.setattr(keyword_index, "_FIRST_WINDOW", windows[0])
+    patch.setattr(keyword_index, "_LAST_WINDOW", windows[1])
+    try:
+        found = search_within(lambda n, only: index.search("u", query, n, allowed=only), k, among, every)
+    finally:
+        patch.undo()
+    expected = index.search("u", query, k, allowed=allowed) if allowed else []
+    assert found == expected
+    assert all(n <= max(windows[1], k * 4) for n in asked)
+    if windows == (64, 4096):
+        assert not read_whole  # eighty texts never outgrow the first window
 
 
 # --- the pruned search against a brute-force oracle ---------------------------------------------------

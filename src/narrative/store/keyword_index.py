@@ -97,6 +97,41 @@ def keyword_request(
     return terms, allowed
 
 
+#: A filtered search first ranks this many times ``limit`` hits without the filter (at least ``_FIRST_WINDOW``),
+#: then four times as many, up to ``_LAST_WINDOW``; past that it reads every id the filter allows.
+_WIDEN = 4
+_FIRST_WINDOW = 64
+_LAST_WINDOW = 4096
+
+
+def search_within(
+    search: Callable[[int, set[int] | None], list[tuple[int, float]]],
+    limit: int,
+    allowed_among: Callable[[list[int]], set[int]],
+    allowed_all: Callable[[], set[int]],
+) -> list[tuple[int, float]]:
+    """The best ``limit`` hits a filter allows, the same as ``search(limit, allowed_all())`` gives.
+
+    Reading every id a filter allows costs a row per memory it allows: the write path's search of current
+    conversation memories read all of a user's (every turn of a 1,000-message conversation read the ids of
+    the ones before it, and a user with 100,000 memories read 100,000 ids a turn).  Instead the search ranks a
+    window of hits without the filter and asks the filter about those ids only (``allowed_among``).  Hits come
+    best first with ties broken by the smaller id, filtered or not, so the first ``limit`` allowed hits of the
+    window are the answer once there are ``limit`` of them, or once the window held every hit there is.
+    Otherwise the window grows; a filter that allows too few of the best hits is read whole after all.
+    """
+    window = max(limit * _WIDEN, _FIRST_WINDOW)
+    while window <= _LAST_WINDOW:
+        hits = search(window, None)
+        allowed = allowed_among([i for i, _ in hits]) if hits else set()
+        kept = [hit for hit in hits if hit[0] in allowed]
+        if len(kept) >= limit or len(hits) < window:
+            return kept[:limit]
+        window *= _WIDEN
+    every = allowed_all()
+    return search(limit, every) if every else []
+
+
 class _Postings:
     """One term's rows (slots, ascending) and how often the term occurs in each."""
 

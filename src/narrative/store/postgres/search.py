@@ -22,7 +22,7 @@ from typing import Any
 from narrative.errors import StoreError
 from narrative.model import Message
 from narrative.store.filters import MemoryFilter
-from narrative.store.keyword_index import KeywordIndex, keyword_request, query_terms
+from narrative.store.keyword_index import KeywordIndex, keyword_request, query_terms, search_within
 from narrative.store.passage_index import PassageKeywords
 from narrative.store.postgres.base import PostgresBase
 from narrative.store.sqlite.base import placeholders
@@ -85,13 +85,24 @@ class PostgresSearch(PostgresBase):
     def keyword_search_memories(
         self, user_id: str, query: str, where: MemoryFilter | None = None, limit: int = 50
     ) -> list[tuple[int, float]]:
-        """(memory id, BM25 score; higher is better) best first, only this user's, only within ``where``."""
-        request = keyword_request(query, limit, where, lambda w: self._ids_matching(user_id, w))
-        if request is None:
+        """(memory id, BM25 score; higher is better) best first, only this user's, only within ``where`` (the
+        filter is asked about the best hits, not read whole: :func:`search_within`)."""
+        terms = query_terms(query)
+        if not terms or limit <= 0:
             return []
-        terms, allowed = request
-        with self._keywords_for(user_id) as index:
-            return index.search(user_id, terms, limit, allowed=allowed)
+
+        def search(count: int, allowed: set[int] | None) -> list[tuple[int, float]]:
+            with self._keywords_for(user_id) as index:
+                return index.search(user_id, terms, count, allowed=allowed)
+
+        if where is None or where.is_open:
+            return search(limit, None)
+        return search_within(
+            search,
+            limit,
+            lambda ids: self.memory_ids_matching(user_id, where, among=ids),  # type: ignore[attr-defined]
+            lambda: self._ids_matching(user_id, where),
+        )
 
     def keyword_search_passages(
         self, user_id: str, query: str, where: MemoryFilter | None = None, limit: int = 50

@@ -24,7 +24,7 @@ import numpy as np
 
 from narrative.errors import EmbeddingMismatch, StoreError, ValidationError
 from narrative.store.filters import MemoryFilter
-from narrative.store.keyword_index import KeywordIndex, keyword_request
+from narrative.store.keyword_index import KeywordIndex, keyword_request, query_terms, search_within
 from narrative.store.passage_index import PassageKeywords, PassageVectors
 from narrative.store.protocol import Ranked, searched_in_turn
 from narrative.store.sqlite.bindings import BindingRows
@@ -83,12 +83,23 @@ class SqliteStore(
     def keyword_search_memories(
         self, user_id: str, query: str, where: MemoryFilter | None = None, limit: int = 50
     ) -> list[tuple[int, float]]:
-        """(memory id, BM25 score; higher is better) best first, only this user's, only within ``where``."""
-        request = keyword_request(query, limit, where, lambda w: self.memory_ids_matching(user_id, w))
-        if request is None:
+        """(memory id, BM25 score; higher is better) best first, only this user's, only within ``where`` (the
+        filter is asked about the best hits, not read whole: :func:`search_within`)."""
+        terms = query_terms(query)
+        if not terms or limit <= 0:
             return []
-        terms, allowed = request
-        return self._keyword_index().search(user_id, terms, limit, allowed=allowed)
+
+        def search(count: int, allowed: set[int] | None) -> list[tuple[int, float]]:
+            return self._keyword_index().search(user_id, terms, count, allowed=allowed)
+
+        if where is None or where.is_open:
+            return search(limit, None)
+        return search_within(
+            search,
+            limit,
+            lambda ids: self.memory_ids_matching(user_id, where, among=ids),
+            lambda: self.memory_ids_matching(user_id, where),
+        )
 
     def keyword_search_passages(
         self, user_id: str, query: str, where: MemoryFilter | None = None, limit: int = 50

@@ -295,9 +295,22 @@ class MemoryRows(SqliteBase):
             params += [where.limit, where.offset]
         return [(int(r[0]), Retention(r[1]), str(r[2])) for r in self._all(sql, params)]
 
-    def memory_ids_matching(self, user_id: str, where: MemoryFilter) -> set[int]:
-        sql, params = _filter_sql(user_id, where, dialect=self.backend)
-        return {r[0] for r in self._all(f"SELECT m.id FROM memories m WHERE {sql}", params)}
+    def memory_ids_matching(self, user_id: str, where: MemoryFilter, among: Iterable[int] | None = None) -> set[int]:
+        """The ids of the user's memories within ``where`` (only those of ``among``, when given: looked up by key,
+        not by reading every memory the filter allows)."""
+        if among is None:
+            sql, params = _filter_sql(user_id, where, dialect=self.backend)
+            return {r[0] for r in self._all(f"SELECT m.id FROM memories m WHERE {sql}", params)}
+        ids = list(dict.fromkeys(among))
+        found: set[int] = set()
+        sql, params = _filter_sql(user_id, where, by_key=True, dialect=self.backend)
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            rows = self._all(
+                f"SELECT m.id FROM memories m WHERE {sql} AND m.id IN ({placeholders(chunk)})", params + chunk
+            )
+            found.update(r[0] for r in rows)
+        return found
 
     def update_memory(self, user_id: str, memory_id: int, **changes: Any) -> MemoryItem:
         if self.update_memories(user_id, [memory_id], **changes) == 0:
