@@ -316,6 +316,29 @@ def test_delete_storyline_with_its_memories(mem: narrative.Memory) -> None:
     assert_fts_clean(store)
 
 
+def test_a_storyline_counts_only_the_messages_it_still_has_after_a_delete(mem: narrative.Memory) -> None:
+    """`narrative storylines` says "N messages": a deleted conversation's messages are no longer counted, and the
+    messages a deleted storyline hands to Your Story are counted there."""
+
+    def counted() -> dict[int, tuple[int, int]]:
+        return {
+            s.id: (s.interaction_count, len(mem.store.list_messages("alice", storyline_id=s.id)))
+            for s in mem.list_storylines(include_archived=True)
+        }
+
+    first = session(mem, [("user", "Hello!"), *GARDEN], "zinnias")
+    second = session(mem, [("user", "Hi there!"), *SEEDS], "seeds")
+    shared = {m.storyline_id for m in mem.messages(first)} & {m.storyline_id for m in mem.messages(second)}
+    assert shared  # both began with a greeting: Small talk holds a message of each
+    mem.delete_conversation(second)
+    assert all(count == held for count, held in counted().values()), counted()
+    topic = next(m.storyline_id for m in mem.messages(first) if m.storyline_id not in shared)
+    assert topic is not None
+    mem.delete_storyline(topic)
+    count, held = counted()[mem.your_story().id]
+    assert count == held > 0
+
+
 def test_a_deleted_default_storyline_comes_back_when_needed(mem: narrative.Memory) -> None:
     small_talk = next(s for s in mem.list_storylines() if s.kind is StorylineKind.DEFAULT)
     mem.delete_storyline(small_talk.id)

@@ -12,8 +12,10 @@ so a deleted word is nowhere in the file's bytes.  What a delete takes with it:
   correction no longer says what is true), with a ``restored`` event saying why;
 * a conversation takes its messages, memories, links, entities and uses, and its storylines are scrubbed:
   detected storylines left empty go, the others lose the summary lines, description and keywords that
-  quoted the deleted messages, and their routing embedding is made again from what is left;
-* a storyline either hands its rows to Your Story or takes its memories, links, entities and messages along.
+  quoted the deleted messages, count only the messages left, and their routing embedding is made again
+  from what is left;
+* a storyline either hands its rows to Your Story (which then counts its messages) or takes its memories,
+  links, entities and messages along.
 """
 
 from __future__ import annotations
@@ -193,13 +195,24 @@ def scrub_storylines(
             storyline = store.get_storyline(user_id, sid)
         except NotFound:
             continue
-        remaining = " ".join(m.content.lower() for m in store.list_messages(user_id, storyline_id=sid))
+        routed = store.list_messages(user_id, storyline_id=sid)
+        remaining = " ".join(m.content.lower() for m in routed)
         summary = "\n".join(line for line in storyline.summary.splitlines() if not _quotes(line, said))
         description = "" if _quotes(storyline.description, said) else storyline.description
         keywords = tuple(k for k in storyline.keywords if k.lower() in remaining)
-        if (summary, description, keywords) != (storyline.summary, storyline.description, storyline.keywords):
+        if (summary, description, keywords, len(routed)) != (
+            storyline.summary,
+            storyline.description,
+            storyline.keywords,
+            storyline.interaction_count,
+        ):  # the count of its messages too: a deleted message is no longer one of them
             storyline = store.update_storyline(
-                user_id, sid, summary=summary, description=description, keywords=keywords
+                user_id,
+                sid,
+                summary=summary,
+                description=description,
+                keywords=keywords,
+                interaction_count=len(routed),
             )
         if embed is not None and model is not None and store.storyline_vector(user_id, sid, model) is not None:
             store.put_storyline_vector(user_id, sid, model, routing_vectors(store, embed, [storyline])[sid])
@@ -215,6 +228,8 @@ def forget_storyline(
     if move_to is not None:
         counts["moved_memories"] = store.count_memories(user_id, MemoryFilter(storyline_ids=[storyline_id]))
         store.move_storyline_rows(user_id, storyline_id, move_to)
+        held = len(store.list_messages(user_id, storyline_id=move_to))  # its messages are counted there now
+        store.update_storyline(user_id, move_to, interaction_count=held)
     else:
         ids = store.memory_ids_matching(user_id, MemoryFilter(storyline_ids=[storyline_id]))
         counts.update(forget_memories(store, user_id, ids, now=now, with_="storyline"))
