@@ -109,6 +109,25 @@ def test_a_link_by_hand_and_what_it_refuses(mem: narrative.Memory, clock: FakeCl
         mem.decision_chain(note.id)
 
 
+def test_a_link_by_hand_of_the_other_kind_replaces_the_first(mem: narrative.Memory, clock: FakeClock) -> None:
+    """A decision builds on an earlier one or reverses it, not both: with both links kept, the chain said
+    "#2 builds on #1" beside "(reversed)"."""
+    older = by_hand(mem, "plant tomatoes", 3, clock)
+    newer = by_hand(mem, "water in the evening", 1, clock)
+    mem.link_decision(newer.id, older.id, "builds_on")
+    mem.link_decision(newer.id, older.id, "reverses", reason="no tomatoes after all")
+    chain = mem.decision_chain(older.id)
+    assert not chain.stands
+    assert [(s.memory.id, s.via.kind) for s in chain.later] == [(newer.id, LinkKind.REVERSES)]
+    assert mem.get_memory(older.id).superseded_by == newer.id
+    mem.link_decision(newer.id, older.id, "builds_on", reason="it builds on it after all")
+    chain = mem.decision_chain(older.id)
+    assert chain.stands
+    assert [(s.memory.id, s.via.kind) for s in chain.later] == [(newer.id, LinkKind.BUILDS_ON)]
+    assert mem.get_memory(older.id).superseded_by is None  # current again
+    assert [e.kind.value for e in mem.history(older.id)][-2:] == ["superseded", "restored"]
+
+
 def test_a_chain_is_walked_both_ways_to_its_ends(mem: narrative.Memory, clock: FakeClock) -> None:
     a = by_hand(mem, "build a garden app", 9, clock)
     b = by_hand(mem, "draw a plot map", 6, clock)

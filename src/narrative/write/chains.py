@@ -33,7 +33,7 @@ from narrative.model import DecisionDetails, EventKind, LinkKind, LinkOrigin, Me
 from narrative.store.filters import MemoryFilter
 from narrative.store.protocol import Store
 from narrative.text.words import word_keys
-from narrative.write import history
+from narrative.write import history, supersede
 
 if TYPE_CHECKING:
     from narrative.providers.llm import LLM, LLMSettings
@@ -191,9 +191,23 @@ def link(
             raise ValidationError(f"memory {memory.id} is not a decision (stream {memory.stream.value})", field=field)
     if (later.event_at or later.created_at, later.id) < (earlier.event_at or earlier.created_at, earlier.id):
         raise InvalidTransition(f"decision {memory_id} was made before {earlier_id}: link the later one to the earlier")
+    other = LinkKind.REVERSES if kind is LinkKind.BUILDS_ON else LinkKind.BUILDS_ON
+    _unlink(store, user_id, memory_id, earlier_id, other, now)
     made = MemoryLink(user_id, memory_id, earlier_id, kind, LinkOrigin.USER, now, reason.strip() or "recorded", 1.0)
     record_links(store, user_id, [made], now)
     return made
+
+
+def _unlink(store: Store, user_id: str, later_id: int, earlier_id: int, kind: LinkKind, now: datetime) -> None:
+    """A decision builds on an earlier one or reverses it, not both: a link by hand of the other kind replaces
+    this one.  A reversal taken back makes the earlier decision current again (a ``restored`` event says why)."""
+    held = store.memory_links(user_id, [later_id], kinds=[kind])
+    if not any(k.memory_id == later_id and k.linked_id == earlier_id for k in held):
+        return
+    store.delete_memory_link(user_id, later_id, earlier_id, kind)
+    if kind is LinkKind.REVERSES and store.get_memory(user_id, earlier_id).superseded_by == later_id:
+        why = f"decision {later_id} builds on it instead of reversing it"
+        supersede.restore(store, user_id, earlier_id, now, why)
 
 
 def on_reversal(store: Store, user_id: str, earlier_id: int, later_id: int, now: datetime) -> None:
