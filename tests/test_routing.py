@@ -17,7 +17,7 @@ import pytest
 
 import narrative
 from conftest import FakeClock
-from narrative.errors import InvalidTransition
+from narrative.errors import InvalidTransition, ValidationError
 from narrative.model import Participant, Storyline, StorylineKind, StorylineStatus
 from narrative.read import scene
 from narrative.store.sqlite import SqliteStore
@@ -523,6 +523,19 @@ def test_a_user_storyline_can_be_renamed_and_archived(mem: narrative.Memory) -> 
     mem.archive_storyline(made.id)
     assert made.id not in {s.id for s in mem.list_storylines()}
     assert mem.get_storyline(made.id).status is StorylineStatus.ARCHIVED
+
+
+def test_a_storyline_name_already_taken_is_refused_by_name(mem: narrative.Memory) -> None:
+    """Renaming onto another storyline's name said "UNIQUE constraint failed: storylines.user_id, storylines.name"."""
+    garden = mem.create_storyline("Garden app")
+    wedding = mem.create_storyline("Wedding")
+    for name in ("Garden app", "garden APP", "Your Story"):
+        with pytest.raises(ValidationError, match=r"a storyline named .* already exists"):
+            mem.rename_storyline(wedding.id, name)
+        with pytest.raises(ValidationError, match="already exists"):
+            mem.create_storyline(name)
+    assert mem.rename_storyline(garden.id, "Garden App").name == "Garden App"  # its own name, in other letters
+    assert mem.get_storyline(wedding.id).name == "Wedding"
 
 
 def test_without_vectors_a_new_topic_still_creates_a_storyline(mem: narrative.Memory) -> None:

@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime
 
-from narrative.errors import InvalidTransition
+from narrative.errors import InvalidTransition, ValidationError
 from narrative.model import MemoryItem, Message, Participant, Storyline, StorylineKind, StorylineStatus
 from narrative.store.protocol import Store
 from narrative.text import patterns as P
@@ -52,6 +52,7 @@ def create_by_hand(
     store: Store, user_id: str, name: str, description: str, keywords: Sequence[str], now: datetime
 ) -> Storyline:
     """A storyline the user made (kind ``user``); keywords lower-cased, empty ones dropped."""
+    _name_free(store, user_id, name, None)
     return store.insert_storyline(
         user_id,
         name,
@@ -65,8 +66,16 @@ def create_by_hand(
 def rename(store: Store, user_id: str, storyline_id: int, name: str, now: datetime) -> Storyline:
     """Rename a storyline; a detected one becomes the user's (it keeps the name they gave it)."""
     storyline = _changeable(store, user_id, storyline_id, "rename")
+    _name_free(store, user_id, name, storyline_id)
     kind = StorylineKind.USER if storyline.kind is StorylineKind.DETECTED else storyline.kind
     return store.update_storyline(user_id, storyline_id, name=name, kind=kind, updated_at=now)
+
+
+def _name_free(store: Store, user_id: str, name: str, storyline_id: int | None) -> None:
+    """A name no other storyline of the user has, compared without case as routing finds storylines by name."""
+    held = store.find_storyline(user_id, name)
+    if held is not None and held.id != storyline_id:
+        raise ValidationError(f"a storyline named {held.name!r} already exists (#{held.id})", field="name")
 
 
 def archive(store: Store, user_id: str, storyline_id: int, now: datetime) -> Storyline:
