@@ -230,6 +230,9 @@ def test_redirect_changes_the_destination_and_refuses_bad_targets(mem: narrative
     mem.archive_storyline(old.id)
     assert_refused(mem, snapshot, NotFound, lambda: mem.redirect_preview(cid, 9999))
     assert_refused(mem, snapshot, InvalidTransition, lambda: mem.redirect_preview(cid, old.id))
+    with pytest.raises(InvalidTransition) as refused:  # no interface unarchives: the message names no such step
+        mem.redirect_preview(cid, old.id)
+    assert "unarchive" not in str(refused.value) and "choose another" in str(refused.value)
     [memory] = mem.confirm_memory(cid).memories
     assert memory.storyline_id == your_story.id
 

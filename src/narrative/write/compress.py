@@ -410,7 +410,10 @@ def suggest_destination(
 def destination_for(store: Store, user_id: str, storyline_id: int, reason: str) -> Destination:
     storyline = store.get_storyline(user_id, storyline_id)
     if storyline.status is StorylineStatus.ARCHIVED:
-        raise InvalidTransition(f"storyline {storyline_id} is archived: unarchive it or choose another")
+        raise InvalidTransition(
+            f"storyline {storyline_id} ({storyline.name}) is archived and takes nothing new: choose another"
+            " (`narrative storylines` lists the open ones)"
+        )
     return Destination(storyline.id, storyline.name, 1.0, reason)
 
 
