@@ -99,6 +99,16 @@ def test_a_read_for_an_unknown_user_names_the_users_and_creates_none(run: Run, t
         assert list(mem.users()) == ["maya"]  # no 'default' was made by reading
 
 
+def test_a_user_name_that_would_not_read_as_itself_is_quoted(run: Run) -> None:
+    """ "user 'maya' has no data in notes.db; it holds data of  maya " named the padded user as if it were maya."""
+    ok(run, "--db", "notes.db", "--user", " maya ", "add", "memory", "A padded name.")
+    ok(run, "--db", "notes.db", "--user", "a\tb", "add", "memory", "A tab in the name.")
+    code, _, err = run("--db", "notes.db", "--user", "maya", "memories")
+    assert code == 1 and "it holds data of ' maya ', 'a\\tb' (choose" in err, err
+    code, _, err = run("--db", "notes.db", "--user", "sam", "add", "memory", "Sam's note.")
+    assert code == 0 and "it holds data of ' maya ', 'a\\tb' (--user" in err, err
+
+
 def test_a_write_for_a_new_user_notes_the_others(run: Run) -> None:
     ok(run, "--db", "notes.db", "--user", "maya", "add", "message", "Sam will send the bed measurements.")
     code, _, err = run("--db", "notes.db", "--user", "sam", "add", "message", "I measured the bed.")

@@ -91,7 +91,7 @@ class Context:
         if others:
             click.echo(
                 f"note: user {memory.user!r} has nothing stored in {memory.settings.db} yet; it holds data of"
-                f" {', '.join(others)} (--user NAME or NARRATIVE_USER chooses whose memory)",
+                f" {users_named(others)} (--user NAME or NARRATIVE_USER chooses whose memory)",
                 err=True,
             )
 
@@ -107,7 +107,13 @@ def _naming(users: dict[str, dict[str, int]]) -> str:
     named = sorted(name for name, held in users.items() if held)
     if not named:
         return ""
-    return f"; it holds data of {', '.join(named)} (choose with --user NAME or NARRATIVE_USER)"
+    return f"; it holds data of {users_named(named)} (choose with --user NAME or NARRATIVE_USER)"
+
+
+def users_named(names: list[str]) -> str:
+    """User names for a message: as they are, but quoted when they would not read as themselves (spaces at an
+    end, a comma, a tab or another unprintable character): "user 'maya' has no data; it holds data of ' maya '"."""
+    return ", ".join(n if n and n == n.strip() and n.isprintable() and "," not in n else repr(n) for n in names)
 
 
 def error_kind(error: NarrativeError) -> str:
