@@ -31,6 +31,7 @@ def test_sizes_and_tenants_on_both_stores(pg_url: str) -> None:
         tenants=[(3, 5)],
         tenant_searches=4,
         message_search=30,
+        turns_into=4,
     )
     sqlite, postgres = report["sizes"]
     assert (sqlite["store"], postgres["store"]) == ("sqlite", "postgres")
@@ -39,6 +40,7 @@ def test_sizes_and_tenants_on_both_stores(pg_url: str) -> None:
         assert row["hybrid"]["p95_ms"] >= row["hybrid"]["p50_ms"] > 0
         assert row["kb_per_memory_above_model"] is not None and row["index_s"] >= 0
         assert row["first_pass"]["p95_ms"] > 0 and row["hybrid+embedding"]["p95_ms"] > 0  # both passes timed
+        assert row["turns_into"]["turns"] == 4 and row["turns_into"]["turns_per_s"] > 0
     assert postgres["plan"] == {"indexes": ["memory_vectors_pkey"], "rows_read": 120}
     [tenants] = report["tenants"]
     assert tenants["memories"] == 15 and tenants["plans"]["foreign"] == 0
@@ -47,6 +49,7 @@ def test_sizes_and_tenants_on_both_stores(pg_url: str) -> None:
     assert "of its hits within 0.005 of the exact 10th's cosine" in text
     assert "PostgreSQL ÷ SQLite p95" in text and "Many tenants on PostgreSQL" in text and "first pass" in text
     assert "scans that read another user's rows: 0" in text
+    assert "write path into this store: 4 turns" in text
     lite_messages, pg_messages = report["message_search"]
     assert (lite_messages["store"], pg_messages["store"], pg_messages["messages"]) == ("sqlite", "postgres", 30)
     assert pg_messages["search"]["p95_ms"] > 0 and pg_messages["every_message"]["p95_ms"] > 0

@@ -231,8 +231,10 @@ def measure_size(
     pool_vectors: np.ndarray,
     queries: tuple[list[str], np.ndarray],
     model_rss_mb: float,
+    turns_into: int = 0,
 ) -> dict[str, Any]:
-    """Build a store of ``size`` memories and time searches on it (one row of the report)."""
+    """Build a store of ``size`` memories and time searches on it (one row of the report), then ``turns_into``
+    turns through the write path into it."""
     query_texts, query_vectors = queries
     user = mem.settings.user
     started = time.perf_counter()
@@ -270,7 +272,23 @@ def measure_size(
         row["plan"] = {"indexes": plan["indexes"], "rows_read": plan["rows_read"]}
     row["peak_rss_mb"] = round(peak_rss_mb(), 1)
     row["kb_per_memory_above_model"] = round((peak_rss_mb() - model_rss_mb) * 1024 / size, 2)
+    if turns_into:
+        row["turns_into"] = measure_turns_into(mem, turns_into)  # last: it adds to the store
     return row
+
+
+def measure_turns_into(mem: Memory, turns: int) -> dict[str, Any]:
+    """Turns per second through the write path into a store that already holds many memories: what a user with a
+    long history pays per turn (the write path reads the user's earlier memories, e.g. for corrections)."""
+    rng = random.Random(13)
+    batch = [
+        Turn(sentence(rng), "user" if i % 2 == 0 else "assistant", speaker="Maya" if i % 2 == 0 else "Rook")
+        for i in range(turns)
+    ]
+    started = time.perf_counter()
+    mem.remember_many(batch)
+    seconds = time.perf_counter() - started
+    return {"turns": turns, "seconds": round(seconds, 2), "turns_per_s": round(turns / seconds, 1)}
 
 
 def run(
@@ -285,12 +303,14 @@ def run(
     tenants: Sequence[tuple[int, int]] = (),
     tenant_searches: int = 200,
     message_search: int = 0,
+    turns_into: int = 100,
     progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
     """Every figure for SQLite, and (with ``postgres``, a URL) the same for PostgreSQL in the same run (sizes up
     to ``postgres_max``), then ``tenants`` ((users, memories each) on PostgreSQL); ``progress(done, total)``
     after each step; ``message_search``: the write path's search of earlier messages at a user with that many
-    messages, on both stores."""
+    messages, on both stores; ``turns_into``: turns remembered into each store after its searches (the default
+    embedder included)."""
     from narrative.bench import message_search as messages_bench
     from narrative.bench import tenants as tenant_bench
 
@@ -335,7 +355,9 @@ def run(
             if url:
                 forget_user(url, f"bench-{size}")
             with Memory(target, user=f"bench-{size}") as mem:
-                row = measure_size(mem, size, pool_texts, pool_vectors, (query_texts, query_vectors), model_rss)
+                row = measure_size(
+                    mem, size, pool_texts, pool_vectors, (query_texts, query_vectors), model_rss, turns_into
+                )
             row["store"] = "postgres" if url else "sqlite"
             row["chroma"] = time_chroma(size, pool_vectors, query_vectors, workdir) if chroma and not url else None
             report["sizes"].append(row)
@@ -415,6 +437,12 @@ def _size_lines(report: dict[str, Any]) -> list[str]:
             f"{head} peak RSS {row['peak_rss_mb']} MB ({row['kb_per_memory_above_model']} KB per memory above the"
             f" model); inserted in {row['build_s']} s, indexes ready {row['index_s']} s later"
         )
+        into = row.get("turns_into")
+        if into:
+            lines.append(
+                f"{head} write path into this store: {into['turns']} turns in {into['seconds']} s"
+                f" = {into['turns_per_s']} turns/s (with the embedder)"
+            )
     by_size: dict[int, dict[str, Any]] = {}
     for row in report["sizes"]:
         by_size.setdefault(row["memories"], {})[row["store"]] = row
