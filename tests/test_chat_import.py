@@ -211,3 +211,71 @@ def test_cli_names_the_bad_line(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert done.stderr.startswith("error: line 2: role must be one of")
     assert "Traceback" not in done.stderr
+
+
+def _long_log(conversations: int, each: int) -> str:
+    return jsonl(
+        *(
+            {
+                "content": f"Note {c}.{i}: the {['garden', 'budget', 'kayak'][i % 3]} plan needs step {i}.",
+                "role": "user" if i % 2 == 0 else "assistant",
+                "conversation": c,
+                "at": 1_700_000_000 + c * 100_000 + i * 60,
+            }
+            for c in range(conversations)
+            for i in range(each)
+        )
+    )
+
+
+def test_a_long_conversation_is_imported_without_a_savepoint_a_turn(mem: narrative.Memory) -> None:
+    """PostgreSQL gives every savepoint that writes a subtransaction id, and past 64 in one transaction every
+    statement slows down (it reads the subtransaction log to decide what is visible): a 1,000-message
+    conversation, one transaction, imported at 35 messages a second instead of 58.  Its turns take no savepoint
+    each, and neither do the store's own statements inside a turn."""
+    if mem.store.backend != "postgres":
+        pytest.skip("savepoints cost nothing that grows on SQLite")
+    store: Any = mem.store
+    made: list[str] = []
+    control = store._control
+
+    def counted(sql: str, *rest: Any) -> Any:
+        if sql.startswith("SAVEPOINT"):
+            made.append(sql)
+        return control(sql, *rest)
+
+    store._control = counted
+    try:
+        summary = mem.import_chat(_long_log(1, 150))
+    finally:
+        store._control = control
+    assert summary["messages"] == 150 and summary["memories"] >= 150
+    assert len(made) < 64
+
+
+def test_a_turn_that_fails_inside_an_import_leaves_that_conversation_out(
+    mem: narrative.Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A turn has no savepoint of its own inside an import: its failure undoes its whole conversation (and only
+    that), the import says how far it got, and the store takes the next write (PostgreSQL's aborted transaction
+    is rolled back, not left to fail the next statement)."""
+    import narrative.write.turn as turn_module
+
+    real = turn_module.store_passages
+    calls = {"n": 0}
+
+    def failing(*args: Any, **kwargs: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] == 20:  # the second conversation's fifth turn
+            raise StoreError("the disk is full")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(turn_module, "store_passages", failing)
+    with pytest.raises(StoreError, match="1 conversation \\(15 messages\\) before it are stored"):
+        mem.import_chat(_long_log(3, 15))
+    monkeypatch.setattr(turn_module, "store_passages", real)
+    [kept] = mem.list_conversations()
+    assert len(mem.store.list_messages("alice", conversation_id=kept.id)) == 15
+    assert mem.store.count_rows("messages", "alice") == 15
+    mem.remember("The store still takes a turn.")
+    assert mem.store.count_rows("messages", "alice") == 16

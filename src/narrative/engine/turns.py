@@ -179,6 +179,9 @@ class Turns:
         vectors = self._turn_vectors(messages, befores, extractions, defaults)
         results, failure = [], None
         context = TurnContext()
+        # a caller's transaction (an import: one per conversation) is undone whole when a turn fails, so its turns
+        # take no savepoint each: past 64 in one transaction PostgreSQL slows every statement down
+        whole = self.rt.store.in_transaction
         with self.rt.store.transaction():  # one write transaction for the batch; each turn is a savepoint in it
             for message, before, extraction, made in zip(messages, befores, extractions, vectors, strict=True):
                 try:
@@ -195,9 +198,12 @@ class Turns:
                             context=context,
                             spans=made.spans,
                             passage_vectors=made.passages,
+                            savepoint=not whole,
                         )
                     )
                 except Exception as error:  # rolled back to the turn's savepoint: commit the turns before it
+                    if whole:
+                        raise  # no savepoint of its own: the batch's block and the caller's transaction undo it
                     failure = error
                     break
         if failure is not None:

@@ -16,6 +16,7 @@ batch holds the write lock.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -87,16 +88,19 @@ class TurnWriter:
         context: TurnContext | None = None,
         spans: Sequence[Span] | None = None,
         passage_vectors: Sequence[np.ndarray] | None = None,
+        savepoint: bool = True,
     ) -> TurnResult:
         """``vector`` embeds the exchange (the memory); ``routing_vector`` the message alone (routing and the
         storyline's routing embedding), defaulting to ``vector`` (a turn that :meth:`stays_without_vector`).
         In a batch (``context``), ``previous`` is the message just before this one when the caller knows it.
-        ``spans`` and ``passage_vectors``: the message's passages and their vectors (made here when missing)."""
+        ``spans`` and ``passage_vectors``: the message's passages and their vectors (made here when missing).
+        ``savepoint=False``: the turn is written in the caller's transaction without a block of its own (a caller
+        that undoes everything on a failure: a savepoint per turn only slows a long transaction down)."""
         user_id = message.user_id
         exchange_only = routing_vector is None and vector is not None
         alone = vector if routing_vector is None else routing_vector
         topic, routed = self._without_cue(message, extraction, alone)  # what the storyline may learn from
-        with self.store.transaction():
+        with self.store.transaction() if savepoint else nullcontext():
             self.store.lock_user(user_id)  # one writer per user at a time (other processes' too)
             previous = self._previous_message(message, previous, context)
             route = self._route(message, routed, topic, previous, defaults, your_story_id, context)

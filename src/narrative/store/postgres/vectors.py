@@ -74,7 +74,7 @@ class PostgresVectors(PostgresBase):
 
     def put_memory_vectors(self, user_id: str, model: str, vectors: dict[int, np.ndarray]) -> None:
         rows = [(model, vector_value(v), memory_id, user_id) for memory_id, v in vectors.items()]
-        with self.transaction():
+        with self._atomic():
             self._run_many(
                 "INSERT INTO memory_vectors(memory_id, user_id, model, vector)"
                 " SELECT id, user_id, ?, ? FROM memories WHERE id = ? AND user_id = ?"
@@ -84,7 +84,7 @@ class PostgresVectors(PostgresBase):
 
     def put_passage_vectors(self, user_id: str, model: str, vectors: dict[int, np.ndarray]) -> None:
         rows = [(model, vector_value(v), passage_id, user_id) for passage_id, v in vectors.items()]
-        with self.transaction():
+        with self._atomic():
             self._run_many(
                 "INSERT INTO passage_vectors(passage_id, user_id, model, vector)"
                 " SELECT id, user_id, ?, ? FROM passages WHERE id = ? AND user_id = ?"
@@ -137,7 +137,7 @@ class PostgresVectors(PostgresBase):
         return [int(r[0]) for r in rows], [str(r[1]) for r in rows], [str(r[2]) for r in rows], np.vstack(vectors)
 
     def clear_vectors(self, user_id: str | None = None) -> None:
-        with self.transaction():
+        with self._atomic():
             if user_id is None:
                 self._exec("DELETE FROM memory_vectors")
                 self._exec("DELETE FROM storyline_vectors")
@@ -260,7 +260,7 @@ class PostgresVectors(PostgresBase):
                 user_id, query, model, k, where
             )
         sent: dict[str, tuple[bool, Any]] = {}
-        with self.transaction():  # one wait: every answer is read after the commit, sent with them
+        with self._atomic():  # one wait: every answer is read after the commit, sent with them
             models = None
             for table in VECTOR_TABLES:
                 small = self._small_search(user_id, query, model, k, None, table)
@@ -296,7 +296,7 @@ class PostgresVectors(PostgresBase):
         if not settings:
             rows = self._all(sql, params)
         else:
-            with self.transaction():  # one wait: the answers are read after the commit, sent with them
+            with self._atomic():  # one wait: the answers are read after the commit, sent with them
                 models = self._exec(_MODELS) if model is not None else None
                 self._exec(settings[0], settings[1])
                 found = self._exec(sql, params)
@@ -320,7 +320,7 @@ class PostgresVectors(PostgresBase):
         if prepared is None:
             return {"plan": None, "rows_read": 0, "indexes": [], "nodes": [], "execution_ms": 0.0}
         sql, params, settings = prepared
-        with self.transaction():
+        with self._atomic():
             if settings:
                 self._exec(settings[0], settings[1])
             row = self._one("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + sql, params)

@@ -319,7 +319,7 @@ class SqliteStore(
 
     def clear_vectors(self, user_id: str | None = None) -> None:
         """Remove stored vectors (before a reindex with another model)."""
-        with self.transaction():
+        with self._atomic():
             if user_id is None:
                 self._exec("DELETE FROM memory_vectors")
                 self._exec("DELETE FROM storyline_vectors")

@@ -8,7 +8,7 @@ import re
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
@@ -118,6 +118,7 @@ class SqliteBase:
             _create_private(self.path)
         self._lock = threading.RLock()
         self._depth = 0
+        self._owner = 0  # the thread whose transaction is open (the lock serialises them)
         try:
             self.conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30.0)
         except sqlite3.Error as error:
@@ -209,6 +210,7 @@ class SqliteBase:
             name = f"sp{depth}"
             self._control("BEGIN IMMEDIATE" if depth == 0 else f"SAVEPOINT {name}")
             self._depth += 1
+            self._owner = threading.get_ident()
             try:
                 yield
             except BaseException:
@@ -229,6 +231,16 @@ class SqliteBase:
                 if depth == 0 and self.conn.in_transaction:
                     self.conn.execute("ROLLBACK")
                 raise
+
+    @property
+    def in_transaction(self) -> bool:
+        """True inside a :meth:`transaction` block of this thread."""
+        return self._depth > 0 and self._owner == threading.get_ident()
+
+    def _atomic(self) -> AbstractContextManager[None]:
+        """A store method's statements as one unit: its own transaction, or a savepoint inside the caller's (cheap
+        here; PostgreSQL's differs, see there)."""
+        return self.transaction()
 
     def lock_user(self, user_id: str) -> None:
         """Serialise this user's writers until the transaction ends: on SQLite every write transaction

@@ -102,7 +102,7 @@ class BindingRows(SqliteBase):
             dumps(v) if k == "payload" else to_text(v) if isinstance(v, datetime) else v for k, v in changes.items()
         ]
         assignments = ", ".join(f"{k} = ?" for k in changes)
-        with self.transaction():
+        with self._atomic():
             done = self._exec(
                 f"UPDATE storyline_bindings SET {assignments} WHERE id = ? AND user_id = ?",
                 [*values, binding_id, user_id],
@@ -112,7 +112,7 @@ class BindingRows(SqliteBase):
         return self.get_binding(user_id, binding_id)
 
     def delete_binding(self, user_id: str, binding_id: int) -> None:
-        with self.transaction():
+        with self._atomic():
             done = self._exec(
                 "DELETE FROM storyline_bindings WHERE id = ? AND user_id = ?", (binding_id, user_id)
             ).rowcount

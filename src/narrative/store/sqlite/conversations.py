@@ -76,7 +76,7 @@ class ConversationRows(SqliteBase):
 
     def ensure_user(self, user_id: str, now: datetime) -> bool:
         """Create the user if new; True when it was created."""
-        with self.transaction():
+        with self._atomic():
             cursor = self._exec("INSERT OR IGNORE INTO users(id, created_at) VALUES (?, ?)", (user_id, to_text(now)))
             return cursor.rowcount == 1
 
@@ -91,7 +91,7 @@ class ConversationRows(SqliteBase):
         return [User(id=r["id"], created_at=to_time_required(r["created_at"])) for r in rows]
 
     def delete_user(self, user_id: str) -> None:
-        with self.transaction():
+        with self._atomic():
             self._exec("DELETE FROM memory_vectors WHERE user_id = ?", (user_id,))
             self._exec("DELETE FROM storyline_vectors WHERE user_id = ?", (user_id,))
             # narratives point at each other; clear links before cascading
@@ -142,7 +142,7 @@ class ConversationRows(SqliteBase):
             for v in changes.values()
         ]
         sets = ", ".join(f"{k} = ?" for k in changes)
-        with self.transaction():
+        with self._atomic():
             cursor = self._exec(
                 f"UPDATE conversations SET {sets} WHERE id = ? AND user_id = ?",
                 [*values, conversation_id, user_id],
@@ -152,7 +152,7 @@ class ConversationRows(SqliteBase):
         return self.get_conversation(user_id, conversation_id)
 
     def set_preview(self, user_id: str, conversation_id: int, preview: dict[str, Any] | None) -> None:
-        with self.transaction():
+        with self._atomic():
             self._exec(
                 "UPDATE conversations SET preview = ? WHERE id = ? AND user_id = ?",
                 (None if preview is None else dumps(preview), conversation_id, user_id),
@@ -166,7 +166,7 @@ class ConversationRows(SqliteBase):
         return result
 
     def delete_conversation(self, user_id: str, conversation_id: int) -> None:
-        with self.transaction():
+        with self._atomic():
             cursor = self._exec("DELETE FROM conversations WHERE id = ? AND user_id = ?", (conversation_id, user_id))
             if cursor.rowcount == 0:
                 raise NotFound(f"conversation {conversation_id} not found")
@@ -184,7 +184,7 @@ class ConversationRows(SqliteBase):
         meta: dict[str, Any] | None = None,
     ) -> Message:
         created, encoded_meta = to_text(now), dumps(meta or {})
-        with self.transaction():
+        with self._atomic():
             self._claim_positions(user_id)
             row = self._one("SELECT COALESCE(MAX(position), 0) + 1 FROM messages WHERE user_id = ?", (user_id,))
             position = int(row[0]) if row else 1

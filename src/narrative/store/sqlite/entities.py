@@ -155,7 +155,7 @@ class EntityRows(SqliteBase):
         resolved_by_memory_id: int | None = None,
         resolved_by_entity_id: int | None = None,
     ) -> Entity:
-        with self.transaction():
+        with self._atomic():
             cursor = self._exec(
                 "UPDATE entities SET is_active = 0, resolved_at = ?, resolved_by_memory_id = ?,"
                 " resolved_by_entity_id = ? WHERE id = ? AND user_id = ?",
@@ -168,7 +168,7 @@ class EntityRows(SqliteBase):
     def update_entity(
         self, user_id: str, entity_id: int, memory_id: int | None = None, storyline_id: int | None = None
     ) -> Entity:
-        with self.transaction():
+        with self._atomic():
             self._exec(
                 "UPDATE entities SET memory_id = COALESCE(?, memory_id), storyline_id = COALESCE(?, storyline_id)"
                 " WHERE id = ? AND user_id = ?",
@@ -179,7 +179,7 @@ class EntityRows(SqliteBase):
     def delete_entities(self, user_id: str, entity_ids: Iterable[int]) -> None:
         ids = list(entity_ids)
         if ids:
-            with self.transaction():
+            with self._atomic():
                 self._exec(f"DELETE FROM entities WHERE user_id = ? AND id IN ({placeholders(ids)})", [user_id, *ids])
 
     # --- state deltas --------------------------------------------------------------
@@ -238,7 +238,7 @@ class EntityRows(SqliteBase):
         outcome: str | None = None,
         meta: dict[str, Any] | None = None,
     ) -> Use:
-        with self.transaction():
+        with self._atomic():
             uid = self._insert(
                 "INSERT INTO uses(user_id, kind, query, conversation_id, outcome, meta, created_at)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -316,9 +316,9 @@ class EntityRows(SqliteBase):
 
     def revoke_key(self, user_id: str, key_id: int) -> bool:
         """Delete one of this user's keys; False when the user has no key with this id."""
-        with self.transaction():
+        with self._atomic():
             return self._exec("DELETE FROM api_keys WHERE id = ? AND user_id = ?", (key_id, user_id)).rowcount > 0
 
     def delete_api_keys(self, user_id: str) -> int:
-        with self.transaction():
+        with self._atomic():
             return self._exec("DELETE FROM api_keys WHERE user_id = ?", (user_id,)).rowcount

@@ -46,7 +46,7 @@ class MemoryEventRows(SqliteBase):
             "detail": dumps(dict(detail or {})),
             "created_at": to_text(now),
         }
-        with self.transaction():
+        with self._atomic():
             row["id"] = self._exec(
                 f"INSERT INTO memory_events({', '.join(row)}) VALUES ({placeholders(list(row))})", list(row.values())
             ).lastrowid
@@ -65,7 +65,7 @@ class MemoryEventRows(SqliteBase):
         """Blank the texts and details of these memories' events (a delete keeps only kinds and times)."""
         ids = list(memory_ids)
         count = 0
-        with self.transaction():
+        with self._atomic():
             for start in range(0, len(ids), 500):
                 chunk = ids[start : start + 500]
                 count += self._exec(

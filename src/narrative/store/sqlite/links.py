@@ -50,7 +50,7 @@ class LinkRows(SqliteBase):
         if not links:
             return 0
         added = 0
-        with self.transaction():
+        with self._atomic():
             owned: set[tuple[str, int]] = set()  # (user, memory id) of every end that is the user's
             for user_id in dict.fromkeys(link.user_id for link in links):
                 mine = [e for link in links if link.user_id == user_id for e in (link.memory_id, link.linked_id)]
@@ -112,7 +112,7 @@ class LinkRows(SqliteBase):
         return sorted(found.values(), key=lambda k: (k.created_at, k.memory_id, k.linked_id, k.kind.value))
 
     def delete_memory_link(self, user_id: str, memory_id: int, linked_id: int, kind: LinkKind) -> int:
-        with self.transaction():
+        with self._atomic():
             return self._exec(
                 "DELETE FROM memory_links WHERE user_id = ? AND memory_id = ? AND linked_id = ? AND kind = ?",
                 (user_id, memory_id, linked_id, kind.value),

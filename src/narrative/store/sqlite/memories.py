@@ -172,7 +172,7 @@ class MemoryRows(SqliteBase):
             "created_at": to_text(memory.created_at),
         }
         ids = list(dict.fromkeys(memory.message_ids))
-        with self.transaction():
+        with self._atomic():
             row["id"] = self._exec(
                 f"INSERT INTO memories(id, {', '.join(row)})"
                 f" VALUES ({self._next_memory_id}, {placeholders(list(row))})",
@@ -351,7 +351,7 @@ class MemoryRows(SqliteBase):
         ids = list(memory_ids)
         if not ids:
             return 0
-        with self.transaction():
+        with self._atomic():
             cursor = self._exec(
                 f"DELETE FROM memories WHERE user_id = ? AND id IN ({placeholders(ids)})", [user_id, *ids]
             )
@@ -447,7 +447,7 @@ class MemoryRows(SqliteBase):
     # --- vectors -------------------------------------------------------------
 
     def put_memory_vectors(self, user_id: str, model: str, vectors: dict[int, np.ndarray]) -> None:
-        with self.transaction():
+        with self._atomic():
             for memory_id, vector in vectors.items():
                 self._exec(
                     "INSERT OR REPLACE INTO memory_vectors(memory_id, user_id, model, vector)"

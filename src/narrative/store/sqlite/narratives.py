@@ -150,6 +150,6 @@ class NarrativeRows(SqliteBase):
         return [_narrative(r) for r in self._all(sql, [*params, limit, offset])]
 
     def delete_narratives(self, user_id: str, narrative_ids: Iterable[int]) -> None:
-        with self.transaction():
+        with self._atomic():
             for nid in narrative_ids:
                 self._exec("DELETE FROM narratives WHERE id = ? AND user_id = ?", (nid, user_id))

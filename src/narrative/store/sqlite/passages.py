@@ -60,7 +60,7 @@ class PassageRows(SqliteBase):
     ) -> list[Passage]:
         """Store a message's passages (in order) as belonging to ``memory_id``; replaces any it had."""
         made: list[Passage] = []
-        with self.transaction():
+        with self._atomic():
             owner = self._one("SELECT 1 FROM memories WHERE id = ? AND user_id = ?", (memory_id, user_id))
             if owner is None:
                 raise NotFound(f"memory {memory_id} not found")
@@ -171,7 +171,7 @@ class PassageRows(SqliteBase):
     # --- vectors (BLOBs here; pgvector on PostgreSQL) -------------------------------------------
 
     def put_passage_vectors(self, user_id: str, model: str, vectors: dict[int, np.ndarray]) -> None:
-        with self.transaction():
+        with self._atomic():
             for passage_id, vector in vectors.items():
                 self._exec(
                     "INSERT OR REPLACE INTO passage_vectors(passage_id, user_id, model, vector)"
@@ -348,7 +348,7 @@ class PassageRows(SqliteBase):
         reason: str = "",
     ) -> Conflict | None:
         """Link two memories (or passages of them) as disagreeing; None when they are linked already."""
-        with self.transaction():
+        with self._atomic():
             known = self._one(
                 "SELECT 1 FROM conflicts WHERE user_id = ? AND ((memory_id = ? AND other_memory_id = ?)"
                 " OR (memory_id = ? AND other_memory_id = ?))",

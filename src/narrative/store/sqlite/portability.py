@@ -144,7 +144,7 @@ class PortabilityRows(SqliteBase):
     def export_user_rows(self, user_id: str) -> dict[str, list[dict[str, Any]]]:
         """Every row of ``user_id`` in every table (see the module docstring for the encoding)."""
         tables: dict[str, list[dict[str, Any]]] = {}
-        with self.transaction():  # one consistent snapshot
+        with self._atomic():  # one consistent snapshot
             for table in USER_TABLES:
                 where, order = _SELECT.get(table, ("t.user_id = ?", "t.id"))
                 rows = self._all(f"SELECT t.* FROM {table} t WHERE {where} ORDER BY {order}", (user_id,))
@@ -173,7 +173,7 @@ class PortabilityRows(SqliteBase):
         check_vectors(tables, self._vector_lengths())
         _check_details(tables.get("memories", []))
         counts: dict[str, int] = {}
-        with self.transaction():
+        with self._atomic():
             self._exec("PRAGMA defer_foreign_keys = ON")
             keys = [
                 tuple(r)
@@ -263,7 +263,7 @@ class PortabilityRows(SqliteBase):
     def splice_out_narratives(self, user_id: str, narrative_ids: Iterable[int]) -> int:
         """Delete links, re-pointing each follower at the deleted link's predecessor (the chain stays whole)."""
         count = 0
-        with self.transaction():
+        with self._atomic():
             for nid in narrative_ids:
                 row = self._one(
                     "SELECT previous_narrative_id FROM narratives WHERE id = ? AND user_id = ?", (nid, user_id)
@@ -282,7 +282,7 @@ class PortabilityRows(SqliteBase):
         ids = list(message_ids)
         if not ids:
             return 0
-        with self.transaction():
+        with self._atomic():
             touched = [
                 r[0]
                 for r in self._all(
@@ -308,7 +308,7 @@ class PortabilityRows(SqliteBase):
         ids = list(memory_ids)
         if not ids:
             return 0
-        with self.transaction():
+        with self._atomic():
             return self._exec(
                 "UPDATE entities SET is_active = 1, resolved_at = NULL, resolved_by_memory_id = NULL,"
                 f" resolved_by_entity_id = NULL WHERE user_id = ? AND resolved_by_memory_id IN ({placeholders(ids)})",
@@ -317,7 +317,7 @@ class PortabilityRows(SqliteBase):
 
     def delete_conversation_uses(self, user_id: str, conversation_id: int) -> int:
         """The audit trail recorded while one conversation was active."""
-        with self.transaction():
+        with self._atomic():
             return self._exec(
                 "DELETE FROM uses WHERE user_id = ? AND conversation_id = ?", (user_id, conversation_id)
             ).rowcount
@@ -326,7 +326,7 @@ class PortabilityRows(SqliteBase):
         """Delete the uses (recorded queries, outcomes) that drew on any of these memories."""
         ids = list(memory_ids)
         count = 0
-        with self.transaction():
+        with self._atomic():
             for start in range(0, len(ids), 500):
                 chunk = ids[start : start + 500]
                 count += self._exec(
@@ -374,7 +374,7 @@ class PortabilityRows(SqliteBase):
         """
         if keep < 0:
             raise ValidationError("keep must be 0 or more", field="keep")
-        with self.transaction():
+        with self._atomic():
             return self._exec(
                 "DELETE FROM memory_changes WHERE seq <= (SELECT MAX(seq) FROM memory_changes) - ?", (keep,)
             ).rowcount

@@ -145,14 +145,14 @@ class StorylineRows(SqliteBase):
         return self.get_storyline(user_id, storyline_id)
 
     def delete_storyline(self, user_id: str, storyline_id: int) -> None:
-        with self.transaction():
+        with self._atomic():
             cursor = self._exec("DELETE FROM storylines WHERE id = ? AND user_id = ?", (storyline_id, user_id))
             if cursor.rowcount == 0:
                 raise NotFound(f"storyline {storyline_id} not found")
 
     def move_storyline_rows(self, user_id: str, from_id: int, to_id: int) -> None:
         """Re-home memories, narratives and messages of one storyline into another."""
-        with self.transaction():
+        with self._atomic():
             for table in ("memories", "narratives", "messages", "entities"):
                 self._exec(
                     f"UPDATE {table} SET storyline_id = ? WHERE storyline_id = ? AND user_id = ?",
