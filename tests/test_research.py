@@ -59,6 +59,35 @@ def test_an_untitled_annotation_belongs_to_the_citation_just_before_it(mem: narr
     assert reason.startswith("an item without a title of its own, right after “Thinking in Systems")
 
 
+def test_deleting_the_item_that_joined_two_others_keeps_them_one_source(mem: narrative.Memory) -> None:
+    """The citation an annotation was linked to is deleted: the annotation stays with the later item naming the
+    same work (one source), and no source is named by a page alone ("p. 45")."""
+    first = mem.remember("I'm reading “Thinking in Systems” by Donella Meadows — great on feedback loops.")
+    mem.remember("On p. 45 she says feedback loops drive the watering schedule.")
+    mem.remember("I also started „Die Welt als Wille“ by Arthur Schopenhauer.")
+    mem.remember("Reading “Thinking in Systems” again: feedback loops and stocks.")
+    [cite] = [m for m in first.memories if m.stream.value == "research"]
+    before = {s.source: set(s.memory_ids) for s in mem.source_popularity(days=0)}
+    [joined] = [ids for ids in before.values() if cite.id in ids]
+    assert len(joined) == 3
+    mem.delete_memory(cite.id)
+    after = {s.source: set(s.memory_ids) for s in mem.source_popularity(days=0)}
+    assert joined - {cite.id} in after.values()
+    assert "p. 45" not in after
+    [(annotation, later)] = [
+        (k.linked_id, k.memory_id) for k in mem.store.memory_links("alice", sorted(joined - {cite.id}))
+    ]
+    assert links(mem, later)[(annotation, LinkKind.SAME_WORK)] == (
+        "both belong to “Thinking in Systems”: an item since deleted joined them"
+    )
+
+
+def test_a_source_is_never_named_by_a_page_alone(mem: narrative.Memory) -> None:
+    note = item(mem, "She says feedback loops drive the schedule.", "annotation", source_reference="p. 45")
+    [source] = mem.source_popularity(days=0)
+    assert source.memory_ids == (note.id,) and source.source == "She says feedback loops drive the schedule."
+
+
 def test_items_sharing_enough_words_are_about_one_idea(mem: narrative.Memory) -> None:
     a = item(mem, "Feedback loops keep a watering schedule honest when volunteers change.")
     b = item(mem, "Without feedback loops the watering schedule drifts as volunteers change.")

@@ -58,7 +58,7 @@ def source_label(details: ResearchDetails | None, content: str = "") -> str:
     """How a source reads to a person: "Thinking in Systems (Donella Meadows)", a reference, or the item."""
     if details is not None and details.work_title:
         return f"{details.work_title} ({details.author})" if details.author else details.work_title
-    if details is not None and details.source_reference:
-        return details.source_reference
+    if details is not None and details.source_reference and _normal(details.source_reference):
+        return details.source_reference  # a reference, not a page alone ("p. 45" names no source)
     words = content.split()
     return " ".join(words[:10]) + ("…" if len(words) > 10 else "")

@@ -34,7 +34,16 @@ from narrative.text.words import word_keys
 if TYPE_CHECKING:
     from narrative.providers.llm import LLM, LLMSettings
 
-__all__ = ["IDEA_OVERLAP", "IDEA_WORDS", "NEARBY", "ResearchJudge", "consolidate", "research_items", "rule_links"]
+__all__ = [
+    "IDEA_OVERLAP",
+    "IDEA_WORDS",
+    "NEARBY",
+    "ResearchJudge",
+    "consolidate",
+    "rejoin_around",
+    "research_items",
+    "rule_links",
+]
 
 NEARBY = 4  # messages between an untitled annotation and the citation it belongs to
 IDEA_WORDS = 3
@@ -142,6 +151,59 @@ def consolidate(
         made += fresh
     store.insert_memory_links(made)
     return made
+
+
+def rejoin_around(store: Store, user_id: str, gone: Sequence[int], now: datetime) -> list[MemoryLink]:
+    """Keep joined what ``gone`` (memories about to be deleted) joined as one work: the surviving items that
+    reached each other through them by ``same_work`` links are linked to the earliest of them (its ``reason``
+    names a surviving title, never a deleted item's words).  Returns the links stored.
+
+    Without this, deleting a citation would leave the annotation made right after it ("On p. 45 she says …") a
+    source of its own, cut from the later items naming the same work."""
+    deleted = set(gone)
+    if not deleted:
+        return []
+    links = store.memory_links(user_id, sorted(deleted), kinds=[LinkKind.SAME_WORK])
+    neighbours: dict[int, set[int]] = {}
+    for link in links:
+        neighbours.setdefault(link.memory_id, set()).add(link.linked_id)
+        neighbours.setdefault(link.linked_id, set()).add(link.memory_id)
+    seen: set[int] = set()
+    made: list[MemoryLink] = []
+    for start in sorted(deleted & neighbours.keys()):
+        if start in seen:
+            continue
+        survivors: set[int] = set()
+        todo = [start]
+        while todo:  # walk through deleted items only; a survivor ends the walk (its own links stay)
+            here = todo.pop()
+            if here in seen:
+                continue
+            seen.add(here)
+            for other in neighbours.get(here, ()):
+                if other in deleted:
+                    todo.append(other)
+                else:
+                    survivors.add(other)
+        made += _joined(store, user_id, sorted(survivors), now)
+    store.insert_memory_links(made)
+    return made
+
+
+def _joined(store: Store, user_id: str, survivors: list[int], now: datetime) -> list[MemoryLink]:
+    if len(survivors) < 2:
+        return []
+    items = store.get_memories(user_id, survivors)
+    titled = [d for m in sorted(items, key=lambda m: m.id) if (d := research_details(m)) is not None and work_key(d)]
+    said = f"both belong to “{source_label(titled[0])}”" if titled else "both belong to one work"
+    reason = f"{said}: an item since deleted joined them"
+    known = {(k.memory_id, k.linked_id) for k in store.memory_links(user_id, survivors, kinds=[LinkKind.SAME_WORK])}
+    first = survivors[0]
+    return [
+        MemoryLink(user_id, later, first, LinkKind.SAME_WORK, LinkOrigin.RULE, now, reason, 0.7)
+        for later in survivors[1:]
+        if (later, first) not in known and (first, later) not in known
+    ]
 
 
 def _candidates(item: MemoryItem, earlier: Sequence[MemoryItem]) -> list[MemoryItem]:

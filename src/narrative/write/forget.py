@@ -9,7 +9,8 @@ so a deleted word is nowhere in the file's bytes.  What a delete takes with it:
   uses that drew on them (their recorded queries name what is deleted), and the resolutions they made
   (those entities are reopened); narrative links left without memories are spliced out of the chain, sealed
   links that keep other memories stay (they are immutable); what they superseded is current again (a deleted
-  correction no longer says what is true), with a ``restored`` event saying why;
+  correction no longer says what is true), with a ``restored`` event saying why; research items they joined as
+  one work stay joined (:func:`narrative.write.consolidate.rejoin_around`);
 * a conversation takes its messages, memories, links, entities and uses, and its storylines are scrubbed:
   detected storylines left empty go, the others lose the summary lines, description and keywords that
   quoted the deleted messages, count only the messages left, and their routing embedding is made again
@@ -28,6 +29,7 @@ from narrative.model import Message, Storyline, StorylineKind
 from narrative.store.filters import MemoryFilter
 from narrative.store.protocol import Store
 from narrative.write import history
+from narrative.write.consolidate import rejoin_around
 from narrative.write.embedding import Embed, routing_vectors
 from narrative.write.storylines import your_story
 from narrative.write.supersede import undo_superseding
@@ -158,6 +160,7 @@ def forget_memories(
         ]
     links = store.splice_out_narratives(user_id, emptied)
     uses = store.delete_uses_of_memories(user_id, ids)
+    rejoin_around(store, user_id, ids, now)
     history.tombstone(store, user_id, ids, now, with_)
     deleted = store.delete_memories(user_id, ids)
     counts = {"memories": deleted, "narratives": links, "reopened_entities": reopened, "uses": uses}
