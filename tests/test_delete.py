@@ -304,7 +304,10 @@ def test_delete_storyline_with_its_memories(mem: narrative.Memory) -> None:
     assert counts["memories"] == len(ids) and counts["messages"] == len(routed)
     assert store.get_memories("alice", ids) == []
     assert not vector_ids(mem, "zinnias marigolds bees") & set(ids)
-    assert mem.get_conversation(cid).message_count == len(GARDEN) - len(routed) == len(mem.messages(cid))
+    assert len(routed) == len(GARDEN)  # the whole conversation was about zinnias: it went with the storyline
+    assert counts["conversations"] == 1 and store.list_messages("alice", conversation_id=cid) == []
+    with pytest.raises(NotFound):
+        mem.get_conversation(cid)
     for table in ("memories", "narratives", "messages", "entities"):
         assert (
             store._exec(  # type: ignore[attr-defined]
@@ -314,6 +317,36 @@ def test_delete_storyline_with_its_memories(mem: narrative.Memory) -> None:
             == 0
         )
     assert_fts_clean(store)
+
+
+def test_a_conversation_a_storyline_delete_leaves_without_messages_goes_too(mem: narrative.Memory) -> None:
+    """Not "A family evening · 0 messages": the emptied conversation goes, title and all; the active one stays."""
+    cid = session(
+        mem,
+        [("user", "My sister Ana came over for dinner with her kids."), ("user", "We played board games until late.")],
+        "A family evening",
+    )
+    first, second = (m.storyline_id for m in mem.messages(cid))
+    assert first != second and first is not None and second is not None
+    counts = mem.delete_storyline(first, move_to_your_story=False)
+    assert counts.get("conversations", 0) == 0 and mem.get_conversation(cid).message_count == 1  # one message left
+    counts = mem.delete_storyline(second, move_to_your_story=False)
+    assert counts.get("conversations", 0) == 1
+    with pytest.raises(NotFound):
+        mem.get_conversation(cid)
+    assert "A family evening" not in [c.title for c in mem.list_conversations(limit=100)]
+    active = mem.start_conversation("Tonight")
+    mem.remember("My sister Ana came over for dinner again.", speaker="alice")
+    [routed] = mem.messages(active.id)
+    assert routed.storyline_id is not None
+    counts = mem.delete_storyline(routed.storyline_id, move_to_your_story=False)
+    kept = mem.get_conversation(active.id)  # the agent is still talking in it
+    assert counts.get("conversations", 0) == 0 and (kept.status.value, kept.message_count, kept.title) == (
+        "active",
+        0,
+        "Tonight",
+    )
+    assert_fts_clean(mem.store)
 
 
 def test_a_storyline_counts_only_the_messages_it_still_has_after_a_delete(mem: narrative.Memory) -> None:

@@ -122,7 +122,8 @@ class Sovereignty:
         """Delete a storyline; its memories move to Your Story, or (``move_to_your_story=False``) go with it.
 
         Your Story itself cannot be deleted.  Without moving, the storyline's memories, links,
-        entities and the messages routed to it are deleted too.
+        entities and the messages routed to it are deleted too, and the conversations left without a message
+        (but the active one).
         """
         user_id = self.rt.user_id(user)
         storyline, counts = forget.delete_storyline(

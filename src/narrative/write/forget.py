@@ -16,7 +16,8 @@ so a deleted word is nowhere in the file's bytes.  What a delete takes with it:
   quoted the deleted messages, count only the messages left, and their routing embedding is made again
   from what is left;
 * a storyline either hands its rows to Your Story (which then counts its messages) or takes its memories,
-  links, entities and messages along.
+  links, entities and messages along, and the conversations left without a message go as a deleted
+  conversation goes (title and all) — except the active one, which stays, empty, with its title.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from collections.abc import Iterable
 from datetime import datetime
 
 from narrative.errors import InvalidTransition, NotFound
-from narrative.model import Message, Storyline, StorylineKind
+from narrative.model import ConversationStatus, Message, Storyline, StorylineKind
 from narrative.store.filters import MemoryFilter
 from narrative.store.protocol import Store
 from narrative.write import history
@@ -245,7 +246,26 @@ def forget_storyline(
         counts["messages"] = store.delete_messages(user_id, [m.id for m in routed])
     store.delete_storyline(user_id, storyline_id)
     counts["storylines"] = 1
+    if move_to is None:
+        counts["conversations"] = _forget_emptied(store, user_id, {m.conversation_id for m in routed}, counts, now)
     return counts
+
+
+def _forget_emptied(
+    store: Store, user_id: str, conversation_ids: set[int], counts: dict[str, int], now: datetime
+) -> int:
+    """Delete the conversations a storyline delete left without a message (their title, preview, what was made of
+    them), except the active one: the agent is still talking in it.  Adds what went to ``counts``."""
+    emptied = [
+        c.id
+        for c in (store.get_conversation(user_id, cid) for cid in sorted(conversation_ids))
+        if c.message_count == 0 and c.status is not ConversationStatus.ACTIVE
+    ]
+    for cid in emptied:
+        gone = forget_conversation(store, user_id, cid, None, None, now)
+        for key in ("memories", "narratives", "uses", "entities", "storylines"):
+            counts[key] = counts.get(key, 0) + gone.get(key, 0)
+    return len(emptied)
 
 
 def _quotes(text: str, said: list[str]) -> bool:

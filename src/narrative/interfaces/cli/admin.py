@@ -183,7 +183,12 @@ def delete_conversation(ctx: Context, conversation_id: int, yes: bool) -> None:
 
 @delete.command("storyline", help="Delete a storyline; its memories move to Your Story unless --with-memories.")
 @click.argument("storyline_id", type=int)
-@click.option("--with-memories", is_flag=True, help="Delete its memories, links, entities and messages too.")
+@click.option(
+    "--with-memories",
+    is_flag=True,
+    help="Delete its memories, links, entities and messages too, and the conversations (but the active one)"
+    " left without a message.",
+)
 @_YES
 @json_option
 @pass_ctx
