@@ -135,6 +135,19 @@ def test_import_refuses_a_user_with_data(maya: narrative.Memory, snapshot: Snap)
     assert snapshot(maya.store) == before
 
 
+def test_import_refuses_a_user_whose_default_storyline_was_renamed(
+    maya: narrative.Memory, tmp_path: Path, clock: FakeClock
+) -> None:
+    """ "Chit-chat" (once "Small talk") is the person's: an import would silently make it "Small talk" again."""
+    text = maya.export("json")
+    with fresh(tmp_path, clock) as target:
+        [small_talk] = [s for s in target.list_storylines() if s.name == "Small talk"]
+        target.rename_storyline(small_talk.id, "Chit-chat")
+        with pytest.raises(InvalidTransition, match=r"already has data \(1 storylines\)"):
+            target.import_data(text)
+        assert "Chit-chat" in [s.name for s in target.list_storylines()]
+
+
 def test_a_copy_under_another_name_in_the_same_file_gets_fresh_ids(maya: narrative.Memory) -> None:
     text = maya.export("json")
     maya.your_story(user="bob")

@@ -1,7 +1,8 @@
 """Restoring a JSON export into an empty user (``import_data``), under fresh ids, all or nothing.
 
 The rows are checked and written by the store (``import_user_rows``: every row checked as the write path
-checks input, pointing only at rows of the same export).  Decided here: the user must be empty; which
+checks input, pointing only at rows of the same export).  Decided here: the user must be empty (a default
+storyline renamed, described otherwise or archived is the person's, as a storyline with messages is); which
 vectors are kept (those this memory can search with); the history an export made before there was one gets
 (what the migration gives a file's memories); and what is embedded again — memories without a
 usable vector, ``REEMBED_CHUNK`` per model call, and the storylines whose routing embedding was dropped
@@ -14,10 +15,12 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from narrative.errors import InvalidTransition
+from narrative.model import Storyline, StorylineKind, StorylineStatus
 from narrative.store.protocol import Store
 from narrative.write import history
 from narrative.write.embedding import Embed, remade_vectors, routing_vectors
 from narrative.write.passages import backfill_passages, embed_passages
+from narrative.write.routing import DEFAULT_STORYLINES
 
 __all__ = ["REEMBED_CHUNK", "Tables", "restore_user"]
 
@@ -55,13 +58,30 @@ def restore_user(
 
 
 def _refuse_unless_empty(store: Store, user_id: str) -> None:
-    existing = store.user_content(user_id)
+    existing = dict(store.user_content(user_id))
+    changed = len(_changed_starters(store, user_id))
+    if changed:  # the store counts a default storyline only once it holds something; a rename is the person's too
+        existing["storylines"] = existing.get("storylines", 0) + changed
     if existing:
         held = ", ".join(f"{n} {table}" for table, n in sorted(existing.items()))
         raise InvalidTransition(
             f"user {user_id!r} already has data ({held}): import only restores into an empty user;"
             " delete the user first or import under another user"
         )
+
+
+def _changed_starters(store: Store, user_id: str) -> list[Storyline]:
+    """The empty default storylines the person renamed, described otherwise or archived: the import would put
+    the starters back in their place ("Chit-chat" would silently be "Small talk" again)."""
+    starters = {name: description for name, (description, _pattern) in DEFAULT_STORYLINES.items()}
+    return [
+        s
+        for s in store.list_storylines(user_id, include_archived=True)
+        if s.kind is StorylineKind.DEFAULT
+        and not s.interaction_count
+        and not s.summary
+        and (starters.get(s.name) != s.description or s.status is StorylineStatus.ARCHIVED)
+    ]
 
 
 def _vectors_to_keep(
