@@ -349,6 +349,23 @@ def test_a_conversation_a_storyline_delete_leaves_without_messages_goes_too(mem:
     assert_fts_clean(mem.store)
 
 
+def test_a_deleted_id_is_never_given_again(mem: narrative.Memory) -> None:
+    """An agent that kept "conversation 3" must not find another conversation there: the ids of deleted
+    conversations, messages and storylines (the newest ones, which SQLite would hand out again) stay unused."""
+    session(mem, GARDEN, "zinnias")
+    last = session(mem, SEEDS, "seeds")
+    old_messages = {m.id for m in mem.messages(last)}
+    made = mem.create_storyline("Seed orders", description="what we ordered")
+    mem.delete_conversation(last)
+    mem.delete_storyline(made.id)
+    again = session(mem, SEEDS, "seeds again")
+    assert again > last
+    assert min(m.id for m in mem.messages(again)) > max(old_messages)
+    assert mem.create_storyline("Seed orders", description="what we ordered").id > made.id
+    with pytest.raises(NotFound):
+        mem.get_conversation(last)
+
+
 def test_a_storyline_counts_only_the_messages_it_still_has_after_a_delete(mem: narrative.Memory) -> None:
     """`narrative storylines` says "N messages": a deleted conversation's messages are no longer counted, and the
     messages a deleted storyline hands to Your Story are counted there."""

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -37,6 +38,13 @@ class PostgresRows(PostgresBase):
     """Overrides of the shared row classes; listed first in :class:`PostgresStore`'s bases."""
 
     _next_memory_id = "DEFAULT"  # the identity sequence: never gives an id twice
+
+    def _new_id(self, table: str) -> str:
+        return "DEFAULT"  # conversations, messages, storylines: identity sequences never give an id twice
+
+    @contextmanager
+    def _id_floors_kept(self) -> Iterator[None]:
+        yield  # no floors to keep: the sequences never go back
 
     # --- messages: positions allocated under the user's row lock ---------------------
 

@@ -59,6 +59,20 @@ def vector_blob(vector: Any) -> bytes:
     return finite_vector(vector).tobytes()
 
 
+#: Tables whose ids are never given twice (migration 0013): a new row's id is above every id they hold or lost.
+FLOORED = ("conversations", "messages", "storylines")
+
+
+def next_id(table: str) -> str:
+    """SQL for a new row's id in a :data:`FLOORED` table: above its ids and above every id it has deleted."""
+    if table not in FLOORED:
+        raise StoreError(f"ids of {table!r} are not floored")
+    return (
+        f"(SELECT MAX(COALESCE((SELECT MAX(id) FROM {table}), 0),"
+        f" COALESCE((SELECT last_id FROM id_floors WHERE name = '{table}'), 0)) + 1)"
+    )
+
+
 def placeholders(values: Sequence[Any]) -> str:
     return ",".join("?" for _ in values)
 
@@ -189,6 +203,20 @@ class SqliteBase:
         except sqlite3.Error as error:
             self.conn.execute("ROLLBACK")
             raise StoreError(f"migration {name} failed: {error}") from error
+
+    def _new_id(self, table: str) -> str:
+        """SQL for a new row's id in a :data:`FLOORED` table (PostgreSQL's identity never gives one twice)."""
+        return next_id(table)
+
+    @contextmanager
+    def _id_floors_kept(self) -> Iterator[None]:
+        """Deletes inside leave the id floors as they were: a deleted user's ids, or the starter storylines an
+        import replaces, are free again (a user deleted starts afresh; a restore takes its own ids back)."""
+        floors = self._all("SELECT name, last_id FROM id_floors")
+        yield
+        self._exec("DELETE FROM id_floors")
+        for name, last_id in floors:
+            self._exec("INSERT INTO id_floors(name, last_id) VALUES (?, ?)", (name, last_id))
 
     def applied_migrations(self) -> list[str]:
         return [r[0] for r in self.conn.execute("SELECT name FROM schema_migrations ORDER BY name")]

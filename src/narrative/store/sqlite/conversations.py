@@ -91,7 +91,7 @@ class ConversationRows(SqliteBase):
         return [User(id=r["id"], created_at=to_time_required(r["created_at"])) for r in rows]
 
     def delete_user(self, user_id: str) -> None:
-        with self._atomic():
+        with self._atomic(), self._id_floors_kept():  # a user deleted starts afresh: its ids are free
             self._exec("DELETE FROM memory_vectors WHERE user_id = ?", (user_id,))
             self._exec("DELETE FROM storyline_vectors WHERE user_id = ?", (user_id,))
             # narratives point at each other; clear links before cascading
@@ -102,7 +102,8 @@ class ConversationRows(SqliteBase):
 
     def insert_conversation(self, user_id: str, now: datetime, title: str = "") -> Conversation:
         cid = self._insert(
-            "INSERT INTO conversations(user_id, status, title, started_at) VALUES (?, 'active', ?, ?)",
+            "INSERT INTO conversations(id, user_id, status, title, started_at)"
+            f" VALUES ({self._new_id('conversations')}, ?, 'active', ?, ?)",
             (user_id, title, to_text(now)),
         )
         return self.get_conversation(user_id, cid)
@@ -189,8 +190,8 @@ class ConversationRows(SqliteBase):
             row = self._one("SELECT COALESCE(MAX(position), 0) + 1 FROM messages WHERE user_id = ?", (user_id,))
             position = int(row[0]) if row else 1
             mid = self._exec(
-                "INSERT INTO messages(user_id, conversation_id, position, role, speaker, content, created_at, meta)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO messages(id, user_id, conversation_id, position, role, speaker, content, created_at,"
+                f" meta) VALUES ({self._new_id('messages')}, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (user_id, conversation_id, position, role.value, speaker, content, created, encoded_meta),
             ).lastrowid
             self._exec(

@@ -31,7 +31,7 @@ from narrative.store.dump_rows import (
     remap_row,
     renumber,
 )
-from narrative.store.sqlite.base import SqliteBase, dumps, loads, placeholders
+from narrative.store.sqlite.base import FLOORED, SqliteBase, dumps, loads, next_id, placeholders
 from narrative.store.sqlite.memories import NEXT_MEMORY_ID, details_from_json
 
 USER_TABLES = TABLES  # API keys are credentials, not memory: never exported, kept across an import
@@ -179,9 +179,10 @@ class PortabilityRows(SqliteBase):
                 tuple(r)
                 for r in self._all("SELECT id, key_hash, label, created_at FROM api_keys WHERE user_id = ?", (user_id,))
             ]
-            self._exec("DELETE FROM storyline_vectors WHERE user_id = ?", (user_id,))
-            self._exec("DELETE FROM storylines WHERE user_id = ?", (user_id,))
-            self._exec("DELETE FROM users WHERE id = ?", (user_id,))
+            with self._id_floors_kept():  # the starter storylines the export's own replace may give their ids
+                self._exec("DELETE FROM storyline_vectors WHERE user_id = ?", (user_id,))
+                self._exec("DELETE FROM storylines WHERE user_id = ?", (user_id,))
+                self._exec("DELETE FROM users WHERE id = ?", (user_id,))
             ids = self._fresh_ids(tables)
             for table in USER_TABLES:
                 counts[table] = self._insert_rows(table, user_id, tables.get(table, ()), ids)
@@ -214,6 +215,9 @@ class PortabilityRows(SqliteBase):
             raise StoreError(f"not a table with ids: {table!r}")
         if table == "memories":  # above the ids of deleted memories too (their events keep them)
             row = self._one(f"SELECT {NEXT_MEMORY_ID}")
+            return int(row[0]) if row else 1
+        if table in FLOORED:  # above the ids it deleted too (migration 0013)
+            row = self._one(f"SELECT {next_id(table)}")
             return int(row[0]) if row else 1
         row = self._one(f"SELECT MAX(id) FROM {table}")
         return int(row[0] or 0) + 1 if row else 1

@@ -73,8 +73,8 @@ class StorylineRows(SqliteBase):
     ) -> Storyline:
         try:
             sid = self._insert(
-                "INSERT INTO storylines(user_id, name, kind, status, description, keywords, created_at, updated_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO storylines(id, user_id, name, kind, status, description, keywords, created_at,"
+                f" updated_at) VALUES ({self._new_id('storylines')}, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     user_id,
                     name,
