@@ -287,3 +287,23 @@ def test_redirecting_a_two_topic_preview_keeps_one_memory(mem: narrative.Memory)
     assert not redirected.proposes_parts
     [made] = mem.confirm_memory(preview.conversation_id).memories
     assert made.storyline_id == home.id and made.content == preview.narrative
+
+
+def test_a_two_topic_narrative_does_not_deny_what_one_of_its_parts_tells(minilm: narrative.Memory) -> None:
+    """A probe over HTTP: a topic with a decision beside one with only an open task was told as "You decided to
+    paint the kitchen blue … Still open: book the dentist … Nothing was decided." — the second part's closing
+    sentence, true of its topic alone, denied the first; a redirect (or confirming after it) stored it so."""
+    conversation = minilm.start_conversation()
+    for said in (
+        "We decided to paint the kitchen blue because it feels calm.",
+        "I need to book the dentist for next Tuesday.",
+        "The kitchen paint needs two coats.",
+    ):
+        minilm.remember(said)  # as POST /messages {content, role: user} does: no speaker
+    preview = minilm.close_conversation(conversation.id)
+    assert preview.proposes_parts and any("Nothing was decided" in str(p["narrative"]) for p in preview.parts)
+    assert "decided to paint the kitchen blue" in preview.narrative and "book the dentist" in preview.narrative
+    assert "Nothing was" not in preview.narrative
+    redirected = minilm.redirect_preview(preview.conversation_id, minilm.create_storyline("Home").id)
+    [made] = minilm.confirm_memory(redirected.conversation_id).memories
+    assert made.content == preview.narrative

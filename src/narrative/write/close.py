@@ -43,7 +43,7 @@ from narrative.store.filters import MemoryFilter
 from narrative.store.protocol import Store
 from narrative.validate import MAX_TEXT
 from narrative.write import forget, history, lifecycle, resolve, review
-from narrative.write.compose import compose_narrative, topic_parts, user_said
+from narrative.write.compose import compose_narrative, joined, topic_parts, user_said
 from narrative.write.compress import (
     LABELS,
     CloseTools,
@@ -126,7 +126,7 @@ def _by_rule(
     avoid = [str(e.data.get("sentence") or "") for e in removed]
     parts = topic_parts(messages, entities, resolutions, exchanges, own, avoid)
     if parts:
-        return " ".join(p["narrative"] for p in parts), parts
+        return joined(parts), parts
     return compose_narrative(messages, entities, resolutions, exchanges, avoid), []
 
 

@@ -190,14 +190,27 @@ def _filler(
     if not told and not said:
         told.append(as_sentence(f"{name} only exchanged a few words"))
     if len(said) + len(told) < 2:
-        told.append(
-            "Nothing was decided."
-            if open_left and not decided
-            else "Nothing was left open."
-            if decided
-            else "Nothing was decided and nothing was left open."
-        )
+        told.append(NOTHING_DECIDED if open_left and not decided else NOTHING_OPEN if decided else NOTHING_AT_ALL)
     return told
+
+
+# what a thin memory says the conversation did not do: true of its own turns, not of a conversation told in parts
+NOTHING_DECIDED = "Nothing was decided."
+NOTHING_OPEN = "Nothing was left open."
+NOTHING_AT_ALL = "Nothing was decided and nothing was left open."
+
+
+def joined(parts: Sequence[Mapping[str, Any]]) -> str:
+    """One narrative from the parts of a conversation of two topics (what an edit or a redirect starts from, and
+    what confirming stores after a redirect): their texts in order.  A part's closing "Nothing was decided." (or
+    "… left open.") held for that topic alone: it is kept, once, only when every part ends with it, since beside
+    another part it would deny what that part tells ("You decided to paint the kitchen blue. … Still open: book
+    the dentist. Nothing was decided.")."""
+    said = [str(p["narrative"]) for p in parts]
+    endings = [next((f for f in (NOTHING_DECIDED, NOTHING_OPEN, NOTHING_AT_ALL) if t.endswith(f)), "") for t in said]
+    cut = [t.removesuffix(f).rstrip() or t if f else t for t, f in zip(said, endings, strict=True)]
+    common = endings[0] if endings and all(e == endings[0] for e in endings) else ""
+    return " ".join([*cut, common] if common else cut)
 
 
 def user_said(memory: MemoryItem) -> str:
