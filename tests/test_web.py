@@ -639,3 +639,33 @@ def test_an_open_user_link_in_a_tab_already_on_the_page_signs_in_with_its_key(pa
     page.get_by_text("Signed in as sam").wait_for()
     assert "#key=" not in page.url and page.url.endswith("#/review")
     assert page.evaluate("sessionStorage.getItem('narrative.key')") == sams
+
+
+def test_confirm_after_another_tab_changed_the_review_stores_nothing_unseen(page: Any, site: dict[str, Any]) -> None:
+    """A probe with two tabs: tab B edited the memory, then tab A, still showing the text before, pressed Confirm
+    and was told "Remembered." while B's text was stored. Now A shows what the server holds and confirms only when
+    pressed again."""
+    engine, cid = site["engine"], site["pending"]
+    page.goto(f"{site['server'].url}/#key={site['key']}")
+    page.get_by_role("heading", name="Memory from “Volunteer rota”").wait_for()
+    shown = page.locator("#preview-narrative").inner_text()
+    other = page.context.new_page()  # tab B: its own sessionStorage, so it signs in with the link too
+    other.goto(f"{site['server'].url}/#key={site['key']}")
+    other.get_by_role("heading", name="Memory from “Volunteer rota”").wait_for()
+    other.get_by_role("button", name="✎ Edit memory").click()
+    theirs = "Tab B's words: the rota rotates weekly."
+    other.get_by_label("Narrative memory").fill(theirs)
+    other.get_by_role("button", name="Save edit").click()
+    other.get_by_text("Edit saved.").wait_for()
+    assert theirs not in shown and theirs not in page.locator("#preview-narrative").inner_text()
+
+    page.get_by_role("button", name="✓ Confirm").click()
+    page.get_by_text("changed elsewhere").wait_for()
+    assert theirs in page.locator("#preview-narrative").inner_text()
+    assert engine.get_conversation(cid).status.value == "ready_to_close", "nothing stored that tab A did not show"
+
+    page.get_by_role("button", name="✓ Confirm").click()  # now it shows what is stored
+    page.locator("li.memory.highlight").wait_for()
+    assert engine.get_conversation(cid).status.value == "archived"
+    made = [m for m in engine.list_memories(conversation_id=cid, limit=500) if m.user_reviewed]
+    assert [m.content for m in made] == [theirs]

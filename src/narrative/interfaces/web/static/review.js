@@ -22,6 +22,10 @@
     };
   }
 
+  /* What confirming a preview stores, to tell whether the one shown is still the one the server holds. */
+  const whatConfirmStores = (p) => JSON.stringify([p.narrative, p.removed, (p.destination || {}).storyline_id,
+    p.one_per_topic, (p.parts || []).map((x) => [x.storyline_id, x.narrative, x.entity_keys])]);
+
   const kept = (p) => { const f = previewFields(p); return f.entities.filter((e) => !f.removed.has(e.key)); };
 
   function entityText(e) {
@@ -121,6 +125,12 @@
 
   function wireConfirmEditRedirect() {
     $("act-confirm").addEventListener("click", () => act("Remembered. The conversation is archived.", async () => {
+      const now = await get(`/conversations/${reviewing}/preview`);
+      if (whatConfirmStores(now) !== whatConfirmStores(preview)) { // another tab or client changed it meanwhile
+        renderPreview(now);
+        throw new Error("the memory was changed elsewhere (another tab or client) since this page showed it; "
+          + "it now reads as shown: review it and confirm again.");
+      }
       const result = await post(`/conversations/${reviewing}/confirm`);
       const made = (result.memories || [])[0] || {};
       const storylineId = made.storyline_id ?? previewFields(preview).destination;
