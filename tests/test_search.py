@@ -585,3 +585,18 @@ def test_a_search_reads_each_message_s_passages_once(hmem: narrative.Memory, mon
     after = [(h.memory.id, h.text) for h in hmem.search("herons nest river", 10, record=False)]
     assert after == before
     assert 1 <= len(asked) <= 2, asked
+
+
+def test_the_count_of_hits_is_limit_as_in_every_interface(mem: narrative.Memory) -> None:
+    """A probe porting a mem0 call: ``mem.search(q, limit=2)`` was refused ("unexpected keyword argument 'limit'")
+    though the README's table writes ``mem.search(query, limit, …)`` and HTTP and MCP call the count ``limit``."""
+    for i in range(5):
+        mem.add_memory(f"Tomato bed {i} needs water.")
+    assert len(mem.search("tomato water", limit=2)) == 2
+    assert len(mem.search("tomato water", 3)) == 3  # k, positionally, as before
+    assert len(mem.recall("tomato water", limit=1)) == 1
+    assert len(mem.search("tomato water", k=2, limit=2)) == 2
+    with pytest.raises(narrative.ValidationError, match="limit or k"):
+        mem.search("tomato water", k=2, limit=3)
+    with pytest.raises(narrative.ValidationError, match="limit or k"):
+        mem.recall("tomato water", 4, limit=1)

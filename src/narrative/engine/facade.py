@@ -51,6 +51,7 @@ from narrative.engine.searching import Search
 from narrative.engine.sovereignty import Sovereignty
 from narrative.engine.storylines import Storylines
 from narrative.engine.turns import Turn, Turns
+from narrative.errors import ValidationError
 from narrative.store.protocol import Store
 from narrative.validate import validated
 
@@ -444,8 +445,9 @@ class Memory:
     def search(
         self,
         query: str,
-        k: int = 10,
+        k: int | None = None,
         *,
+        limit: int | None = None,
         mode: str = "hybrid",
         conversation_id: int | None = None,
         conversation_ids: Sequence[int] | None = None,
@@ -463,10 +465,11 @@ class Memory:
         user: str | None = None,
     ) -> list[SearchHit]:
         """Hybrid search over this user's memories (what is current, unless ``include_superseded`` or ``as_of``
-        a past time); every hit carries ``why()``.  ``filters``: AND/OR/NOT over fields and metadata."""
+        a past time); every hit carries ``why()``.  ``filters``: AND/OR/NOT over fields and metadata.  ``limit``:
+        how many hits (10 by default; ``k`` is its older name, as over HTTP and MCP)."""
         return self._search.search(
             query,
-            k,
+            _count(k, limit),
             mode=mode,
             conversation_id=conversation_id,
             conversation_ids=conversation_ids,
@@ -485,11 +488,19 @@ class Memory:
         )
 
     def recall(
-        self, query: str, k: int = 10, *, depth: int = 1, user: str | None = None, **filters: object
+        self,
+        query: str,
+        k: int | None = None,
+        *,
+        limit: int | None = None,
+        depth: int = 1,
+        user: str | None = None,
+        **filters: object,
     ) -> list[tuple[SearchHit, chain.RecallChain]]:
-        """Search, then open each hit into its recall chain (narrative, siblings, earlier links)."""
-        Memory.search.check_keywords(filters, taken=("query", "k", "user"))  # type: ignore[attr-defined]
-        return self._search.recall(query, k, depth=depth, user=user, **filters)
+        """Search, then open each hit into its recall chain (narrative, siblings, earlier links); ``limit`` (or
+        ``k``) hits, 10 by default."""
+        Memory.search.check_keywords(filters, taken=("query", "k", "limit", "user"))  # type: ignore[attr-defined]
+        return self._search.recall(query, _count(k, limit), depth=depth, user=user, **filters)
 
     # --- Turns (turns.py) --------------------------------------------------------------------------
     def remember(
@@ -826,3 +837,10 @@ class Memory:
     ) -> list[SourceUse]:
         """The sources most used (cited, annotated, quoted, noted, recalled) over a period, best first."""
         return self._research.source_popularity(since=since, until=until, days=days, limit=limit, user=user)
+
+
+def _count(k: int | None, limit: int | None) -> int:
+    """How many hits a search returns: ``limit``, or ``k`` (its older name), else 10; both must agree."""
+    if k is not None and limit is not None and k != limit:
+        raise ValidationError(f"give limit or k (the same count), not both (got limit={limit}, k={k})", field="limit")
+    return limit if limit is not None else k if k is not None else 10
