@@ -366,6 +366,42 @@ def test_a_deleted_id_is_never_given_again(mem: narrative.Memory) -> None:
         mem.get_conversation(last)
 
 
+def test_the_ids_a_caller_passes_back_are_never_given_again(mem: narrative.Memory) -> None:
+    """A use, a binding, an API key, an open item and a narrative link are named by id in later calls
+    (learn_from_outcome, complete_binding, revoke_api_key, resolve_thread, walk_back): after the newest one is
+    deleted, the next one gets a new id on SQLite too, as on PostgreSQL (revoking key 1 twice must not revoke
+    the key made after it)."""
+    your_story = mem.your_story()
+    old_binding = mem.bind(your_story.id, "toolset", "shovels")
+    mem.delete_binding(old_binding.id)
+    assert mem.bind(your_story.id, "toolset", "rakes").id > old_binding.id
+
+    mem.create_api_key(label="laptop")
+    old_key = mem.list_api_keys()[-1]["id"]
+    mem.revoke_api_key(old_key)
+    mem.create_api_key(label="phone")
+    assert mem.list_api_keys()[-1]["id"] > old_key
+
+    shed = mem.add_memory("The shed key is under the blue pot.")
+    mem.search("shed key", record=True)
+    old_use = mem.list_uses()[0].id
+    mem.delete_memory(shed.id)  # the use that quoted it goes too
+    mem.add_memory("The gate code is 4711.")
+    mem.search("gate code", record=True)
+    assert mem.list_uses()[0].id > old_use
+    with pytest.raises(NotFound):
+        mem.get_use(old_use)
+
+    last = session(mem, SEEDS, "seeds")
+    old_items = [e.id for e in mem.open_threads()]
+    old_links = [n.id for n in mem.list_narratives()]
+    assert old_items and old_links
+    mem.delete_conversation(last)
+    session(mem, SEEDS, "seeds again")
+    assert min(e.id for e in mem.open_threads()) > max(old_items)
+    assert min(n.id for n in mem.list_narratives()) > max(old_links)
+
+
 def test_a_storyline_counts_only_the_messages_it_still_has_after_a_delete(mem: narrative.Memory) -> None:
     """`narrative storylines` says "N messages": a deleted conversation's messages are no longer counted, and the
     messages a deleted storyline hands to Your Story are counted there."""

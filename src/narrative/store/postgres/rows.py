@@ -40,7 +40,7 @@ class PostgresRows(PostgresBase):
     _next_memory_id = "DEFAULT"  # the identity sequence: never gives an id twice
 
     def _new_id(self, table: str) -> str:
-        return "DEFAULT"  # conversations, messages, storylines: identity sequences never give an id twice
+        return "DEFAULT"  # every floored table (sqlite/base.py FLOORED): identity sequences never give an id twice
 
     @contextmanager
     def _id_floors_kept(self) -> Iterator[None]:

@@ -59,8 +59,17 @@ def vector_blob(vector: Any) -> bytes:
     return finite_vector(vector).tobytes()
 
 
-#: Tables whose ids are never given twice (migration 0013): a new row's id is above every id they hold or lost.
-FLOORED = ("conversations", "messages", "storylines")
+#: Tables whose ids are never given twice (migrations 0013, 0014): a new row's id is above every id they hold or lost.
+FLOORED = (
+    "conversations",
+    "messages",
+    "storylines",
+    "uses",
+    "storyline_bindings",
+    "api_keys",
+    "entities",
+    "narratives",
+)
 
 
 def next_id(table: str) -> str:

@@ -40,8 +40,9 @@ class BindingRows(SqliteBase):
         if owner is None:
             raise NotFound(f"storyline {binding.storyline_id} not found")
         bid = self._insert(
-            "INSERT INTO storyline_bindings(user_id, storyline_id, kind, name, status, payload, touched_at,"
-            " touched_by, completed_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO storyline_bindings(id, user_id, storyline_id, kind, name, status, payload, touched_at,"
+            f" touched_by, completed_at, created_at, updated_at) VALUES ({self._new_id('storyline_bindings')},"
+            " ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 binding.user_id,
                 binding.storyline_id,

@@ -78,8 +78,8 @@ class EntityRows(SqliteBase):
     ) -> Entity:
         encoded, created = dumps(data or {}), to_text(now)
         eid = self._exec(  # one statement: atomic without a savepoint of its own
-            "INSERT INTO entities(user_id, entity_type, name, data, memory_id, conversation_id, storyline_id,"
-            " is_active, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO entities(id, user_id, entity_type, name, data, memory_id, conversation_id, storyline_id,"
+            f" is_active, created_at) VALUES ({self._new_id('entities')}, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 user_id,
                 entity_type.value,
@@ -240,8 +240,8 @@ class EntityRows(SqliteBase):
     ) -> Use:
         with self._atomic():
             uid = self._insert(
-                "INSERT INTO uses(user_id, kind, query, conversation_id, outcome, meta, created_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO uses(id, user_id, kind, query, conversation_id, outcome, meta, created_at)"
+                f" VALUES ({self._new_id('uses')}, ?, ?, ?, ?, ?, ?, ?)",
                 (user_id, kind.value, query, conversation_id, outcome, dumps(meta or {}), to_text(now)),
             )
             for ref in references:
@@ -296,7 +296,8 @@ class EntityRows(SqliteBase):
 
     def insert_api_key(self, user_id: str, key_hash: str, label: str, now: datetime) -> int:
         return self._insert(
-            "INSERT INTO api_keys(user_id, key_hash, label, created_at) VALUES (?, ?, ?, ?)",
+            "INSERT INTO api_keys(id, user_id, key_hash, label, created_at)"
+            f" VALUES ({self._new_id('api_keys')}, ?, ?, ?, ?)",
             (user_id, key_hash, label, to_text(now)),
         )
 

@@ -49,8 +49,9 @@ class NarrativeRows(SqliteBase):
         sealed: bool = False,
     ) -> Narrative:
         nid = self._insert(
-            "INSERT INTO narratives(user_id, summary, memory_ids, previous_narrative_id, topic, storyline_id,"
-            " conversation_id, sealed, sealed_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO narratives(id, user_id, summary, memory_ids, previous_narrative_id, topic, storyline_id,"
+            f" conversation_id, sealed, sealed_at, created_at) VALUES ({self._new_id('narratives')},"
+            " ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 user_id,
                 summary,

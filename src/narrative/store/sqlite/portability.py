@@ -216,7 +216,7 @@ class PortabilityRows(SqliteBase):
         if table == "memories":  # above the ids of deleted memories too (their events keep them)
             row = self._one(f"SELECT {NEXT_MEMORY_ID}")
             return int(row[0]) if row else 1
-        if table in FLOORED:  # above the ids it deleted too (migration 0013)
+        if table in FLOORED:  # above the ids it deleted too (migrations 0013, 0014)
             row = self._one(f"SELECT {next_id(table)}")
             return int(row[0]) if row else 1
         row = self._one(f"SELECT MAX(id) FROM {table}")
