@@ -547,6 +547,21 @@ def test_a_large_k_answers_alike_on_both_stores(db: str) -> None:
         assert len(mem.store.vector_search("alice", query, embedder.identity, k=100_000)) == 5
 
 
+def test_equal_vectors_come_back_smaller_id_first_on_both_stores(db: str) -> None:
+    """The same note saved several times has one vector: SQLite's index put the smaller id first, PostgreSQL's
+    top-N sort put them in the order of its heap (rows whose vector was written again moved to its end)."""
+    with narrative.Memory(db, user="alice", embedder="hashing", env={}) as mem:
+        ids = [mem.add_memory("The greenhouse door sticks in the rain.").id for _ in range(8)]
+        for memory_id in ids[:4]:  # each vector written again
+            mem.edit_memory(memory_id, content="The greenhouse door sticks.")
+            mem.edit_memory(memory_id, content="The greenhouse door sticks in the rain.")
+        embedder = mem.embedder
+        assert embedder is not None
+        query = embedder.embed_batch(["greenhouse door"])[0]
+        assert [i for i, _ in mem.store.vector_search("alice", query, embedder.identity, k=3)] == ids[:3]
+        assert [i for i, _ in mem.store.vector_search("alice", query, embedder.identity, k=10)] == ids
+
+
 def test_a_word_that_carries_no_topic_is_no_evidence(mem: narrative.Memory) -> None:
     """A keyword-only match on a filler word ("instead", "actually") does not make a hit: the text is not about
     the query.  A topic word still does, with or without fillers around it."""

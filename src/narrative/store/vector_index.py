@@ -106,10 +106,11 @@ def _similarities(rows: npt.NDArray[Any], query: Matrix) -> Matrix:
 
 def _top(scores: Matrix, ids: npt.NDArray[np.int64], k: int) -> Hits:
     """The ``k`` best (id, score) pairs, best first, ties broken by the smaller id."""
-    if k < len(scores):
-        chosen = np.argpartition(-scores, k - 1)[:k]
+    if k < len(scores):  # every row as good as the k-th, so that a tie at the cut also goes to the smaller id
+        kth = np.partition(-scores, k - 1)[k - 1]
+        chosen = np.flatnonzero(-scores <= kth)
         scores, ids = scores[chosen], ids[chosen]
-    order = np.lexsort((ids, -scores))
+    order = np.lexsort((ids, -scores))[:k]
     return [(int(ids[i]), float(scores[i])) for i in order]
 
 

@@ -235,8 +235,8 @@ class PostgresVectors(PostgresBase):
             f"SELECT 0 AS part, NULL::bigint, NULL::float8, {count}, "
             + (models if table == "memory_vectors" else "NULL, NULL")
             + f" UNION ALL (SELECT 1, {key}, 1 - (vector <=> ?), NULL, NULL, NULL FROM {table}"
-            f" WHERE user_id = ? AND model || '' = ?{among} AND {count} <= ? ORDER BY vector <=> ? LIMIT ?)"
-            " ORDER BY 1, 3 DESC",
+            f" WHERE user_id = ? AND model || '' = ?{among} AND {count} <= ? ORDER BY vector <=> ?, {key} LIMIT ?)"
+            " ORDER BY 1, 3 DESC, 2",  # ties: the smaller id first, as the in-process index answers
             [user_id, EXACT_LIMIT + 1, vector, user_id, model]
             + ([sorted(allowed)] if allowed is not None else [])
             + [user_id, EXACT_LIMIT + 1, EXACT_LIMIT, vector, k],
@@ -370,9 +370,13 @@ class PostgresVectors(PostgresBase):
         among = f" AND {key} = ANY(?)" if ids is not None else ""  # one array parameter, however many ids
         # ``model || ''``: the model is checked on the user's rows, never looked up in the model index (whose
         # entries are everyone's): the primary key or the user's own index is the only way in
+        # an exact search breaks ties by the smaller id, as the in-process index does (the same vector twice, a
+        # message said again); through the user's HNSW index the order is the index's (a second key would stop
+        # PostgreSQL from using it)
+        tie = "" if indexed else f", {key}"
         sql = (
             f"SELECT {key}, 1 - ({column} <=> ?) AS score FROM {table}"
-            f" WHERE user_id = ? AND model || '' = ?{dims}{among} ORDER BY {column} <=> ? LIMIT ?"
+            f" WHERE user_id = ? AND model || '' = ?{dims}{among} ORDER BY {column} <=> ?{tie} LIMIT ?"
         )
         params = [vector, user_id, model, *([ids] if ids is not None else []), vector, k]
         if not indexed:
