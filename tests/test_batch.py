@@ -71,3 +71,12 @@ def test_delete_by_filter(mem: narrative.Memory, three: list[int]) -> None:
     with pytest.raises(ValidationError, match="no field"):
         mem.delete_memories(filters={"projekt": "home"})
     assert [m.id for m in mem.list_memories()] == [three[2]]
+
+
+@pytest.mark.parametrize("turns", ["hello", [{"content": "hi"}], [["hi", "user"]], 5, {"content": "hi"}])
+def test_remember_many_takes_turns_and_says_so_otherwise(mem: narrative.Memory, turns: object) -> None:
+    """Anything but a list of ``Turn`` is refused by name before a message is stored (a string used to be read
+    as one-letter turns' worth of AttributeError)."""
+    with pytest.raises(ValidationError, match="turns must"):
+        mem.remember_many(turns)  # type: ignore[arg-type]
+    assert mem.store.count_rows("messages") == 0

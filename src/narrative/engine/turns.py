@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from narrative.checks import require_choice, require_message
 from narrative.engine.core import Runtime
+from narrative.errors import ValidationError
 from narrative.model import Message, Role
 from narrative.write import embedding, lifecycle
 from narrative.write.embedding import TurnVectors
@@ -108,8 +109,15 @@ class Turns:
         stay pending (``process_pending``).  ``progress(done, total)`` is called after each batch.
         """
         user_id = self.rt.user_id(user)
+        if isinstance(turns, str | bytes | Mapping) or not isinstance(turns, Iterable):
+            raise ValidationError(f"turns must be a list of Turn, not {type(turns).__name__}", field="turns")
         items = list(turns)
         for turn in items:
+            if not isinstance(turn, Turn):
+                raise ValidationError(
+                    f"turns must hold Turn items (content, role, speaker, at, meta), not {type(turn).__name__}",
+                    field="turns",
+                )
             require_message(turn.content, "content")
             require_choice(Role, turn.role, "role")
         results: list[TurnResult] = []

@@ -40,7 +40,9 @@
     return what ? `${type}: ${what}` : type;
   }
 
-  function renderPreview(p) {
+  /* keepForms: the same conversation shown again (a second navigation to it, a refresh): a form the person
+     opened meanwhile (Edit, Redirect, Split) stays open instead of closing under their cursor. */
+  function renderPreview(p, keepForms = false) {
     preview = p;
     const f = previewFields(p);
     $("preview").hidden = false;
@@ -67,7 +69,7 @@
     else fill("preview-destination", el("strong", {}, f.destinationName || M.storylineName(f.destination)),
       suggested ? " (suggested)" : "", f.reason ? el("span", { class: "muted" }, ` — ${f.reason}`) : null,
       !suggested && f.suggestion.name ? el("span", { class: "muted" }, ` · suggested: ${f.suggestion.name}`) : null);
-    for (const form of ["edit-form", "redirect-form", "split-form"]) $(form).hidden = true;
+    if (!keepForms) for (const form of ["edit-form", "redirect-form", "split-form"]) $(form).hidden = true;
   }
 
   async function renderConversation(id) {
@@ -100,7 +102,8 @@
       $("preview").hidden = true;
       return;
     }
-    renderPreview(await get(`/conversations/${reviewing}/preview`));
+    const shown = preview !== null && preview.conversation_id === reviewing && !$("preview").hidden;
+    renderPreview(await get(`/conversations/${reviewing}/preview`), shown);
     await renderConversation(reviewing);
     return `Review: ${preview.title || "conversation #" + reviewing}`;
   }
