@@ -88,6 +88,17 @@ def forget_user(db: str, user: str) -> None:
         old.store.delete_user(user)
 
 
+def timed_turns(mem: Memory, rng: random.Random, turns: int) -> float:
+    """Seconds to remember ``turns`` of the bench's sentences (Maya and Rook taking turns) through the write path."""
+    batch = [
+        Turn(sentence(rng), "user" if i % 2 == 0 else "assistant", speaker="Maya" if i % 2 == 0 else "Rook")
+        for i in range(turns)
+    ]
+    started = time.perf_counter()
+    mem.remember_many(batch)
+    return time.perf_counter() - started
+
+
 def measure_ingest(workdir: Path, turns: int, embedder: str, postgres: str | None = None) -> dict[str, Any]:
     """Turns per second through the real write path (routing, extraction, narrative, embeddings)."""
     rng = random.Random(7)
@@ -97,13 +108,7 @@ def measure_ingest(workdir: Path, turns: int, embedder: str, postgres: str | Non
     with Memory(target, user=f"ingest-{embedder}", embedder=embedder) as mem:
         if mem.embedder is not None:
             mem.embedder.embed_batch(["warm up"])
-        batch = [
-            Turn(sentence(rng), "user" if i % 2 == 0 else "assistant", speaker="Maya" if i % 2 == 0 else "Rook")
-            for i in range(turns)
-        ]
-        started = time.perf_counter()
-        mem.remember_many(batch)
-        seconds = time.perf_counter() - started
+        seconds = timed_turns(mem, rng, turns)
     return {
         "store": "postgres" if postgres else "sqlite",
         "embedder": embedder,
@@ -280,14 +285,7 @@ def measure_size(
 def measure_turns_into(mem: Memory, turns: int) -> dict[str, Any]:
     """Turns per second through the write path into a store that already holds many memories: what a user with a
     long history pays per turn (the write path reads the user's earlier memories, e.g. for corrections)."""
-    rng = random.Random(13)
-    batch = [
-        Turn(sentence(rng), "user" if i % 2 == 0 else "assistant", speaker="Maya" if i % 2 == 0 else "Rook")
-        for i in range(turns)
-    ]
-    started = time.perf_counter()
-    mem.remember_many(batch)
-    seconds = time.perf_counter() - started
+    seconds = timed_turns(mem, random.Random(13), turns)
     return {"turns": turns, "seconds": round(seconds, 2), "turns_per_s": round(turns / seconds, 1)}
 
 
