@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import threading
+from collections.abc import Callable
 
 import numpy as np
 
@@ -21,7 +22,7 @@ from narrative.store.postgres.integrity import PostgresIntegrity
 from narrative.store.postgres.portability import PostgresPortability
 from narrative.store.postgres.rows import PostgresRows
 from narrative.store.postgres.search import PostgresSearch
-from narrative.store.postgres.vectors import PostgresVectors
+from narrative.store.postgres.vectors import PostgresVectors, plain_vector_search
 from narrative.store.protocol import Ranked, searched_in_turn
 from narrative.store.sqlite.bindings import BindingRows
 from narrative.store.sqlite.conversations import ConversationRows
@@ -89,13 +90,17 @@ class PostgresStore(  # type: ignore[misc]  # the PostgreSQL base replaces the S
         """(memories, passages) by BM25 over ``words`` and (memories, passages) by cosine to ``vector``, a pair
         empty when its input is None.
 
-        The two run at once: the vector searches are sent on a pooled connection of their own from a helper
-        thread, and while the server walks the HNSW graph this thread catches the keyword index up and ranks in
-        process (which holds no connection while it waits for the other).  Inside a transaction, or on a
-        connection this thread holds, the vector search must see what the transaction sees: one after the other.
+        The two run at once.  An unfiltered search sends, on one connection in one read-only pipelined
+        transaction, the keyword index's catch-up and then the vector searches; it reads the catch-up's answer and
+        ranks by keyword in process while the server walks the HNSW graph, then reads the vector answers.  A
+        filtered one sends the vector searches from a helper thread on a pooled connection of its own (their filter
+        is read first) and ranks by keyword meanwhile.  Inside a transaction, or on a connection this thread
+        holds, the vector search must see what the transaction sees: one after the other.
         """
         if words is None or vector is None or getattr(self._local, "conn", None) is not None:
             return searched_in_turn(self, user_id, words, vector, model, limit, where)
+        if plain_vector_search(vector, limit, where):
+            return self._overlapped(user_id, words, vector, model, limit)
         pending = self._helper().submit(self.vector_search_memories_and_passages, user_id, vector, model, limit, where)
         try:
             keywords = self.keyword_search_memories_and_passages(user_id, words, where, limit)
@@ -103,6 +108,19 @@ class PostgresStore(  # type: ignore[misc]  # the PostgreSQL base replaces the S
             concurrent.futures.wait([pending])  # nothing of this search outlives it
             raise
         return keywords, pending.result()
+
+    def _overlapped(
+        self, user_id: str, words: str, vector: np.ndarray, model: str, limit: int
+    ) -> tuple[Ranked, Ranked]:
+        """:meth:`keyword_and_vector_search` unfiltered: no thread, one connection, the server searching by vector
+        while this thread ranks by keyword (a helper thread took Python's lock from the ranking for every answer
+        it read: on two cores the two searches took nearly their sum)."""
+        finish: list[Callable[[], Ranked]] = []
+        with self.pinned(), self._atomic():
+            keywords = self._keyword_search_sending(
+                user_id, words, limit, lambda: finish.append(self._send_vector_searches(user_id, vector, model, limit))
+            )
+        return keywords, finish[0]()
 
     def _helper(self) -> concurrent.futures.ThreadPoolExecutor:
         with self._helpers_lock:

@@ -204,13 +204,22 @@ def collapse_in_lists(sql: str, params: Sequence[Any]) -> tuple[str, list[Any]]:
         values += params[used : used + count]
         used += count
         size = match.group(0).count("?")
-        values.append(list(params[used : used + size]))
+        values.append(array_parameter(params[used : used + size]))
         used += size
         pieces.append(before + ("<> ALL(?)" if match.group(1) else "= ANY(?)"))
         last = match.end()
     pieces.append(sql[last:])
     values += params[used:]
     return "".join(pieces), values
+
+
+def array_parameter(values: Sequence[Any]) -> Any:
+    """An ``= ANY(?)`` / ``<> ALL(?)`` parameter: integers as one array literal (``'{1,2,3}'``, typed by the server
+    from the column), anything else as a list.  The driver turns a list into an array value by value in Python:
+    for a search's 200 candidate ids that took longer than the statement itself (0.57 against 0.15 ms)."""
+    if all(type(v) is int for v in values):
+        return "{" + ",".join(map(str, values)) + "}"
+    return list(values)
 
 
 def translate_error(error: psycopg.Error) -> Exception:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
@@ -32,7 +32,7 @@ from psycopg import sql as pgsql
 
 from narrative.errors import EmbeddingMismatch
 from narrative.store.filters import MemoryFilter
-from narrative.store.postgres.base import PostgresBase
+from narrative.store.postgres.base import PostgresBase, array_parameter
 from narrative.store.postgres.rows import vector_value
 from narrative.store.sqlite.base import placeholders
 
@@ -99,7 +99,7 @@ class PostgresVectors(PostgresBase):
             rows = self._all(
                 "SELECT passage_id, vector FROM passage_vectors WHERE user_id = ? AND model = ?"
                 " AND passage_id = ANY(?)",
-                [user_id, model, ids[start : start + 500]],
+                [user_id, model, array_parameter(ids[start : start + 500])],
             )
             found.update((int(r[0]), np.asarray(vector_value(r[1]), dtype=np.float32)) for r in rows)
         return found
@@ -188,7 +188,8 @@ class PostgresVectors(PostgresBase):
             if not allowed:
                 return []
             rows = self._all(
-                "SELECT id FROM passages WHERE user_id = ? AND memory_id = ANY(?)", [user_id, sorted(allowed)]
+                "SELECT id FROM passages WHERE user_id = ? AND memory_id = ANY(?)",
+                [user_id, array_parameter(sorted(allowed))],
             )
             among = {int(r[0]) for r in rows}
         small = self._search_if_small(user_id, query, model, k, among, table="passage_vectors")
@@ -238,7 +239,7 @@ class PostgresVectors(PostgresBase):
             f" WHERE user_id = ? AND model || '' = ?{among} AND {count} <= ? ORDER BY vector <=> ?, {key} LIMIT ?)"
             " ORDER BY 1, 3 DESC, 2",  # ties: the smaller id first, as the in-process index answers
             [user_id, EXACT_LIMIT + 1, vector, user_id, model]
-            + ([sorted(allowed)] if allowed is not None else [])
+            + ([array_parameter(sorted(allowed))] if allowed is not None else [])
             + [user_id, EXACT_LIMIT + 1, EXACT_LIMIT, vector, k],
         )
 
@@ -249,41 +250,50 @@ class PostgresVectors(PostgresBase):
         once, not twice.  Each table goes the way its own search would: exact with the count for a user not
         known to have an index there, else through the user's index (a user found over the limit is then
         searched again the general way, as :meth:`vector_search` does: once a process)."""
-        vector = vector_value(query)
-        if (
-            (where is not None and not where.is_open)
-            or k <= 0
-            or len(vector) != HNSW_DIMS
-            or float(np.linalg.norm(vector)) == 0.0
-        ):
+        if not plain_vector_search(query, k, where):
             return self.vector_search(user_id, query, model, k, where), self.passage_vector_search(
                 user_id, query, model, k, where
             )
-        sent: dict[str, tuple[bool, Any]] = {}
         with self._atomic():  # one wait: every answer is read after the commit, sent with them
-            models = None
-            for table in VECTOR_TABLES:
-                small = self._small_search(user_id, query, model, k, None, table)
-                if small is not None:
-                    sent[table] = (True, self._exec(*small))
-                    continue
-                prepared = self._prepared_search(user_id, query, model, k, None, table)
-                assert prepared is not None and prepared[2] is not None  # a user known to have an index
-                if models is None and table == "memory_vectors":
-                    models = self._exec(_MODELS)
-                self._exec(*prepared[2])
-                sent[table] = (False, self._exec(prepared[0], prepared[1]))
-        if models is not None:
-            _refuse(models.fetchone(), model)
-        found: list[list[tuple[int, float]]] = []
-        for table, (exact, result) in sent.items():
-            rows = result.fetchall()
-            hits = _small_found(rows, table, model) if exact else [(int(r[0]), float(r[1])) for r in rows]
-            if hits is None:  # over the limit: the general path (which makes the user's index, outside this)
-                search = self.vector_search if table == "memory_vectors" else self.passage_vector_search
-                hits = search(user_id, query, model, k)
-            found.append(hits)
-        return found[0], found[1]
+            finish = self._send_vector_searches(user_id, query, model, k)
+        return finish()
+
+    def _send_vector_searches(
+        self, user_id: str, query: np.ndarray, model: str, k: int
+    ) -> Callable[[], tuple[list[tuple[int, float]], list[tuple[int, float]]]]:
+        """Queue the memory and the passage vector searches in the caller's pipelined transaction (a search that
+        :func:`plain_vector_search` allows); the function returned reads their answers once the transaction is
+        over.  Each table goes the way its own search would: exact with the count for a user not known to have an
+        index there, else through the user's index (a user found over the limit is then searched again the
+        general way, as :meth:`vector_search` does: once a process)."""
+        sent: dict[str, tuple[bool, Any]] = {}
+        models = None
+        for table in VECTOR_TABLES:
+            small = self._small_search(user_id, query, model, k, None, table)
+            if small is not None:
+                sent[table] = (True, self._exec(*small))
+                continue
+            prepared = self._prepared_search(user_id, query, model, k, None, table)
+            assert prepared is not None and prepared[2] is not None  # a user known to have an index
+            if models is None and table == "memory_vectors":
+                models = self._exec(_MODELS)
+            self._exec(*prepared[2])
+            sent[table] = (False, self._exec(prepared[0], prepared[1]))
+
+        def finish() -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
+            if models is not None:
+                _refuse(models.fetchone(), model)
+            found: list[list[tuple[int, float]]] = []
+            for table, (exact, result) in sent.items():
+                rows = result.fetchall()
+                hits = _small_found(rows, table, model) if exact else [(int(r[0]), float(r[1])) for r in rows]
+                if hits is None:  # over the limit: the general path (which makes the user's index, outside this)
+                    search = self.vector_search if table == "memory_vectors" else self.passage_vector_search
+                    hits = search(user_id, query, model, k)
+                found.append(hits)
+            return found[0], found[1]
+
+        return finish
 
     def _search(
         self, prepared: tuple[str, list[Any], tuple[str, list[Any]] | None] | None, model: str | None = None
@@ -378,7 +388,7 @@ class PostgresVectors(PostgresBase):
             f"SELECT {key}, 1 - ({column} <=> ?) AS score FROM {table}"
             f" WHERE user_id = ? AND model || '' = ?{dims}{among} ORDER BY {column} <=> ?{tie} LIMIT ?"
         )
-        params = [vector, user_id, model, *([ids] if ids is not None else []), vector, k]
+        params = [vector, user_id, model, *([array_parameter(ids)] if ids is not None else []), vector, k]
         if not indexed:
             return sql, params, None
         # custom plans only: a generic plan cannot know that user_id = $1 matches the index's predicate
@@ -496,6 +506,13 @@ def _index_names(nodes: Iterable[dict[str, Any]]) -> set[str]:
 
 
 _MODELS = "SELECT MIN(model), MAX(model) FROM memory_vectors"
+
+
+def plain_vector_search(query: np.ndarray, k: int, where: MemoryFilter | None) -> bool:
+    """True when a search's vector statements can be sent without asking anything first: no filter (whose ids
+    are read first), a query of the index's size that is not all zeros, room for a hit."""
+    vector = vector_value(query)
+    return (where is None or where.is_open) and k > 0 and len(vector) == HNSW_DIMS and bool(np.linalg.norm(vector))
 
 
 def _small_found(rows: list[Any], table: str, model: str) -> list[tuple[int, float]] | None:

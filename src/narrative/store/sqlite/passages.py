@@ -39,7 +39,7 @@ def _passage(row: sqlite3.Row | Sequence[Any]) -> Passage:
 _COLUMNS = "id, user_id, message_id, memory_id, seq, char_start, char_end, valid_to, superseded_by, parts"
 
 
-def _conflict(row: sqlite3.Row | Sequence[Any]) -> Conflict:
+def conflict_from(row: sqlite3.Row | Sequence[Any]) -> Conflict:
     return Conflict(
         id=int(row[0]),
         user_id=str(row[1]),
@@ -366,7 +366,7 @@ class PassageRows(SqliteBase):
     def conflicts_of(self, user_id: str, memory_ids: Iterable[int]) -> list[Conflict]:
         """Every conflict naming one of these memories (either side)."""
         ids = list(dict.fromkeys(memory_ids))
-        return [_conflict(r) for r in self._all(*_conflicts_statement(user_id, ids))] if ids else []
+        return [conflict_from(r) for r in self._all(*conflicts_statement(user_id, ids))] if ids else []
 
     def memory_briefs_and_conflicts(
         self, user_id: str, memory_ids: Iterable[int]
@@ -376,11 +376,11 @@ class PassageRows(SqliteBase):
         ids = list(dict.fromkeys(memory_ids))
         if not ids:
             return {}, []
-        briefs, conflicts = self._all_of([briefs_statement(user_id, ids), _conflicts_statement(user_id, ids)])
-        return briefs_from(briefs), [_conflict(r) for r in conflicts]
+        briefs, conflicts = self._all_of([briefs_statement(user_id, ids), conflicts_statement(user_id, ids)])
+        return briefs_from(briefs), [conflict_from(r) for r in conflicts]
 
 
-def _conflicts_statement(user_id: str, ids: Sequence[int]) -> tuple[str, list[Any]]:
+def conflicts_statement(user_id: str, ids: Sequence[int]) -> tuple[str, list[Any]]:
     marks = placeholders(ids)
     return (
         "SELECT id, user_id, memory_id, other_memory_id, passage_id, other_passage_id, reason, created_at"

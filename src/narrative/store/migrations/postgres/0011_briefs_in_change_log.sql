@@ -1,0 +1,21 @@
+-- A process keeps each searched user's memory briefs (stream, time, sources, end of validity) beside its keyword
+-- index, current from the change log: a search read its 100-200 candidates' briefs from the server every time.
+-- So the log also takes a memory whose brief changed (its stream, time or validity: a correction supersedes it)
+-- and a memory whose sources changed (a message deleted from under it).  An update that changes none of the
+-- columns a process holds is not logged.
+DROP TRIGGER memory_changes_au ON memories;
+CREATE TRIGGER memory_changes_au AFTER UPDATE OF content, key_points, user_id, stream, event_at, created_at, valid_to
+ON memories FOR EACH ROW WHEN (
+    OLD.content IS DISTINCT FROM NEW.content
+    OR OLD.key_points IS DISTINCT FROM NEW.key_points
+    OR OLD.user_id IS DISTINCT FROM NEW.user_id
+    OR OLD.stream IS DISTINCT FROM NEW.stream
+    OR OLD.event_at IS DISTINCT FROM NEW.event_at
+    OR OLD.created_at IS DISTINCT FROM NEW.created_at
+    OR OLD.valid_to IS DISTINCT FROM NEW.valid_to
+) EXECUTE FUNCTION memory_changed();
+
+-- passage_changed() logs the row's memory_id: memory_sources rows have one too
+CREATE TRIGGER memory_changes_source_ai AFTER INSERT ON memory_sources FOR EACH ROW EXECUTE FUNCTION passage_changed();
+CREATE TRIGGER memory_changes_source_ad AFTER DELETE ON memory_sources FOR EACH ROW EXECUTE FUNCTION passage_changed();
+CREATE TRIGGER memory_changes_source_au AFTER UPDATE ON memory_sources FOR EACH ROW EXECUTE FUNCTION passage_changed();

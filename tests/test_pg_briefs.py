@@ -1,0 +1,247 @@
+"""PostgreSQL keeps each searched user's memory briefs in process beside the keyword index, current from the change
+log: what a search reads of its candidates (stream, time, sources, end of validity) stays what the database holds,
+whatever another process writes, supersedes or deletes, and whatever a transaction that rolls back changed.  An
+unfiltered hybrid search ranks by keyword while the server searches by vector on the same connection: its answers
+are those of the two searches run one after the other."""
+
+from __future__ import annotations
+
+import random
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import pg_server
+from narrative.errors import StoreError
+from narrative.model import Conflict, MemoryBrief, MemoryItem, Role, Source, Stream
+from narrative.store.postgres import PostgresStore
+from narrative.store.postgres.base import array_parameter, collapse_in_lists
+from narrative.store.protocol import searched_in_turn
+from narrative.store.sqlite.base import to_text
+from narrative.store.sqlite.passages import PassageRows
+
+pytestmark = pytest.mark.postgres
+
+NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+WORDS = "berlin lisbon moved flat rent garden tax bike train office sprint deadline friday coffee".split()
+MODEL = "test-model"
+
+
+@pytest.fixture(scope="module")
+def shared_url() -> Any:
+    server = pg_server()
+    url = server.fresh_schema()
+    yield url
+    server.release(url)
+
+
+@pytest.fixture
+def url() -> Any:
+    server = pg_server()
+    url = server.fresh_schema()
+    yield url
+    server.release(url)
+
+
+def read_from_the_database(
+    store: PostgresStore, user: str, ids: list[int]
+) -> tuple[dict[int, MemoryBrief], list[Conflict]]:
+    """The oracle: briefs and conflicts read by statement, as before (and as SQLite does)."""
+    return PassageRows.memory_briefs_and_conflicts(store, user, ids)
+
+
+def say(store: PostgresStore, user: str, rng: random.Random, step: int, stream: Stream = Stream.CONVERSATION) -> int:
+    """A message and a memory made of it; the memory's id."""
+    store.ensure_user(user, NOW)
+    conversation = store.active_conversation(user) or store.insert_conversation(user, NOW)
+    text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(2, 6)))
+    when = NOW + timedelta(minutes=step)
+    message = store.insert_message(user, conversation.id, Role.USER, text, when)
+    memory = store.insert_memory(
+        MemoryItem(
+            0,
+            user,
+            stream,
+            Source.CONVERSATION,
+            text,
+            3,
+            when,
+            message_ids=(message.id,),
+            conversation_id=conversation.id,
+        )
+    )
+    return memory.id
+
+
+def set_column(store: PostgresStore, memory_id: int, column: str, value: Any) -> None:
+    store._exec(f"UPDATE memories SET {column} = ? WHERE id = ?", (value, memory_id))
+
+
+def memory_ids(store: PostgresStore, user: str) -> list[int]:
+    return [int(r[0]) for r in store._all("SELECT id FROM memories WHERE user_id = ? ORDER BY id", (user,))]
+
+
+def test_briefs_follow_what_another_process_supersedes_dates_and_deletes(url: str) -> None:
+    reader, writer = PostgresStore(url), PostgresStore(url)  # two processes on one database
+    try:
+        rng = random.Random(7)
+        ids = [say(writer, "ann", rng, step) for step in range(12)]
+        assert reader.memory_briefs_and_conflicts("ann", ids) == read_from_the_database(reader, "ann", ids)
+        writer.supersede_memories("ann", ids[:3], by=ids[3], now=NOW + timedelta(days=1))  # valid_to
+        set_column(writer, ids[4], "event_at", to_text(NOW - timedelta(days=30)))  # no interface changes these yet
+        set_column(writer, ids[5], "stream", Stream.RESEARCH.value)
+        writer.insert_conflict("ann", ids[6], ids[7], NOW)
+        message = writer.get_memory("ann", ids[8]).message_ids[0]
+        writer.delete_messages("ann", [message])
+        briefs, conflicts = reader.memory_briefs_and_conflicts("ann", ids)
+        assert (briefs, conflicts) == read_from_the_database(reader, "ann", ids)
+        assert briefs[ids[0]].valid_to is not None and briefs[ids[4]].when == NOW - timedelta(days=30)
+        assert (
+            briefs[ids[5]].stream is Stream.RESEARCH
+            and message not in briefs.get(ids[8], MemoryBrief(*briefs[ids[0]][:2], ())).sources
+        )
+        assert [(c.memory_id, c.other_memory_id) for c in conflicts] == [(ids[6], ids[7])]
+        assert reader.memory_briefs("ann", ids) == briefs
+    finally:
+        reader.close()
+        writer.close()
+
+
+def test_a_memory_that_gains_or_loses_a_source_shows_it(url: str) -> None:
+    reader, writer = PostgresStore(url), PostgresStore(url)
+    try:
+        rng = random.Random(3)
+        ids = [say(writer, "bo", rng, step) for step in range(3)]
+        reader.memory_briefs_and_conflicts("bo", ids)  # the reader holds bo's briefs
+        conversation = writer.active_conversation("bo")
+        assert conversation is not None
+        extra = writer.insert_message("bo", conversation.id, Role.USER, "also this", NOW + timedelta(hours=1))
+        writer._exec(
+            "INSERT INTO memory_sources(memory_id, message_id, user_id) VALUES (?, ?, ?)", (ids[0], extra.id, "bo")
+        )
+        assert reader.memory_briefs("bo", ids)[ids[0]].sources[-1] == extra.id
+        writer.delete_messages("bo", [extra.id])
+        assert reader.memory_briefs_and_conflicts("bo", ids) == read_from_the_database(reader, "bo", ids)
+    finally:
+        reader.close()
+        writer.close()
+
+
+def test_an_update_that_changes_nothing_the_process_holds_is_not_logged(url: str) -> None:
+    store = PostgresStore(url)
+    try:
+        memory = say(store, "cy", random.Random(1), 0)
+        before = store.count_rows("memory_changes")
+        store.update_memory("cy", memory, importance=5)  # not in a brief nor in the keyword index
+        set_column(store, memory, "valid_to", None)  # the same value again
+        assert store.count_rows("memory_changes") == before
+        store.supersede_memories("cy", [memory], by=memory, now=NOW)
+        assert store.count_rows("memory_changes") == before + 1
+    finally:
+        store.close()
+
+
+def test_what_a_rolled_back_transaction_superseded_is_current_again(url: str) -> None:
+    store = PostgresStore(url)
+    try:
+        rng = random.Random(5)
+        ids = [say(store, "di", rng, step) for step in range(4)]
+        store.memory_briefs_and_conflicts("di", ids)
+        with pytest.raises(StoreError), store.transaction():
+            store.supersede_memories("di", ids[:2], by=ids[2], now=NOW)
+            inside = store.memory_briefs("di", ids)  # the transaction sees its own change
+            assert inside[ids[0]].valid_to is not None
+            raise StoreError("undo")
+        after = store.memory_briefs_and_conflicts("di", ids)
+        assert after == read_from_the_database(store, "di", ids)
+        assert after[0][ids[0]].valid_to is None
+    finally:
+        store.close()
+
+
+@settings(
+    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
+@given(
+    steps=st.lists(
+        st.sampled_from(["say", "supersede", "date", "restore", "delete", "conflict", "rollback"]), max_size=14
+    )
+)
+def test_any_sequence_of_writes_keeps_the_briefs_those_of_the_database(shared_url: str, steps: list[str]) -> None:
+    user = "u" + uuid.uuid4().hex[:8]
+    reader, writer = PostgresStore(shared_url), PostgresStore(shared_url)
+    try:
+        rng = random.Random(len(steps))
+        ids = [say(writer, user, rng, step) for step in range(3)]
+        reader.memory_briefs_and_conflicts(user, ids)
+        for step, action in enumerate(steps):
+            alive = memory_ids(writer, user)
+            if action == "say" or not alive:
+                say(writer, user, rng, 10 + step)
+            elif action == "supersede":
+                writer.supersede_memories(user, [rng.choice(alive)], by=alive[-1], now=NOW + timedelta(days=step))
+            elif action == "date":
+                set_column(writer, rng.choice(alive), "event_at", to_text(NOW - timedelta(days=step)))
+            elif action == "restore":
+                writer.restore_memories(user, alive)
+            elif action == "delete":
+                message = writer.get_memory(user, rng.choice(alive)).message_ids
+                writer.delete_messages(user, list(message))
+            elif action == "conflict" and len(alive) > 1:
+                writer.insert_conflict(user, alive[0], rng.choice(alive[1:]), NOW)
+            elif action == "rollback":
+                try:
+                    with reader.transaction():
+                        reader.supersede_memories(user, alive, by=alive[0], now=NOW)
+                        reader.memory_briefs(user, alive)
+                        raise StoreError("undo")
+                except StoreError:
+                    pass
+            every = memory_ids(writer, user) + ids
+            assert reader.memory_briefs_and_conflicts(user, every) == read_from_the_database(reader, user, every)
+    finally:
+        reader.close()
+        writer.close()
+
+
+def test_an_unfiltered_hybrid_search_answers_as_the_two_searches_in_turn(url: str) -> None:
+    store = PostgresStore(url)
+    try:
+        rng = random.Random(11)
+        ids = [say(store, "ed", rng, step) for step in range(40)]
+        vectors = np.random.default_rng(2).normal(size=(len(ids), 384)).astype(np.float32)
+        store.put_memory_vectors("ed", MODEL, dict(zip(ids, vectors, strict=True)))
+        for query, vector in (("moved to lisbon", vectors[3]), ("friday coffee", vectors[20] + vectors[21])):
+            together = store.keyword_and_vector_search("ed", query, vector, MODEL, limit=10)
+            assert together == searched_in_turn(store, "ed", query, vector, MODEL, 10, None)
+            assert (together[0][0] and together[1][0][0][0] == ids[3]) or query != "moved to lisbon"
+        # a query with no searchable word still sends the vector search
+        nothing = store.keyword_and_vector_search("ed", "the", vectors[5], MODEL, limit=5)
+        assert nothing[0] == ([], []) and nothing[1][0][0][0] == ids[5]
+    finally:
+        store.close()
+
+
+def test_integer_lists_go_to_the_server_as_one_array_literal(url: str) -> None:
+    assert array_parameter([3, 1, 2]) == "{3,1,2}"
+    assert array_parameter(["a", "b"]) == ["a", "b"] and array_parameter([True, 2]) == [True, 2]
+    assert collapse_in_lists("x IN (?, ?) AND y NOT IN (?)", [1, 2, 9]) == (
+        "x = ANY(?) AND y <> ALL(?)",
+        ["{1,2}", "{9}"],
+    )
+    store = PostgresStore(url)
+    try:
+        rng = random.Random(2)
+        ids = [say(store, "fi", rng, step) for step in range(5)]
+        found = store._all(
+            "SELECT id FROM memories WHERE user_id IN (?, ?) AND id IN (?, ?, ?) AND id NOT IN (?) ORDER BY id",
+            ["fi", "nobody", ids[0], ids[2], ids[4], ids[2]],
+        )
+        assert [int(r[0]) for r in found] == [ids[0], ids[4]]
+    finally:
+        store.close()
