@@ -364,8 +364,8 @@ class PostgresSearch(PostgresBase):
         gone = memory_ids - {row[0] for row in kept}
         index.remove(gone)
         index.upsert(row[:3] for row in kept)
-        for briefs in self._briefs.values():
-            for memory_id in gone:
+        for briefs in self._briefs.values():  # also a memory that moved to another user
+            for memory_id in memory_ids:
                 briefs.pop(memory_id, None)
         for memory_id, user_id, _, brief in kept:
             self._briefs[user_id][memory_id] = brief
