@@ -30,6 +30,7 @@ pytestmark = pytest.mark.postgres
 NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 WORDS = "berlin lisbon moved flat rent garden tax bike train office sprint deadline friday coffee".split()
 MODEL = "test-model"
+ACTIONS = ["say", "supersede", "date", "restore", "delete", "forget", "conflict", "conflict", "rollback"]
 
 
 @pytest.fixture(scope="module")
@@ -146,6 +147,24 @@ def test_an_update_that_changes_nothing_the_process_holds_is_not_logged(url: str
         store.close()
 
 
+def test_a_conflict_shows_on_both_memories_until_one_of_them_goes(url: str) -> None:
+    reader, writer = PostgresStore(url), PostgresStore(url)
+    try:
+        rng = random.Random(9)
+        ids = [say(writer, "gu", rng, step) for step in range(4)]
+        assert reader.memory_briefs_and_conflicts("gu", ids)[1] == []
+        writer.insert_conflict("gu", ids[0], ids[1], NOW, reason="two dates")
+        for side in ids[:2]:
+            (conflict,) = reader.memory_briefs_and_conflicts("gu", [side, ids[3]])[1]
+            assert (conflict.memory_id, conflict.other_memory_id, conflict.reason) == (ids[0], ids[1], "two dates")
+        writer.delete_memories("gu", [ids[1]])
+        assert reader.memory_briefs_and_conflicts("gu", ids) == read_from_the_database(reader, "gu", ids)
+        assert reader.memory_briefs_and_conflicts("gu", [ids[0]])[1] == []
+    finally:
+        reader.close()
+        writer.close()
+
+
 def test_what_a_rolled_back_transaction_superseded_is_current_again(url: str) -> None:
     store = PostgresStore(url)
     try:
@@ -169,7 +188,8 @@ def test_what_a_rolled_back_transaction_superseded_is_current_again(url: str) ->
 )
 @given(
     steps=st.lists(
-        st.sampled_from(["say", "supersede", "date", "restore", "delete", "conflict", "rollback"]), max_size=14
+        st.sampled_from(["say", "supersede", "date", "restore", "delete", "forget", "conflict", "rollback"]),
+        max_size=14,
     )
 )
 def test_any_sequence_of_writes_keeps_the_briefs_those_of_the_database(shared_url: str, steps: list[str]) -> None:
@@ -192,6 +212,8 @@ def test_any_sequence_of_writes_keeps_the_briefs_those_of_the_database(shared_ur
             elif action == "delete":
                 message = writer.get_memory(user, rng.choice(alive)).message_ids
                 writer.delete_messages(user, list(message))
+            elif action == "forget":
+                writer.delete_memories(user, [rng.choice(alive)])  # its conflicts go with it
             elif action == "conflict" and len(alive) > 1:
                 writer.insert_conflict(user, alive[0], rng.choice(alive[1:]), NOW)
             elif action == "rollback":

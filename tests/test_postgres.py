@@ -281,8 +281,8 @@ def test_a_prune_of_an_entry_committed_out_of_order_rebuilds_the_index(pg: Postg
 
 def test_the_change_log_prunes_itself_and_scrub_prunes_it(pg: PostgresStore) -> None:
     with pg.transaction():
-        pg._exec("INSERT INTO memory_changes(memory_id) SELECT 0 FROM generate_series(1, 12000)")
-    assert pg.count_rows("memory_changes") <= 6000
+        pg._exec("INSERT INTO memory_changes(memory_id) SELECT 0 FROM generate_series(1, 24000)")
+    assert pg.count_rows("memory_changes") <= 11000  # every 1,000th entry keeps the newest 10,000
     assert pg.scrub_deleted(keep_changes=10)["pruned_changes"] > 0
     assert pg.count_rows("memory_changes") == 10
     with pytest.raises(StoreError), pg.transaction():

@@ -19,7 +19,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-
 #: The bench server's shared buffers: room for the 100,000-memory user's index, vectors and rows.
 SHARED_BUFFERS = "1GB"
 

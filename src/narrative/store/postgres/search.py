@@ -27,7 +27,7 @@ from narrative.store.passage_index import PassageKeywords
 from narrative.store.postgres.base import PostgresBase, array_parameter
 from narrative.store.sqlite.base import placeholders, to_time, to_time_required
 from narrative.store.sqlite.conversations import _message
-from narrative.store.sqlite.passages import conflict_from, conflicts_statement
+from narrative.store.sqlite.passages import conflict_from
 
 #: The log's bounds and the snapshot's xmin (first row), then the entries to (re)read, in one statement.
 #: The head row also says how far pruning went (highest seq and xid ever pruned: see migration 0002), and the
@@ -58,6 +58,9 @@ _MESSAGES_AFTER = (
 _LOWEST = -(2**63)  # below every BIGINT id
 #: A memory as the keyword index and the briefs take it: (id, user, text, brief).
 _MemoryRow = tuple[int, str, str, MemoryBrief]
+#: What a user's first search reads for the indexes: memories, passages, conflicts.
+_UserRows = tuple[list[_MemoryRow], list[tuple[int, int, str, str]], list[Conflict]]
+_CONFLICT_COLUMNS = "id, user_id, memory_id, other_memory_id, passage_id, other_passage_id, reason, created_at"
 
 
 @dataclass
@@ -70,6 +73,35 @@ class _HeldMessages:
     total: int = 0
 
 
+@dataclass
+class _HeldBriefs:
+    """One user's memory briefs and conflicts as a search reads them, held beside the keyword index."""
+
+    briefs: dict[int, MemoryBrief] = field(default_factory=dict)
+    conflicts: dict[int, dict[int, Conflict]] = field(default_factory=dict)  # memory id → conflict id → conflict
+
+    def add_conflict(self, conflict: Conflict) -> None:
+        for side in (conflict.memory_id, conflict.other_memory_id):
+            self.conflicts.setdefault(side, {})[conflict.id] = conflict
+
+    def forget(self, memory_id: int) -> None:
+        """Drop a memory's brief and every conflict naming it (from both sides)."""
+        self.briefs.pop(memory_id, None)
+        for conflict in self.conflicts.pop(memory_id, {}).values():
+            other = conflict.other_memory_id if conflict.memory_id == memory_id else conflict.memory_id
+            named = self.conflicts.get(other)
+            if named is not None:
+                named.pop(conflict.id, None)
+                if not named:
+                    del self.conflicts[other]
+
+    def read(self, ids: list[int]) -> tuple[dict[int, MemoryBrief], list[Conflict]]:
+        """The briefs of these memories (unknown ids skipped) and every conflict naming one of them, by id."""
+        briefs = {i: brief for i in ids if (brief := self.briefs.get(i)) is not None}
+        found = {c.id: c for i in ids for c in self.conflicts.get(i, {}).values()} if self.conflicts else {}
+        return briefs, [found[k] for k in sorted(found)]
+
+
 class PostgresSearch(PostgresBase):
     def _init_search(self) -> None:
         self._keywords: KeywordIndex | None = None
@@ -79,7 +111,7 @@ class PostgresSearch(PostgresBase):
         self._keywords_dirty = False  # the index holds rows read inside a transaction not yet committed
         self._keywords_view: tuple[str | None, int] = (None, 0)  # whose view it shows, and its own entries read
         self._keyword_users: set[str] = set()  # users whose memories the index holds (loaded on their first search)
-        self._briefs: dict[str, dict[int, MemoryBrief]] = {}  # their memories' briefs, kept with the index
+        self._briefs: dict[str, _HeldBriefs] = {}  # their memories' briefs and conflicts, kept with the index
         self._passage_keywords = PassageKeywords()  # their passages, kept with the memories
         self._held_messages: dict[str, _HeldMessages] = {}  # users whose messages were searched here
         self._messages_dirty = False  # the held messages include rows read inside a transaction
@@ -154,20 +186,15 @@ class PostgresSearch(PostgresBase):
     def memory_briefs_and_conflicts(
         self, user_id: str, memory_ids: Iterable[int]
     ) -> tuple[dict[int, MemoryBrief], list[Conflict]]:
-        """:meth:`memory_briefs` and :meth:`conflicts_of` of the same memories (a search's candidates).  The briefs
-        come from this process, kept with the keyword index from the change log (a user's are read with their
-        memories on their first search here); the conflicts are read while the log is caught up (one wait).  A
-        search of 100,000 memories read its 100-200 candidates' briefs from the server: 1.3-2.4 ms of its time."""
+        """:meth:`memory_briefs` and :meth:`conflicts_of` of the same memories (a search's candidates), from this
+        process: they are kept with the keyword index from the change log (a user's are read with their memories
+        on their first search here), so this costs one catch-up.  A search of 100,000 memories read its 100-200
+        candidates' briefs and conflicts from the server: 1.3-2.4 ms of its time."""
         ids = list(dict.fromkeys(memory_ids))
         if not ids:
             return {}, []
-        outermost = not self.in_transaction
-        with self.pinned(), self._atomic():
-            conflicts = self._exec(*conflicts_statement(user_id, ids))  # answered with the catch-up's
-            with self._keywords_for(user_id, outermost=outermost):
-                held = self._briefs.get(user_id, {})
-                briefs = {i: brief for i in ids if (brief := held.get(i)) is not None}
-        return briefs, [conflict_from(r) for r in conflicts.fetchall()]
+        with self._keywords_for(user_id):
+            return self._briefs[user_id].read(ids)
 
     def memory_briefs(self, user_id: str, memory_ids: Iterable[int]) -> dict[int, MemoryBrief]:
         """Stream, time, sources and end of validity of these memories of ``user_id`` (unknown ids skipped): from
@@ -179,8 +206,7 @@ class PostgresSearch(PostgresBase):
             found: dict[int, MemoryBrief] = super().memory_briefs(user_id, ids)  # type: ignore[misc]
             return found
         with self._keywords_for(user_id):
-            held = self._briefs.get(user_id, {})
-            return {i: brief for i in ids if (brief := held.get(i)) is not None}
+            return self._briefs[user_id].read(ids)[0]
 
     def search_messages(self, user_id: str, query: str, limit: int = 20) -> list[tuple[Message, float]]:
         """(message, BM25 score) best first, only this user's (the write path looks for what a speaker said
@@ -306,20 +332,20 @@ class PostgresSearch(PostgresBase):
         with self.pinned(), self._lock:
             self._caught_up(outermost)
 
-    def _user_rows(self, user_id: str) -> tuple[list[_MemoryRow], list[tuple[int, int, str, str]]]:
-        """A user's memories and passages as the index takes them (read on their first search here)."""
-        return self._memory_rows("m.user_id = ?", [user_id]), self._passage_rows("p.user_id = ?", [user_id])
+    def _user_rows(self, user_id: str) -> _UserRows:
+        """A user's memories, passages and conflicts as the indexes take them (read on their first search here)."""
+        return (
+            self._memory_rows("m.user_id = ?", [user_id]),
+            self._passage_rows("p.user_id = ?", [user_id]),
+            self._conflict_rows("user_id = ?", [user_id]),
+        )
 
-    def _add_user(
-        self,
-        index: KeywordIndex,
-        user_id: str,
-        rows: tuple[list[_MemoryRow], list[tuple[int, int, str, str]]],
-        outermost: bool,
-    ) -> None:
-        memories, passages = rows
+    def _add_user(self, index: KeywordIndex, user_id: str, rows: _UserRows, outermost: bool) -> None:
+        memories, passages, conflicts = rows
         index.upsert(row[:3] for row in memories)
-        self._briefs[user_id] = {row[0]: row[3] for row in memories}
+        held = self._briefs[user_id] = _HeldBriefs({row[0]: row[3] for row in memories})
+        for conflict in conflicts:
+            held.add_conflict(conflict)
         self._passage_keywords.add(passages)
         self._keyword_users.add(user_id)
         self._keywords_dirty = self._keywords_dirty or not outermost
@@ -342,6 +368,9 @@ class PostgresSearch(PostgresBase):
             for r in rows
         ]
 
+    def _conflict_rows(self, where: str, params: list[Any]) -> list[Conflict]:
+        return [conflict_from(r) for r in self._all(f"SELECT {_CONFLICT_COLUMNS} FROM conflicts WHERE {where}", params)]
+
     def _passage_rows(self, where: str, params: list[Any]) -> list[tuple[int, int, str, str]]:
         rows = self._all(
             "SELECT p.id, p.memory_id, p.user_id, m.speaker, substr(m.content, p.char_start + 1,"
@@ -356,19 +385,25 @@ class PostgresSearch(PostgresBase):
         ids = sorted(memory_ids)
         rows: list[_MemoryRow] = []
         passages: list[tuple[int, int, str, str]] = []
+        conflicts: dict[int, Conflict] = {}
         for start in range(0, len(ids), 500):
             chunk = array_parameter(ids[start : start + 500])
             rows += self._memory_rows("m.id = ANY(?)", [chunk])
             passages += self._passage_rows("p.memory_id = ANY(?)", [chunk])
+            named = self._conflict_rows("memory_id = ANY(?) OR other_memory_id = ANY(?)", [chunk, chunk])
+            conflicts.update((c.id, c) for c in named)
         kept = [row for row in rows if row[1] in self._keyword_users]
         gone = memory_ids - {row[0] for row in kept}
         index.remove(gone)
         index.upsert(row[:3] for row in kept)
-        for briefs in self._briefs.values():  # also a memory that moved to another user
+        for held in self._briefs.values():  # every user's: a memory may have moved to another
             for memory_id in memory_ids:
-                briefs.pop(memory_id, None)
+                held.forget(memory_id)
         for memory_id, user_id, _, brief in kept:
-            self._briefs[user_id][memory_id] = brief
+            self._briefs[user_id].briefs[memory_id] = brief
+        for conflict in conflicts.values():
+            if conflict.user_id in self._briefs:
+                self._briefs[conflict.user_id].add_conflict(conflict)
         self._passage_keywords.replace(memory_ids, [row for row in passages if row[2] in self._keyword_users])
 
     def _rolled_back(self) -> None:

@@ -29,3 +29,18 @@ BEGIN
     RETURN NULL;
 END;
 $$;
+
+-- A conflict made or removed changes what a search shows of both memories it names: both are logged.
+CREATE FUNCTION conflict_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP <> 'INSERT' THEN
+        INSERT INTO memory_changes(memory_id) VALUES (OLD.memory_id), (OLD.other_memory_id);
+    END IF;
+    IF TG_OP <> 'DELETE' THEN
+        INSERT INTO memory_changes(memory_id) VALUES (NEW.memory_id), (NEW.other_memory_id);
+    END IF;
+    RETURN NULL;
+END;
+$$;
+CREATE TRIGGER memory_changes_conflict AFTER INSERT OR UPDATE OR DELETE ON conflicts
+FOR EACH ROW EXECUTE FUNCTION conflict_changed();
