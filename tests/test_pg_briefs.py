@@ -6,7 +6,9 @@ are those of the two searches run one after the other."""
 
 from __future__ import annotations
 
+import contextlib
 import random
+import threading
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -265,5 +267,76 @@ def test_integer_lists_go_to_the_server_as_one_array_literal(url: str) -> None:
             ["fi", "nobody", ids[0], ids[2], ids[4], ids[2]],
         )
         assert [int(r[0]) for r in found] == [ids[0], ids[4]]
+    finally:
+        store.close()
+
+
+def test_a_search_catches_up_once_and_reads_the_speaker_names_with_it(url: str) -> None:
+    from narrative.store.postgres.search import _CATCH_UP
+
+    store = PostgresStore(url)
+    try:
+        rng = random.Random(4)
+        ids = [say(store, "hu", rng, step) for step in range(30)]
+        vectors = np.random.default_rng(3).normal(size=(len(ids), 384)).astype(np.float32)
+        store.put_memory_vectors("hu", MODEL, dict(zip(ids, vectors, strict=True)))
+        sent: list[str] = []
+        run = store._run
+
+        def counted(sql: str, params: Any, returning: bool = False) -> Any:
+            sent.append(sql)
+            return run(sql, params, returning)
+
+        store._run = counted  # type: ignore[method-assign]
+        for _ in range(2):  # the first loads the user
+            sent.clear()
+            with store.reading("hu"):
+                store.participant_names("hu")
+                store.keyword_and_vector_search("hu", "moved to lisbon", vectors[0], MODEL, limit=20)
+                store.memory_briefs_and_conflicts("hu", ids)
+                store.memory_briefs("hu", ids[:3])
+            catch_ups = [s for s in sent if s.startswith(_CATCH_UP[:40])]
+            assert len(catch_ups) == 1
+            assert sum("FROM storylines" in s for s in sent) == 1
+        sent.clear()
+        store.memory_briefs_and_conflicts("hu", ids)  # outside a search: catches up
+        assert sum(s.startswith(_CATCH_UP[:40]) for s in sent) == 1
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("in_a_search", [True, False])
+def test_another_threads_uncommitted_memory_stays_unseen(url: str, in_a_search: bool) -> None:
+    """Another thread's catch-up inside its transaction moves the shared index to its view (its uncommitted rows):
+    a read by this thread catches up again, inside a search too, and reads those memories again as it sees them
+    (the log's entries for them are not committed: this thread's catch-up cannot see them)."""
+    store = PostgresStore(url)
+    try:
+        rng = random.Random(8)
+        ids = [say(store, "iv", rng, step) for step in range(5)]
+        written, release = threading.Event(), threading.Event()
+        made: list[int] = []
+
+        def writer() -> None:
+            try:
+                with store.transaction():
+                    made.append(say(store, "iv", random.Random(1), 99))
+                    store._exec("UPDATE memories SET content = 'zebra crossing' WHERE id = ?", (made[0],))
+                    store.keyword_search_memories("iv", "zebra")  # the shared index now shows it to this thread
+                    written.set()
+                    release.wait(30)
+                    raise StoreError("undo")
+            except StoreError:
+                pass
+
+        with store.reading("iv") if in_a_search else contextlib.nullcontext():
+            thread = threading.Thread(target=writer)
+            thread.start()
+            assert written.wait(30)
+            keywords, _ = store.keyword_search_memories_and_passages("iv", "zebra", None, 10)
+            briefs, _ = store.memory_briefs_and_conflicts("iv", [*ids, *made])
+            release.set()
+            thread.join(30)
+        assert keywords == [] and made[0] not in briefs and set(briefs) == set(ids)
     finally:
         store.close()

@@ -207,6 +207,19 @@ def hybrid_search(
     embed_query: Callable[[str], tuple[np.ndarray, str]] | None = None,
 ) -> list[SearchHit]:
     """Best ``params.k`` results for ``query`` (memories, and passages of messages) with their explanation."""
+    with store.reading(user_id):  # one view of the user's memories for the whole search
+        return _search(store, user_id, query, now, params, where, embed_query)
+
+
+def _search(
+    store: Store,
+    user_id: str,
+    query: str,
+    now: datetime,
+    params: SearchParams,
+    where: MemoryFilter | None,
+    embed_query: Callable[[str], tuple[np.ndarray, str]] | None,
+) -> list[SearchHit]:
     period = named_period(query, now)
     if period is not None and period.relative:  # "last week" said on another day meant another week
         query = period.cut_from(query)

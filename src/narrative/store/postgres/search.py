@@ -28,6 +28,7 @@ from narrative.store.postgres.base import PostgresBase, array_parameter
 from narrative.store.sqlite.base import placeholders, to_time, to_time_required
 from narrative.store.sqlite.conversations import _message
 from narrative.store.sqlite.passages import conflict_from
+from narrative.store.sqlite.storylines import names_from, participants_statement
 
 #: The log's bounds and the snapshot's xmin (first row), then the entries to (re)read, in one statement.
 #: The head row also says how far pruning went (highest seq and xid ever pruned: see migration 0002), and the
@@ -112,6 +113,8 @@ class PostgresSearch(PostgresBase):
         self._keywords_view: tuple[str | None, int] = (None, 0)  # whose view it shows, and its own entries read
         self._keyword_users: set[str] = set()  # users whose memories the index holds (loaded on their first search)
         self._briefs: dict[str, _HeldBriefs] = {}  # their memories' briefs and conflicts, kept with the index
+        self._views = 0  # catch-ups (and resets) so far: a search's reads trust the index while this stands still
+        self._view_memories: set[int] = set()  # memories the viewing transaction's own uncommitted entries put in
         self._passage_keywords = PassageKeywords()  # their passages, kept with the memories
         self._held_messages: dict[str, _HeldMessages] = {}  # users whose messages were searched here
         self._messages_dirty = False  # the held messages include rows read inside a transaction
@@ -272,7 +275,8 @@ class PostgresSearch(PostgresBase):
         with self.pinned():
             self._lock.acquire()
             try:
-                index = self._caught_up(outermost)
+                held = self._keywords if self._still_read(user_id, outermost) else None
+                index = held if held is not None else self._caught_up(outermost)
                 new = None if user_id in self._keyword_users else self._user_rows(user_id)
             except BaseException:
                 self._lock.release()
@@ -284,6 +288,48 @@ class PostgresSearch(PostgresBase):
         finally:
             self._lock.release()
 
+    @contextmanager
+    def reading(self, user_id: str) -> Iterator[None]:
+        """One search's reads of ``user_id``'s memories.  The keyword index (with the held briefs and conflicts)
+        catches up with the change log once, as the search starts, in one round trip with the user's speaker names;
+        the search's later reads use that view, as a transaction would give it, instead of catching up again (two
+        round trips a hybrid search, three with the names).  Another thread's catch-up in between may have moved
+        the shared index to its own view (a writer's uncommitted rows): a read then catches up again.  Inside a
+        transaction, or inside another search's block, reads go as usual."""
+        local = self._local
+        if getattr(local, "reading", None) is not None or self.in_transaction:
+            yield
+            return
+        with self.pinned(), self._atomic():
+            names = self._exec(*participants_statement(user_id))  # answered with the catch-up
+            with self._keywords_for(user_id, outermost=True):
+                views = self._views
+        local.reading = (user_id, views, names_from(names.fetchall()))
+        try:
+            yield
+        finally:
+            local.reading = None
+
+    def participant_names(self, user_id: str) -> set[str]:
+        """The speakers' names: read with a search's catch-up inside :meth:`reading`, else read now."""
+        reading = getattr(self._local, "reading", None)
+        if reading is not None and reading[0] == user_id:
+            return set(reading[2])
+        found: set[str] = super().participant_names(user_id)  # type: ignore[misc]  # the storyline rows'
+        return found
+
+    def _still_read(self, user_id: str, outermost: bool) -> bool:
+        """True inside :meth:`reading` for ``user_id`` while no catch-up has moved the index since it began."""
+        reading = getattr(self._local, "reading", None)
+        return (
+            outermost
+            and reading is not None
+            and reading[0] == user_id
+            and reading[1] == self._views
+            and self._keywords is not None
+            and user_id in self._keyword_users
+        )
+
     def _caught_up(self, outermost: bool) -> KeywordIndex:
         """The index with every logged change applied, or a fresh one when a prune took an entry it needed.
 
@@ -291,6 +337,7 @@ class PostgresSearch(PostgresBase):
         entries with seq > S or xid >= X; if a prune since the last catch-up took any such entry
         (the log's pruned marks moved past S or to X), it starts afresh.
         """
+        self._views += 1
         if outermost:
             self._keywords_dirty = False  # whatever was taken inside earlier transactions is settled
         view_xid, view_seq = self._keywords_view
@@ -299,6 +346,11 @@ class PostgresSearch(PostgresBase):
         mine = [int(r[1]) for r in changes if r[6] == "true"]
         kept = view_seq if head[6] is not None and head[6] == view_xid else 0
         self._keywords_view = (head[6], max([kept, *mine]))  # whose view the index shows now
+        # the memories another transaction's own entries put in: this reader cannot see those entries (they are
+        # not committed), so it reads the memories again itself, as it sees them
+        shown_before = self._view_memories if head[6] != view_xid else set()
+        taken = {int(r[2]) for r in changes if r[6] == "true"}
+        self._view_memories = (self._view_memories | taken if head[6] == view_xid else taken) if head[6] else set()
         pruned_seq, highest, xmin, pruned_xid = int(head[1]), int(head[2]), int(head[3]), int(head[4])
         index = self._keywords
         seen_seq, seen_xid = self._keywords_pruned  # a prune seen before is already accounted for
@@ -317,9 +369,9 @@ class PostgresSearch(PostgresBase):
             self._passage_keywords = PassageKeywords()
             self._keywords_dirty = not outermost
             return index
-        if changes:
-            self._keywords_seq = max(self._keywords_seq, max(int(r[1]) for r in changes))
-            self._refresh_keywords(index, {int(r[2]) for r in changes})
+        if changes or shown_before:
+            self._keywords_seq = max([self._keywords_seq, *(int(r[1]) for r in changes)])
+            self._refresh_keywords(index, {int(r[2]) for r in changes} | shown_before)
             self._keywords_dirty = self._keywords_dirty or not outermost
         self._keywords_xmin = xmin
         return index
@@ -410,17 +462,19 @@ class PostgresSearch(PostgresBase):
         """Work was undone: if the indexes took rows from inside the transaction, rebuild them on the next
         search."""
         with self._lock:
+            self._views += 1
             self._keywords_view = (None, 0)
             if self._keywords_dirty:
                 self._keywords, self._keywords_dirty, self._keyword_users, self._briefs = None, False, set(), {}
-                self._passage_keywords = PassageKeywords()
+                self._passage_keywords, self._view_memories = PassageKeywords(), set()
             if self._messages_dirty:
                 self._held_messages, self._messages_dirty = {}, False
 
     def drop_index(self) -> None:
         """Forget the in-process keyword indexes; the next search rebuilds them (vectors live in the database)."""
         with self._lock:
+            self._views += 1
             self._keywords_view = (None, 0)
             self._keywords, self._keyword_users, self._briefs = None, set(), {}
-            self._passage_keywords = PassageKeywords()
+            self._passage_keywords, self._view_memories = PassageKeywords(), set()
             self._held_messages, self._messages_dirty = {}, False

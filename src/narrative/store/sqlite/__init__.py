@@ -18,6 +18,7 @@ from __future__ import annotations
 import itertools
 import threading
 from collections.abc import Iterable
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
 import numpy as np
@@ -263,6 +264,10 @@ class SqliteStore(
         return self.vector_search(user_id, query, model, k, where), self.passage_vector_search(
             user_id, query, model, k, where
         )
+
+    def reading(self, user_id: str) -> AbstractContextManager[None]:
+        """Nothing to bring up to date: this process's indexes follow every write to the file as it commits."""
+        return nullcontext()
 
     def keyword_and_vector_search(
         self,
