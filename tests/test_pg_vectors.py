@@ -179,7 +179,7 @@ def test_both_vector_searches_sent_together_answer_as_each_alone(pg: PostgresSto
 
 
 def test_ef_search_grows_with_k_up_to_pgvector_s_maximum() -> None:
-    assert [vectors.ef_search(k) for k in (1, 60, 400, 401, 1000, 1002)] == [400, 400, 400, 401, 1000, 1000]
+    assert [vectors.ef_search(k) for k in (1, 60, 200, 201, 1000, 1002)] == [200, 200, 200, 201, 1000, 1000]
 
 
 def test_keyword_and_vector_search_at_once_answers_as_each_alone(pg: PostgresStore) -> None:

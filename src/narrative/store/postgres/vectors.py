@@ -38,10 +38,11 @@ from narrative.store.sqlite.base import placeholders
 
 #: Dimensions an HNSW index covers (the default embedder's); vectors of other sizes are searched exactly.
 HNSW_DIMS = 384
-#: Candidates the HNSW scan keeps (pgvector's ef_search), raised to ``k`` up to pgvector's maximum.  Real MiniLM
-#: vectors would do with less (recall@60 0.987 at 150, 0.999 at 400), the bench's near-copies would not, and a
-#: whole search did not get faster with less (docs/decisions.md).
-EF_SEARCH = 400
+#: Candidates the HNSW scan keeps (pgvector's ef_search), raised to ``k`` up to pgvector's maximum.  On real
+#: MiniLM vectors recall@10 is 0.995 and recall@60 0.990 at 200 (0.999 at 400); on the latency bench's
+#: near-copies 200 and 400 find the same (0.802 against an exact search, 60 queries), and a hybrid search at 200
+#: is about 0.7 ms faster at the median once the index is in shared buffers (docs/decisions.md).
+EF_SEARCH = 200
 EF_SEARCH_MAX = 1000
 #: A user with more vectors than this gets an HNSW index of their own; up to it, search is exact
 #: (about as fast at this size, and always right).  A filter allowing at most this many ids is exact too.
