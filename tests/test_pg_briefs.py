@@ -271,7 +271,7 @@ def test_integer_lists_go_to_the_server_as_one_array_literal(url: str) -> None:
         store.close()
 
 
-def test_a_search_catches_up_once_and_reads_the_speaker_names_with_it(url: str) -> None:
+def test_a_search_catches_up_once(url: str) -> None:
     from narrative.store.postgres.search import _CATCH_UP
 
     store = PostgresStore(url)

@@ -249,8 +249,9 @@ class PassagesStore(Protocol):
         where: MemoryFilter | None = None,
     ) -> tuple[Ranked, Ranked]: ...
     def reading(self, user_id: str) -> AbstractContextManager[None]:
-        """One search's reads of a user: a store that keeps indexes in process brings them up to date once, as it
-        starts (PostgreSQL; SQLite's are always current)."""
+        """One search's reads of a user: a store that keeps indexes in process brings them up to date once, at the
+        first read that needs them, and the search's later reads use that view (PostgreSQL; SQLite's indexes are
+        always current)."""
         ...
 
     def supersede_passages(self, user_id: str, passage_ids: Iterable[int], by: int, now: datetime) -> int: ...

@@ -28,7 +28,6 @@ from narrative.store.postgres.base import PostgresBase, array_parameter
 from narrative.store.sqlite.base import placeholders, to_time, to_time_required
 from narrative.store.sqlite.conversations import _message
 from narrative.store.sqlite.passages import conflict_from
-from narrative.store.sqlite.storylines import names_from, participants_statement
 
 #: The log's bounds and the snapshot's xmin (first row), then the entries to (re)read, in one statement.
 #: The head row also says how far pruning went (highest seq and xid ever pruned: see migration 0002), and the
@@ -284,42 +283,33 @@ class PostgresSearch(PostgresBase):
         try:  # the connection is back in the pool (unless a transaction or an outer block holds it)
             if new is not None:
                 self._add_user(index, user_id, new, outermost)
+            if held is None:
+                self._seen_by_search(user_id, outermost)
             yield index
         finally:
             self._lock.release()
 
     @contextmanager
     def reading(self, user_id: str) -> Iterator[None]:
-        """One search's reads of ``user_id``'s memories.  The keyword index (with the held briefs and conflicts)
-        catches up with the change log once, as the search starts, in one round trip with the user's speaker names;
-        the search's later reads use that view, as a transaction would give it, instead of catching up again (two
-        round trips a hybrid search, three with the names).  Another thread's catch-up in between may have moved
-        the shared index to its own view (a writer's uncommitted rows): a read then catches up again.  Inside a
-        transaction, or inside another search's block, reads go as usual."""
+        """One search's reads of ``user_id``'s memories.  The first read that needs the keyword index (with the
+        held briefs and conflicts) catches it up with the change log; the search's later reads use that view, as a
+        transaction would give it, instead of catching up again (a hybrid search caught up twice: for the keyword
+        search and for the candidates' briefs).  Another thread's catch-up in between may have moved the shared
+        index to its own view (a writer's uncommitted rows): a read then catches up again.  Inside a transaction,
+        or inside another search's block, reads go as usual."""
         local = self._local
         if getattr(local, "reading", None) is not None or self.in_transaction:
             yield
             return
-        with self.pinned(), self._atomic():
-            names = self._exec(*participants_statement(user_id))  # answered with the catch-up
-            with self._keywords_for(user_id, outermost=True):
-                views = self._views
-        local.reading = (user_id, views, names_from(names.fetchall()))
+        local.reading = (user_id, None)
         try:
             yield
         finally:
             local.reading = None
 
-    def participant_names(self, user_id: str) -> set[str]:
-        """The speakers' names: read with a search's catch-up inside :meth:`reading`, else read now."""
-        reading = getattr(self._local, "reading", None)
-        if reading is not None and reading[0] == user_id:
-            return set(reading[2])
-        found: set[str] = super().participant_names(user_id)  # type: ignore[misc]  # the storyline rows'
-        return found
-
     def _still_read(self, user_id: str, outermost: bool) -> bool:
-        """True inside :meth:`reading` for ``user_id`` while no catch-up has moved the index since it began."""
+        """True inside :meth:`reading` for ``user_id`` once it has caught up, while no catch-up has moved the
+        index since."""
         reading = getattr(self._local, "reading", None)
         return (
             outermost
@@ -329,6 +319,12 @@ class PostgresSearch(PostgresBase):
             and self._keywords is not None
             and user_id in self._keyword_users
         )
+
+    def _seen_by_search(self, user_id: str, outermost: bool) -> None:
+        """Inside :meth:`reading` for ``user_id``: the index as just caught up is the search's view."""
+        reading = getattr(self._local, "reading", None)
+        if outermost and reading is not None and reading[0] == user_id:
+            self._local.reading = (user_id, self._views)
 
     def _caught_up(self, outermost: bool) -> KeywordIndex:
         """The index with every logged change applied, or a fresh one when a prune took an entry it needed.

@@ -118,7 +118,8 @@ class StorylineRows(SqliteBase):
 
     def participant_names(self, user_id: str) -> set[str]:
         """The names of every storyline's participants (archived storylines too), read alone: a search asks."""
-        return names_from(self._all(*participants_statement(user_id)))
+        rows = self._all("SELECT participants FROM storylines WHERE user_id = ?", (user_id,))
+        return {p["name"] for r in rows for p in loads(r[0], [])}
 
     def update_storyline(self, user_id: str, storyline_id: int, **changes: Any) -> Storyline:
         unknown = set(changes) - _UPDATABLE
@@ -246,13 +247,3 @@ class StorylineRows(SqliteBase):
             )
             for r in rows
         ]
-
-
-def participants_statement(user_id: str) -> tuple[str, list[Any]]:
-    """The statement :meth:`StorylineRows.participant_names` reads (PostgreSQL sends it with a search's catch-up)."""
-    return "SELECT participants FROM storylines WHERE user_id = ?", [user_id]
-
-
-def names_from(rows: Any) -> set[str]:
-    """The participants' names in the rows of :func:`participants_statement`."""
-    return {p["name"] for r in rows for p in loads(r[0], [])}
