@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from conftest import pg_server
 from narrative.errors import StoreError
-from narrative.model import Conflict, MemoryBrief, MemoryItem, Role, Source, Stream
+from narrative.model import Conflict, MemoryBrief, MemoryItem, Participant, Role, Source, StorylineKind, Stream
 from narrative.store.postgres import PostgresStore
 from narrative.store.postgres.base import array_parameter, collapse_in_lists
 from narrative.store.protocol import searched_in_turn
@@ -288,7 +288,7 @@ def test_a_search_catches_up_once(url: str) -> None:
             return run(sql, params, returning)
 
         store._run = counted  # type: ignore[method-assign]
-        for _ in range(2):  # the first loads the user
+        for names_read in (1, 0):  # the first loads the user and reads the speaker names; the second holds them
             sent.clear()
             with store.reading("hu"):
                 store.participant_names("hu")
@@ -297,7 +297,7 @@ def test_a_search_catches_up_once(url: str) -> None:
                 store.memory_briefs("hu", ids[:3])
             catch_ups = [s for s in sent if s.startswith(_CATCH_UP[:40])]
             assert len(catch_ups) == 1
-            assert sum("FROM storylines" in s for s in sent) == 1
+            assert sum("FROM storylines" in s for s in sent) == names_read
         sent.clear()
         store.memory_briefs_and_conflicts("hu", ids)  # outside a search: catches up
         assert sum(s.startswith(_CATCH_UP[:40]) for s in sent) == 1
@@ -340,3 +340,38 @@ def test_another_threads_uncommitted_memory_stays_unseen(url: str, in_a_search: 
         assert keywords == [] and made[0] not in briefs and set(briefs) == set(ids)
     finally:
         store.close()
+
+
+def test_a_search_holds_the_speaker_names_until_a_storyline_changes(url: str) -> None:
+    reader, writer = PostgresStore(url), PostgresStore(url)
+    try:
+        say(writer, "jo", random.Random(1), 0)
+        storyline = writer.insert_storyline("jo", "Trip", StorylineKind.USER, NOW)
+        writer.update_storyline("jo", storyline.id, participants=[Participant("Caroline", "participant")])
+        sent: list[str] = []
+        run = reader._run
+
+        def counted(sql: str, params: Any, returning: bool = False) -> Any:
+            sent.append(sql)
+            return run(sql, params, returning)
+
+        reader._run = counted  # type: ignore[method-assign]
+        for expected in (1, 0):  # read once, then held
+            sent.clear()
+            with reader.reading("jo"):
+                assert "Caroline" in reader.participant_names("jo")
+                reader.keyword_search_memories_and_passages("jo", "lisbon", None, 5)
+            assert sum("FROM storylines" in s for s in sent) == expected
+        writer.update_storyline("jo", storyline.id, updated_at=NOW)  # not the participants: nothing to read again
+        writer.update_storyline(
+            "jo", storyline.id, participants=[Participant("Caroline", "participant"), Participant("Mel", "participant")]
+        )
+        with reader.reading("jo"):
+            assert {"Caroline", "Mel"} <= reader.participant_names("jo")
+        writer.delete_storyline("jo", storyline.id)
+        with reader.reading("jo"):
+            assert reader.participant_names("jo") == writer.participant_names("jo")
+        assert reader.participant_names("jo") == writer.participant_names("jo")  # outside a search: read
+    finally:
+        reader.close()
+        writer.close()

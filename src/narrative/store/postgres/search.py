@@ -114,6 +114,7 @@ class PostgresSearch(PostgresBase):
         self._briefs: dict[str, _HeldBriefs] = {}  # their memories' briefs and conflicts, kept with the index
         self._views = 0  # catch-ups (and resets) so far: a search's reads trust the index while this stands still
         self._view_memories: set[int] = set()  # memories the viewing transaction's own uncommitted entries put in
+        self._names: dict[str, set[str]] = {}  # users' speaker names read inside a search (storylines log changes)
         self._passage_keywords = PassageKeywords()  # their passages, kept with the memories
         self._held_messages: dict[str, _HeldMessages] = {}  # users whose messages were searched here
         self._messages_dirty = False  # the held messages include rows read inside a transaction
@@ -307,6 +308,20 @@ class PostgresSearch(PostgresBase):
         finally:
             local.reading = None
 
+    def participant_names(self, user_id: str) -> set[str]:
+        """The speakers' names.  Inside :meth:`reading` they come from this process, read once and kept until the
+        change log says a storyline was made, removed or given other participants; asking for them is then the
+        search's first catch-up (no statement of their own)."""
+        reading = getattr(self._local, "reading", None)
+        if reading is None or reading[0] != user_id or self.in_transaction:
+            found: set[str] = super().participant_names(user_id)  # type: ignore[misc]  # the storyline rows'
+            return found
+        with self._keywords_for(user_id):
+            names = self._names.get(user_id)
+            if names is None:
+                names = self._names[user_id] = super().participant_names(user_id)  # type: ignore[misc]
+            return set(names)
+
     def _still_read(self, user_id: str, outermost: bool) -> bool:
         """True inside :meth:`reading` for ``user_id`` once it has caught up, while no catch-up has moved the
         index since."""
@@ -361,7 +376,7 @@ class PostgresSearch(PostgresBase):
         if index is None or pruned:
             index = KeywordIndex()  # first use, or the log was pruned past what this index has read
             self._keywords, self._keywords_seq, self._keywords_xmin = index, highest, xmin
-            self._keyword_users, self._briefs = set(), {}
+            self._keyword_users, self._briefs, self._names = set(), {}, {}
             self._passage_keywords = PassageKeywords()
             self._keywords_dirty = not outermost
             return index
@@ -429,7 +444,11 @@ class PostgresSearch(PostgresBase):
         return [(int(r[0]), int(r[1]), str(r[2]), f"{r[3]} {r[4]}".strip()) for r in rows]
 
     def _refresh_keywords(self, index: KeywordIndex, memory_ids: set[int]) -> None:
-        """Re-read changed memories: those of loaded users go in, the rest (deleted, other users) go out."""
+        """Re-read changed memories: those of loaded users go in, the rest (deleted, other users) go out.  A
+        negative id is a storyline whose participants changed: the held speaker names are read again."""
+        if any(i < 0 for i in memory_ids):
+            self._names = {}
+            memory_ids = {i for i in memory_ids if i >= 0}
         ids = sorted(memory_ids)
         rows: list[_MemoryRow] = []
         passages: list[tuple[int, int, str, str]] = []
@@ -462,7 +481,7 @@ class PostgresSearch(PostgresBase):
             self._keywords_view = (None, 0)
             if self._keywords_dirty:
                 self._keywords, self._keywords_dirty, self._keyword_users, self._briefs = None, False, set(), {}
-                self._passage_keywords, self._view_memories = PassageKeywords(), set()
+                self._passage_keywords, self._view_memories, self._names = PassageKeywords(), set(), {}
             if self._messages_dirty:
                 self._held_messages, self._messages_dirty = {}, False
 
@@ -472,5 +491,5 @@ class PostgresSearch(PostgresBase):
             self._views += 1
             self._keywords_view = (None, 0)
             self._keywords, self._keyword_users, self._briefs = None, set(), {}
-            self._passage_keywords, self._view_memories = PassageKeywords(), set()
+            self._passage_keywords, self._view_memories, self._names = PassageKeywords(), set(), {}
             self._held_messages, self._messages_dirty = {}, False

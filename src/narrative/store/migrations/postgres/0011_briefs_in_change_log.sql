@@ -44,3 +44,22 @@ END;
 $$;
 CREATE TRIGGER memory_changes_conflict AFTER INSERT OR UPDATE OR DELETE ON conflicts
 FOR EACH ROW EXECUTE FUNCTION conflict_changed();
+
+-- A search reads the user's speaker names (every storyline's participants) before it embeds the query; a process
+-- holds them too.  A storyline made, removed or given other participants is logged under minus its id (no memory
+-- has a negative id): a reader that sees one reads the names again.
+CREATE FUNCTION storyline_participants_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'DELETE' THEN
+        INSERT INTO memory_changes(memory_id) VALUES (-OLD.id);
+    ELSE
+        INSERT INTO memory_changes(memory_id) VALUES (-NEW.id);
+    END IF;
+    RETURN NULL;
+END;
+$$;
+CREATE TRIGGER memory_changes_storyline_aid AFTER INSERT OR DELETE ON storylines
+FOR EACH ROW EXECUTE FUNCTION storyline_participants_changed();
+CREATE TRIGGER memory_changes_storyline_au AFTER UPDATE OF participants, user_id ON storylines FOR EACH ROW
+WHEN (OLD.participants IS DISTINCT FROM NEW.participants OR OLD.user_id IS DISTINCT FROM NEW.user_id)
+EXECUTE FUNCTION storyline_participants_changed();
