@@ -72,3 +72,15 @@ def test_a_negative_message_search_size_is_refused_by_name() -> None:
         cli, ["bench", "latency", "--memories", "", "--ingest-turns", "0", "--message-search", "-1"]
     )
     assert result.exit_code == 2 and "--message-search" in result.output
+
+
+@pytest.mark.postgres
+def test_the_bench_server_holds_its_index_in_shared_buffers() -> None:
+    """The latency bench's own PostgreSQL runs with room for the searched user's HNSW index (docs/scaling.md)."""
+    import psycopg
+
+    from narrative.bench.pgserver import SHARED_BUFFERS, temporary_server
+
+    with temporary_server() as url, psycopg.connect(url) as conn:
+        row = conn.execute("SHOW shared_buffers").fetchone()
+    assert row is not None and row[0] == SHARED_BUFFERS

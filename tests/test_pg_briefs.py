@@ -85,6 +85,19 @@ def set_column(store: PostgresStore, memory_id: int, column: str, value: Any) ->
     store._exec(f"UPDATE memories SET {column} = ? WHERE id = ?", (value, memory_id))
 
 
+def statements_sent(store: PostgresStore) -> list[str]:
+    """A list that takes the text of every statement ``store`` sends from now on (cleared by the caller)."""
+    sent: list[str] = []
+    run = store._run
+
+    def counted(sql: str, params: Any, returning: bool = False) -> Any:
+        sent.append(sql)
+        return run(sql, params, returning)
+
+    store._run = counted  # type: ignore[method-assign]
+    return sent
+
+
 def memory_ids(store: PostgresStore, user: str) -> list[int]:
     return [int(r[0]) for r in store._all("SELECT id FROM memories WHERE user_id = ? ORDER BY id", (user,))]
 
@@ -280,14 +293,7 @@ def test_a_search_catches_up_once(url: str) -> None:
         ids = [say(store, "hu", rng, step) for step in range(30)]
         vectors = np.random.default_rng(3).normal(size=(len(ids), 384)).astype(np.float32)
         store.put_memory_vectors("hu", MODEL, dict(zip(ids, vectors, strict=True)))
-        sent: list[str] = []
-        run = store._run
-
-        def counted(sql: str, params: Any, returning: bool = False) -> Any:
-            sent.append(sql)
-            return run(sql, params, returning)
-
-        store._run = counted  # type: ignore[method-assign]
+        sent = statements_sent(store)
         for names_read in (1, 0):  # the first loads the user and reads the speaker names; the second holds them
             sent.clear()
             with store.reading("hu"):
@@ -348,14 +354,7 @@ def test_a_search_holds_the_speaker_names_until_a_storyline_changes(url: str) ->
         say(writer, "jo", random.Random(1), 0)
         storyline = writer.insert_storyline("jo", "Trip", StorylineKind.USER, NOW)
         writer.update_storyline("jo", storyline.id, participants=[Participant("Caroline", "participant")])
-        sent: list[str] = []
-        run = reader._run
-
-        def counted(sql: str, params: Any, returning: bool = False) -> Any:
-            sent.append(sql)
-            return run(sql, params, returning)
-
-        reader._run = counted  # type: ignore[method-assign]
+        sent = statements_sent(reader)
         for expected in (1, 0):  # read once, then held
             sent.clear()
             with reader.reading("jo"):
