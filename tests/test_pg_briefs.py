@@ -365,12 +365,45 @@ def test_a_search_holds_the_speaker_names_until_a_storyline_changes(url: str) ->
         writer.update_storyline(
             "jo", storyline.id, participants=[Participant("Caroline", "participant"), Participant("Mel", "participant")]
         )
-        with reader.reading("jo"):
+        with reader.reading("jo"):  # held names come before the search's catch-up, the new ones after it
+            assert reader.participant_names("jo") == {"Caroline"}
+            reader.keyword_search_memories_and_passages("jo", "lisbon", None, 5)
             assert {"Caroline", "Mel"} <= reader.participant_names("jo")
         writer.delete_storyline("jo", storyline.id)
         with reader.reading("jo"):
+            reader.keyword_search_memories_and_passages("jo", "lisbon", None, 5)
             assert reader.participant_names("jo") == writer.participant_names("jo")
         assert reader.participant_names("jo") == writer.participant_names("jo")  # outside a search: read
+    finally:
+        reader.close()
+        writer.close()
+
+
+def test_a_search_whose_speakers_changed_meanwhile_searches_with_the_new_names(url: str) -> None:
+    """The held names are used before the search's catch-up (sent with its vector search); when the catch-up says
+    a speaker came, the search embeds the query again without the new name and searches again."""
+    from narrative.read.search import SearchMode, SearchParams, hybrid_search
+
+    reader, writer = PostgresStore(url), PostgresStore(url)
+    try:
+        say(writer, "jo", random.Random(2), 0)
+        storyline = writer.insert_storyline("jo", "Trip", StorylineKind.USER, NOW)
+        writer.update_storyline("jo", storyline.id, participants=[Participant("Caroline", "participant")])
+        embedded: list[str] = []
+
+        def embed(text: str) -> tuple[np.ndarray, str]:
+            embedded.append(text)
+            return np.random.default_rng(len(text)).standard_normal(8).astype(np.float32), MODEL
+
+        params = SearchParams(k=5, pool=20, mode=SearchMode.HYBRID)
+        hybrid_search(reader, "jo", "what did Mel say about lisbon", NOW, params, embed_query=embed)
+        assert embedded == ["what did Mel say about lisbon"]  # Mel is nobody yet
+        writer.update_storyline(
+            "jo", storyline.id, participants=[Participant("Caroline", "participant"), Participant("Mel", "participant")]
+        )
+        embedded.clear()
+        hybrid_search(reader, "jo", "what did Mel say about lisbon", NOW, params, embed_query=embed)
+        assert "what did say about lisbon" in embedded, embedded  # the query without the new speaker's name
     finally:
         reader.close()
         writer.close()

@@ -130,11 +130,40 @@ def test_another_model_is_refused_on_both_search_paths(pg: PostgresStore) -> Non
 
 
 def test_index_names_are_safe_for_any_user_id(pg: PostgresStore) -> None:
-    odd = 'o\'brien %s ? "x"'
+    """The indexed search writes the user id into its statement (so a prepared plan sees the partial index): quotes,
+    backslashes, "?" and "%" stay what they are."""
+    odd = 'o\'brien %s ? "x" \\ 100%'
     rows = fill(pg, odd, 45, seed=9)
     query = np.random.default_rng(10).standard_normal(384).astype(np.float32)
     assert pg.explain_vector_search(odd, query, MODEL, k=5)["indexes"] == [user_index_name(odd)]
     assert len(set(i for i, _ in pg.vector_search(odd, query, MODEL, k=5)) & set(exact(rows, query, 5))) >= 4
+    assert [i for i, _ in pg.vector_search(odd, query, MODEL, k=5)] == [
+        i for i, _ in pg.vector_search_memories_and_passages(odd, query, MODEL, k=5)[0]
+    ]
+
+
+def test_a_search_s_settled_plan_is_generic_and_still_goes_through_the_user_s_index(pg: PostgresStore) -> None:
+    """An indexed search is planned once per connection, not per search: after a few runs the driver prepares it and
+    PostgreSQL keeps a generic plan, which still reads the user's own index (the user id is in the statement)."""
+    fill(pg, "whale", 60, seed=12)
+    fill(pg, "minnow", 45, seed=13)
+    rng = np.random.default_rng(14)
+    with pg.pinned():  # one connection: prepared statements are a connection's own
+        for _ in range(15):
+            for user in ("whale", "minnow"):
+                pg.vector_search_memories_and_passages(user, rng.standard_normal(384).astype(np.float32), MODEL, k=7)
+        prepared = pg._all(
+            "SELECT name, statement, generic_plans FROM pg_prepared_statements WHERE statement LIKE ?",
+            ("%vector::vector(384) <=>%",),
+        )
+        assert len(prepared) == 2, prepared
+        for name, statement, generic in prepared:
+            assert generic > 0, statement
+            user = "whale" if "'whale'" in statement else "minnow"
+            value = "[" + ",".join(["0.05"] * 384) + "]"
+            plan = pg._one(f"EXPLAIN (FORMAT JSON) EXECUTE {name}('{value}', '{MODEL}', '{value}')")
+            assert plan is not None
+            assert user_index_name(user) in str(plan[0]), plan[0]
 
 
 def passages_for(store: PostgresStore, user: str, count: int, seed: int) -> dict[int, np.ndarray]:

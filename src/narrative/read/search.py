@@ -33,7 +33,7 @@ from narrative.read.candidates import Candidates, Key, Unit
 from narrative.read.conflicting import conflicts_of, with_conflicting
 from narrative.read.excerpts import EXCERPT_TOKENS, excerpt_of
 from narrative.read.showing import shown_by, shown_text
-from narrative.read.speakers import query_vector_of, speaker_names
+from narrative.read.speakers import query_vector_of, speaker_names, without_speakers
 from narrative.store.filters import MemoryFilter
 from narrative.store.keyword_index import query_terms
 from narrative.store.protocol import Store
@@ -225,10 +225,18 @@ def _search(
         query = period.cut_from(query)
     if period is not None and period.spelled:  # "16.01.2024" also matches "January 16, 2024"
         query = f"{query} {period.spelled}"
-    query_vector, model = None, ""
+    query_vector, model, names = None, "", frozenset[str]()
     if params.mode is not SearchMode.KEYWORD and embed_query is not None:
-        query_vector, model = query_vector_of(query, speaker_names(store, user_id), embed_query)
+        names = speaker_names(store, user_id)
+        query_vector, model = query_vector_of(query, names, embed_query)
     found = _candidates(store, user_id, query, params, where, query_vector, model)
+    if query_vector is not None and embed_query is not None:
+        # a store may give the names it holds before the search's read of what changed (PostgreSQL sends that read
+        # with the vector search): when they changed meanwhile, the query's vector may have too
+        now_named = speaker_names(store, user_id)
+        if now_named != names and without_speakers(query, now_named) != without_speakers(query, names):
+            query_vector, model = query_vector_of(query, now_named, embed_query)
+            found = _candidates(store, user_id, query, params, where, query_vector, model)
     if not found.fused:
         return []
     _load_units(store, user_id, found)

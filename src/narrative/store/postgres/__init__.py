@@ -92,15 +92,19 @@ class PostgresStore(  # type: ignore[misc]  # the PostgreSQL base replaces the S
 
         The two run at once.  An unfiltered search sends, on one connection in one read-only pipelined
         transaction, the keyword index's catch-up and then the vector searches; it reads the catch-up's answer and
-        ranks by keyword in process while the server walks the HNSW graph, then reads the vector answers.  A
-        filtered one sends the vector searches from a helper thread on a pooled connection of its own (their filter
-        is read first) and ranks by keyword meanwhile.  Inside a transaction, or on a connection this thread
-        holds, the vector search must see what the transaction sees: one after the other.
+        ranks by keyword in process while the server walks the HNSW graph, then reads the vector answers.  A search
+        by vector alone sends its vector searches right behind the catch-up (which its candidates' briefs need
+        next) and waits for the server once.  A filtered one sends the vector searches from a helper thread on a
+        pooled connection of its own (their filter is read first) and ranks by keyword meanwhile.  Inside a
+        transaction, or on a connection this thread holds, the vector search must see what the transaction sees:
+        one after the other.
         """
-        if words is None or vector is None or getattr(self._local, "conn", None) is not None:
+        if vector is None or getattr(self._local, "conn", None) is not None:
             return searched_in_turn(self, user_id, words, vector, model, limit, where)
         if plain_vector_search(vector, limit, where):
-            return self._overlapped(user_id, words, vector, model, limit)
+            return self._overlapped(user_id, words or "", vector, model, limit)
+        if words is None:
+            return searched_in_turn(self, user_id, words, vector, model, limit, where)
         pending = self._helper().submit(self.vector_search_memories_and_passages, user_id, vector, model, limit, where)
         try:
             keywords = self.keyword_search_memories_and_passages(user_id, words, where, limit)

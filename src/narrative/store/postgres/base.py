@@ -77,16 +77,18 @@ class Row(tuple[Any, ...]):
         return row
 
     def __getitem__(self, key: Any) -> Any:
-        if isinstance(key, str):
-            return super().__getitem__(self.names[key])
-        return super().__getitem__(key)
+        if type(key) is str:
+            return tuple.__getitem__(self, self.names[key])
+        return tuple.__getitem__(self, key)
 
     def keys(self) -> list[str]:
         return list(self.names)
 
 
 def _row_factory(cursor: Any) -> Any:
-    names = {column.name: i for i, column in enumerate(cursor.description or ())}
+    # the names from the result itself: ``cursor.description`` makes an object per column, for every statement
+    result = cursor.pgresult
+    names = {} if result is None else {result.fname(i).decode(): i for i in range(result.nfields)}
     return lambda values: Row(values, names)
 
 

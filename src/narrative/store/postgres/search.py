@@ -174,15 +174,15 @@ class PostgresSearch(PostgresBase):
         """An unfiltered :meth:`keyword_search_memories_and_passages` inside the caller's read-only pipelined
         transaction, which calls ``send`` once the keyword index has caught up with the change log and before it
         ranks: what ``send`` queues (the vector searches) runs on the server while this thread ranks in process.
-        (Sent before the catch-up, it would be waited for: reading a pipelined answer reads every answer queued
-        before the last statement sent.)  ``send`` is called once whatever happens, also for a query with no
-        searchable word."""
-        terms = query_terms(query)
-        if not terms or limit <= 0:
-            send()
-            return [], []
+        (Sent before the catch-up's answer is read, it would be waited for: reading a pipelined answer reads every
+        answer queued.)  With no searchable word (a search by vector alone: ``query`` empty) there is nothing to
+        rank meanwhile, and ``send`` queues the vector searches right behind the catch-up, before its answer is
+        read: one wait for both.  ``send`` is called once whatever happens."""
+        terms = query_terms(query) if limit > 0 else []
         # the transaction only reads: every row the catch-up sees is committed, as outside a transaction
-        with self._keywords_for(user_id, outermost=True) as index:
+        with self._keywords_for(user_id, outermost=True, sending=None if terms else send) as index:
+            if not terms:
+                return [], []
             send()
             return index.search(user_id, terms, limit), self._passage_keywords.search(user_id, terms, limit, None)
 
@@ -259,7 +259,9 @@ class PostgresSearch(PostgresBase):
         return found
 
     @contextmanager
-    def _keywords_for(self, user_id: str, outermost: bool | None = None) -> Iterator[KeywordIndex]:
+    def _keywords_for(
+        self, user_id: str, outermost: bool | None = None, sending: Callable[[], None] | None = None
+    ) -> Iterator[KeywordIndex]:
         """The keyword index holding ``user_id``'s memories, caught up with the change log, under the lock.
 
         A user's memories are read on their first search in this process (a worker
@@ -270,13 +272,17 @@ class PostgresSearch(PostgresBase):
         for a pooled connection while holding the lock; and it gives the connection
         back before it builds a newly read user into the index (about a second for
         100,000 memories), keeping the lock, so no other catch-up runs in between.
+        ``sending`` (inside a pipelined transaction) queues more statements right behind the catch-up, before its
+        answer is read: the server runs them while this thread applies the catch-up.
         """
         outermost = not self.in_transaction if outermost is None else outermost
         with self.pinned():
             self._lock.acquire()
             try:
                 held = self._keywords if self._still_read(user_id, outermost) else None
-                index = held if held is not None else self._caught_up(outermost)
+                if held is not None and sending is not None:
+                    sending()
+                index = held if held is not None else self._caught_up(outermost, sending)
                 new = None if user_id in self._keyword_users else self._user_rows(user_id)
             except BaseException:
                 self._lock.release()
@@ -310,12 +316,18 @@ class PostgresSearch(PostgresBase):
 
     def participant_names(self, user_id: str) -> set[str]:
         """The speakers' names.  Inside :meth:`reading` they come from this process, read once and kept until the
-        change log says a storyline was made, removed or given other participants; asking for them is then the
-        search's first catch-up (no statement of their own)."""
+        change log says a storyline was made, removed or given other participants.  Held names are given as they
+        are, before the search's catch-up (which is sent with its vector search): a search asks again after it
+        and searches again in the rare case that the names changed meanwhile (see ``read.search``).  Names not
+        held yet cost the search's first catch-up and their read."""
         reading = getattr(self._local, "reading", None)
         if reading is None or reading[0] != user_id or self.in_transaction:
             found: set[str] = super().participant_names(user_id)  # type: ignore[misc]  # the storyline rows'
             return found
+        with self._lock:
+            held = self._names.get(user_id) if user_id in self._keyword_users else None
+        if held is not None:
+            return set(held)
         with self._keywords_for(user_id):
             names = self._names.get(user_id)
             if names is None:
@@ -341,7 +353,7 @@ class PostgresSearch(PostgresBase):
         if outermost and reading is not None and reading[0] == user_id:
             self._local.reading = (user_id, self._views)
 
-    def _caught_up(self, outermost: bool) -> KeywordIndex:
+    def _caught_up(self, outermost: bool, sending: Callable[[], None] | None = None) -> KeywordIndex:
         """The index with every logged change applied, or a fresh one when a prune took an entry it needed.
 
         After a catch-up at sequence S with snapshot xmin X, the index still needs only the
@@ -352,7 +364,10 @@ class PostgresSearch(PostgresBase):
         if outermost:
             self._keywords_dirty = False  # whatever was taken inside earlier transactions is settled
         view_xid, view_seq = self._keywords_view
-        rows = self._all(_CATCH_UP, (self._keywords_seq, str(self._keywords_xmin), view_xid, view_seq))
+        asked = self._exec(_CATCH_UP, (self._keywords_seq, str(self._keywords_xmin), view_xid, view_seq))
+        if sending is not None:
+            sending()  # queued behind the catch-up: its answer is read without waiting for theirs
+        rows = asked.fetchall()
         head, changes = rows[0], rows[1:]
         mine = [int(r[1]) for r in changes if r[6] == "true"]
         kept = view_seq if head[6] is not None and head[6] == view_xid else 0

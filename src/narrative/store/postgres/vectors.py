@@ -25,7 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from psycopg import sql as pgsql
@@ -173,7 +173,7 @@ class PostgresVectors(PostgresBase):
         if small is not None:
             return small
         prepared = self._prepared_search(user_id, query, model, k, allowed)
-        if prepared is None or not prepared[2]:
+        if prepared is None or not prepared.indexed:
             self._refuse_foreign(model)
             return self._search(prepared)
         return self._search(prepared, model)  # the model check rides in the search's transaction
@@ -275,11 +275,12 @@ class PostgresVectors(PostgresBase):
                 sent[table] = (True, self._exec(*small))
                 continue
             prepared = self._prepared_search(user_id, query, model, k, None, table)
-            assert prepared is not None and prepared[2] is not None  # a user known to have an index
+            assert prepared is not None and prepared.indexed  # a user known to have an index
             if models is None and table == "memory_vectors":
                 models = self._exec(_MODELS)
-            self._exec(*prepared[2])
-            sent[table] = (False, self._exec(prepared[0], prepared[1]))
+            if prepared.setting is not None:
+                self._exec(*prepared.setting)
+            sent[table] = (False, self._run(prepared.sql, prepared.params))
 
         def finish() -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
             if models is not None:
@@ -296,21 +297,19 @@ class PostgresVectors(PostgresBase):
 
         return finish
 
-    def _search(
-        self, prepared: tuple[str, list[Any], tuple[str, list[Any]] | None] | None, model: str | None = None
-    ) -> list[tuple[int, float]]:
-        """Run a prepared search; with ``model``, the foreign-model check is sent in the same pipelined
-        transaction (its answer comes with the search's: a round trip fewer)."""
+    def _search(self, prepared: _Prepared | None, model: str | None = None) -> list[tuple[int, float]]:
+        """Run a prepared search; through an index, with ``model``, the foreign-model check is sent in the same
+        pipelined transaction (its answer comes with the search's: a round trip fewer)."""
         if prepared is None:
             return []
-        sql, params, settings = prepared
-        if not settings:
-            rows = self._all(sql, params)
+        if not prepared.indexed:
+            rows = self._all(prepared.sql, prepared.params)
         else:
             with self._atomic():  # one wait: the answers are read after the commit, sent with them
                 models = self._exec(_MODELS) if model is not None else None
-                self._exec(settings[0], settings[1])
-                found = self._exec(sql, params)
+                if prepared.setting is not None:
+                    self._exec(*prepared.setting)
+                found = self._run(prepared.sql, prepared.params)
             if models is not None and model is not None:
                 _refuse(models.fetchone(), model)
             rows = found.fetchall()
@@ -330,11 +329,12 @@ class PostgresVectors(PostgresBase):
         prepared = self._prepared_search(user_id, query, model, k, allowed)
         if prepared is None:
             return {"plan": None, "rows_read": 0, "indexes": [], "nodes": [], "execution_ms": 0.0}
-        sql, params, settings = prepared
         with self._atomic():
-            if settings:
-                self._exec(settings[0], settings[1])
-            row = self._one("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + sql, params)
+            if prepared.setting is not None:
+                self._exec(*prepared.setting)
+            explain = "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + prepared.sql
+            found = self._run(explain, prepared.params) if prepared.indexed else self._exec(explain, prepared.params)
+            row = found.fetchone()
         assert row is not None
         plan = row[0] if not isinstance(row[0], str) else json.loads(row[0])
         top = plan[0]
@@ -361,8 +361,9 @@ class PostgresVectors(PostgresBase):
         k: int,
         allowed: set[int] | None,
         table: str = "memory_vectors",
-    ) -> tuple[str, list[Any], tuple[str, list[Any]] | None] | None:
-        """(SQL, parameters, settings to apply first or None) of a search, or None when nothing can match."""
+    ) -> _Prepared | None:
+        """The statement of a search (and a setting to apply first in its transaction), or None when nothing can
+        match."""
         if (allowed is not None and not allowed) or k <= 0:
             return None
         vector = vector_value(query)
@@ -375,30 +376,41 @@ class PostgresVectors(PostgresBase):
             and (ids is None or len(ids) > EXACT_LIMIT)
             and self._user_has_index(user_id, table)
         )
-        # the HNSW index is on the cast expression: ordering by the plain column is an exact scan
-        column = f"vector::vector({HNSW_DIMS})" if indexed else "vector"
-        dims = f" AND vector_dims(vector) = {HNSW_DIMS}" if indexed else ""
         among = f" AND {key} = ANY(?)" if ids is not None else ""  # one array parameter, however many ids
+        id_list = [array_parameter(ids)] if ids is not None else []
         # ``model || ''``: the model is checked on the user's rows, never looked up in the model index (whose
         # entries are everyone's): the primary key or the user's own index is the only way in
-        # an exact search breaks ties by the smaller id, as the in-process index does (the same vector twice, a
-        # message said again); through the user's HNSW index the order is the index's (a second key would stop
-        # PostgreSQL from using it)
-        tie = "" if indexed else f", {key}"
-        sql = (
-            f"SELECT {key}, 1 - ({column} <=> ?) AS score FROM {table}"
-            f" WHERE user_id = ? AND model || '' = ?{dims}{among} ORDER BY {column} <=> ?{tie} LIMIT ?"
-        )
-        params = [vector, user_id, model, *([array_parameter(ids)] if ids is not None else []), vector, k]
         if not indexed:
-            return sql, params, None
-        # custom plans only: a generic plan cannot know that user_id = $1 matches the index's predicate
-        settings = (
-            "SELECT set_config('hnsw.ef_search', ?, true), set_config('hnsw.iterative_scan', 'strict_order', true),"
-            " set_config('plan_cache_mode', 'force_custom_plan', true)",
-            [str(ef_search(k))],
+            # an exact search breaks ties by the smaller id, as the in-process index does (the same vector twice, a
+            # message said again)
+            sql = (
+                f"SELECT {key}, 1 - (vector <=> ?) AS score FROM {table}"
+                f" WHERE user_id = ? AND model || '' = ?{among} ORDER BY vector <=> ?, {key} LIMIT ?"
+            )
+            return _Prepared(sql, [vector, user_id, model, *id_list, vector, k], None, False)
+        # Through the user's own index (on the cast expression: ordering by the plain column is an exact scan; the
+        # order is the index's, as a second key would stop PostgreSQL from using it).  The user id and k are
+        # written into the statement, so its plan, generic as a prepared statement's soon is, still sees that the
+        # user's partial index applies and needs no planning per search (a user id as a parameter needed a custom
+        # plan, planned again for every search).
+        # The statement is in the driver's own spelling (``%s``), never translated: a user id is any text, and "?"
+        # or "%" in it must stay what they are.
+        column = f"vector::vector({HNSW_DIMS})"
+        user = pgsql.Literal(user_id).as_string().replace("%", "%%")
+        sql = (
+            f"SELECT {key}, 1 - ({column} <=> %s) AS score FROM {table}"
+            f" WHERE user_id = {user} AND model || '' = %s AND vector_dims(vector) = {HNSW_DIMS}"
+            + among.replace("?", "%s")
+            + f" ORDER BY {column} <=> %s LIMIT {int(k)}"
         )
-        return sql, params, settings
+        # the settings are the transaction's own (SET LOCAL): no session state, so a pooler in transaction mode
+        # in front of the database is fine
+        settings = (
+            "SELECT set_config('hnsw.ef_search', ?, true), set_config('hnsw.iterative_scan', 'strict_order', true)"
+        )
+        if ids is not None:  # a generic plan cannot see how many ids the filter's array holds
+            settings += ", set_config('plan_cache_mode', 'force_custom_plan', true)"
+        return _Prepared(sql, [vector, model, *id_list, vector], (settings, [str(ef_search(k))]), True)
 
     # --- a user's index -----------------------------------------------------------------
 
@@ -507,6 +519,16 @@ def _index_names(nodes: Iterable[dict[str, Any]]) -> set[str]:
 
 
 _MODELS = "SELECT MIN(model), MAX(model) FROM memory_vectors"
+
+
+class _Prepared(NamedTuple):
+    """A vector search's statement: exact (in the shared ``?`` spelling) or through the user's index (in the
+    driver's ``%s`` spelling, run as it is), and a setting to apply before it in its transaction."""
+
+    sql: str
+    params: list[Any]
+    setting: tuple[str, list[Any]] | None
+    indexed: bool
 
 
 def plain_vector_search(query: np.ndarray, k: int, where: MemoryFilter | None) -> bool:

@@ -77,7 +77,10 @@ def details_from_json(text: str | None) -> Details | None:
 
 def _column(row: sqlite3.Row | Mapping[str, Any], name: str) -> Any:
     """A column that rows made by hand (an insert's own values) may lack: None then."""
-    return row[name] if name in list(row.keys()) else None
+    try:
+        return row[name]
+    except (IndexError, KeyError):  # sqlite3.Row says IndexError, a mapping (or a PostgreSQL row) KeyError
+        return None
 
 
 def _memory(
