@@ -264,6 +264,31 @@ def test_an_unfiltered_hybrid_search_answers_as_the_two_searches_in_turn(url: st
         store.close()
 
 
+def test_a_hybrid_search_ranked_before_its_catch_up_ranks_again_when_another_process_wrote(url: str) -> None:
+    """The keyword ranking runs on the held index while the server answers the catch-up and the vector search; a
+    catch-up that changes the index (another process's memory, delete or edit) makes it rank again: the answers
+    are always those of the two searches in turn, as the database now holds them."""
+    reader, writer = PostgresStore(url), PostgresStore(url)
+    try:
+        rng = random.Random(12)
+        ids = [say(writer, "ed", rng, step) for step in range(30)]
+        vectors = np.random.default_rng(3).normal(size=(len(ids), 384)).astype(np.float32)
+        writer.put_memory_vectors("ed", MODEL, dict(zip(ids, vectors, strict=True)))
+        query = "lisbon garden"
+        assert reader.keyword_and_vector_search("ed", query, vectors[0], MODEL, limit=10)  # the user is held now
+        fresh = say(writer, "ed", rng, 99)
+        writer.update_memory("ed", fresh, content="lisbon garden lisbon garden")
+        writer.put_memory_vectors("ed", MODEL, {fresh: vectors[0]})
+        for change in ("new", "deleted"):
+            together = reader.keyword_and_vector_search("ed", query, vectors[0], MODEL, limit=10)
+            assert together == searched_in_turn(writer, "ed", query, vectors[0], MODEL, 10, None), change
+            assert (together[0][0][0][0] == fresh) == (change == "new"), together[0][0]
+            writer.delete_memories("ed", [fresh])
+    finally:
+        reader.close()
+        writer.close()
+
+
 def test_integer_lists_go_to_the_server_as_one_array_literal(url: str) -> None:
     assert array_parameter([3, 1, 2]) == "{3,1,2}"
     assert array_parameter(["a", "b"]) == ["a", "b"] and array_parameter([True, 2]) == [True, 2]

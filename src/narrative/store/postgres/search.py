@@ -116,6 +116,7 @@ class PostgresSearch(PostgresBase):
         self._view_memories: set[int] = set()  # memories the viewing transaction's own uncommitted entries put in
         self._names: dict[str, set[str]] = {}  # users' speaker names read inside a search (storylines log changes)
         self._passage_keywords = PassageKeywords()  # their passages, kept with the memories
+        self._keyword_edits = 0  # changes made to the two indexes in place (a search ranked before them ranks again)
         self._held_messages: dict[str, _HeldMessages] = {}  # users whose messages were searched here
         self._messages_dirty = False  # the held messages include rows read inside a transaction
 
@@ -172,18 +173,32 @@ class PostgresSearch(PostgresBase):
         self, user_id: str, query: str, limit: int, send: Callable[[], None]
     ) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
         """An unfiltered :meth:`keyword_search_memories_and_passages` inside the caller's read-only pipelined
-        transaction, which calls ``send`` once the keyword index has caught up with the change log and before it
-        ranks: what ``send`` queues (the vector searches) runs on the server while this thread ranks in process.
-        (Sent before the catch-up's answer is read, it would be waited for: reading a pipelined answer reads every
-        answer queued.)  With no searchable word (a search by vector alone: ``query`` empty) there is nothing to
-        rank meanwhile, and ``send`` queues the vector searches right behind the catch-up, before its answer is
-        read: one wait for both.  ``send`` is called once whatever happens."""
+        transaction, which calls ``send`` right behind the change log's catch-up, before its answer is read: what
+        ``send`` queues (the vector searches) runs on the server with the catch-up, and the search waits for the
+        server once.  Meanwhile this thread ranks by keyword on the index as held; when the catch-up then changes
+        the index (another process wrote, or the user is new here), it ranks again on the index caught up.
+        (Reading a pipelined answer reads every answer queued, so ranking after the catch-up's answer would wait
+        for the vector searches too.)  ``send`` is called once whatever happens, also with no searchable word (a
+        search by vector alone: ``query`` empty)."""
         terms = query_terms(query) if limit > 0 else []
+        Ranked = tuple[list[tuple[int, float]], list[tuple[int, float]]]
+        ranked: list[tuple[KeywordIndex, PassageKeywords, int, Ranked]] = []
+
+        def send_and_rank() -> None:
+            send()
+            held, passages = self._keywords, self._passage_keywords
+            if terms and held is not None and user_id in self._keyword_users:  # under the lock (_keywords_for)
+                found = (held.search(user_id, terms, limit), passages.search(user_id, terms, limit, None))
+                ranked.append((held, passages, self._keyword_edits, found))
+
         # the transaction only reads: every row the catch-up sees is committed, as outside a transaction
-        with self._keywords_for(user_id, outermost=True, sending=None if terms else send) as index:
+        with self._keywords_for(user_id, outermost=True, sending=send_and_rank) as index:
             if not terms:
                 return [], []
-            send()
+            if ranked:
+                held, passages, edits, found = ranked[0]
+                if held is index and passages is self._passage_keywords and edits == self._keyword_edits:
+                    return found
             return index.search(user_id, terms, limit), self._passage_keywords.search(user_id, terms, limit, None)
 
     def memory_briefs_and_conflicts(
@@ -420,6 +435,7 @@ class PostgresSearch(PostgresBase):
 
     def _add_user(self, index: KeywordIndex, user_id: str, rows: _UserRows, outermost: bool) -> None:
         memories, passages, conflicts = rows
+        self._keyword_edits += 1
         index.upsert(row[:3] for row in memories)
         held = self._briefs[user_id] = _HeldBriefs({row[0]: row[3] for row in memories})
         for conflict in conflicts:
@@ -461,6 +477,7 @@ class PostgresSearch(PostgresBase):
     def _refresh_keywords(self, index: KeywordIndex, memory_ids: set[int]) -> None:
         """Re-read changed memories: those of loaded users go in, the rest (deleted, other users) go out.  A
         negative id is a storyline whose participants changed: the held speaker names are read again."""
+        self._keyword_edits += 1
         if any(i < 0 for i in memory_ids):
             self._names = {}
             memory_ids = {i for i in memory_ids if i >= 0}
