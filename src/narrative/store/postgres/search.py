@@ -288,7 +288,7 @@ class PostgresSearch(PostgresBase):
         back before it builds a newly read user into the index (about a second for
         100,000 memories), keeping the lock, so no other catch-up runs in between.
         ``sending`` (inside a pipelined transaction) queues more statements right behind the catch-up, before its
-        answer is read: the server runs them while this thread applies the catch-up.
+        answer is read (one wait for all), and may work in process meanwhile on the index as held.
         """
         outermost = not self.in_transaction if outermost is None else outermost
         with self.pinned():
@@ -381,7 +381,7 @@ class PostgresSearch(PostgresBase):
         view_xid, view_seq = self._keywords_view
         asked = self._exec(_CATCH_UP, (self._keywords_seq, str(self._keywords_xmin), view_xid, view_seq))
         if sending is not None:
-            sending()  # queued behind the catch-up: its answer is read without waiting for theirs
+            sending()  # queued behind the catch-up: one wait for all (psycopg reads every queued answer)
         rows = asked.fetchall()
         head, changes = rows[0], rows[1:]
         mine = [int(r[1]) for r in changes if r[6] == "true"]
