@@ -404,9 +404,10 @@ def test_a_search_holds_the_speaker_names_until_a_storyline_changes(url: str) ->
         writer.close()
 
 
-def test_a_search_whose_speakers_changed_meanwhile_searches_with_the_new_names(url: str) -> None:
+def test_a_search_whose_speakers_changed_meanwhile_searches_with_the_new_names(url: str, minilm: Any) -> None:
     """The held names are used before the search's catch-up (sent with its vector search); when the catch-up says
     a speaker came, the search embeds the query again without the new name and searches again."""
+    from narrative.providers.embed import embed_one
     from narrative.read.search import SearchMode, SearchParams, hybrid_search
 
     reader, writer = PostgresStore(url), PostgresStore(url)
@@ -416,9 +417,9 @@ def test_a_search_whose_speakers_changed_meanwhile_searches_with_the_new_names(u
         writer.update_storyline("jo", storyline.id, participants=[Participant("Caroline", "participant")])
         embedded: list[str] = []
 
-        def embed(text: str) -> tuple[np.ndarray, str]:
+        def embed(text: str) -> tuple[np.ndarray, str]:  # the real model, told what it embeds
             embedded.append(text)
-            return np.random.default_rng(len(text)).standard_normal(8).astype(np.float32), MODEL
+            return embed_one(minilm, text), minilm.identity
 
         params = SearchParams(k=5, pool=20, mode=SearchMode.HYBRID)
         hybrid_search(reader, "jo", "what did Mel say about lisbon", NOW, params, embed_query=embed)
