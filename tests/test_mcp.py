@@ -321,6 +321,23 @@ def test_get_your_story_pages(server: Driver) -> None:
     page = server.ok("get_your_story", limit=2, offset=0)
     assert page["storyline"]["name"] == "Your Story" and page["limit"] == 2
     assert len(page["memories"]) <= 2
+    if page["next_offset"] is not None:
+        assert page["next_offset"] == 2 and len(page["memories"]) == 2
+
+
+def test_list_memories_says_where_the_next_page_starts(server: Driver) -> None:
+    everything = server.ok("list_memories", limit=200)
+    total = len(everything["items"])
+    assert total >= 3 and everything["next_offset"] is None
+    seen, offset = [], 0
+    while offset is not None:  # walking the pages by next_offset gives every memory once, in order
+        page = server.ok("list_memories", limit=2, offset=offset)
+        assert len(page["items"]) <= 2 and page["offset"] == offset
+        seen += [m["id"] for m in page["items"]]
+        offset = page["next_offset"]
+    assert seen == [m["id"] for m in everything["items"]]
+    last = server.ok("list_memories", limit=total, offset=0)
+    assert len(last["items"]) == total and last["next_offset"] is None  # a page that ends the list says so
 
 
 def test_get_context_gives_scene_memory_text(server: Driver) -> None:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import Field
 
 from narrative.errors import ValidationError
-from narrative.interfaces.mcp_tools import plain_dict, tool
+from narrative.interfaces.mcp_tools import page, plain_dict, tool
 from narrative.interfaces.numbers import Int
 from narrative.interfaces.serialize import plain
 
@@ -74,13 +74,14 @@ class CoreTools:
         offset: Annotated[Int, Field(ge=0, description="Skip this many (pagination).")] = 0,
     ) -> dict[str, Any]:
         """List memories newest first, optionally only those matching filters (fields and metadata, joined with
-        AND/OR/NOT). Use search_memories to find memories by meaning. Returns {items: [...], limit, offset}."""
+        AND/OR/NOT). Use search_memories to find memories by meaning. Returns {items: [...], limit, offset,
+        next_offset} (next_offset: pass it as offset for the next page; null on the last page)."""
         if storyline_id is not None:
             self.memory.get_storyline(storyline_id)  # NotFound, not an empty list
         found = self.memory.list_memories(
-            storyline_id=storyline_id, filters=filters, current_only=current_only, limit=limit, offset=offset
+            storyline_id=storyline_id, filters=filters, current_only=current_only, limit=limit + 1, offset=offset
         )
-        return {"items": plain(found), "limit": limit, "offset": offset}
+        return {"items": plain(found[:limit]), **page(limit, offset, more=len(found) > limit)}
 
     @tool(destructive=True)
     def update_memory(

@@ -168,6 +168,7 @@ class YourStory(BaseModel):
     memories: list[Memory]  # type: ignore[valid-type]
     limit: int
     offset: int
+    next_offset: int | None
 
 
 class Threads(BaseModel):
@@ -182,6 +183,7 @@ class Memories(BaseModel):
     items: list[Memory]  # type: ignore[valid-type]
     limit: int
     offset: int
+    next_offset: int | None
 
 
 class Reasoning(Open):

@@ -88,6 +88,11 @@ EntityType = Literal[
 ]
 
 
+def page(limit: int, offset: int, *, more: bool) -> dict[str, int | None]:
+    """A page's place in a list: ``next_offset`` is the offset of the next page, None on the last one."""
+    return {"limit": limit, "offset": offset, "next_offset": offset + limit if more else None}
+
+
 def plain_dict(value: Any) -> dict[str, Any]:
     data = plain(value)
     return data if isinstance(data, dict) else {"value": data}
@@ -393,12 +398,13 @@ class NarrativeTools:
     ) -> dict[str, Any]:
         """Get recent memories from Your Story, the permanent storyline of who the user is across all topics.
 
-        Returns {storyline: {id, name, summary}, memories: [...] newest first, limit, offset}.
+        Returns {storyline: {id, name, summary}, memories: [...] newest first, limit, offset, next_offset}
+        (next_offset: pass it as offset for the next page; null on the last page).
         """
         story = self.memory.your_story()
-        found = self.memory.list_memories(storyline_id=story.id, limit=limit, offset=offset)
+        found = self.memory.list_memories(storyline_id=story.id, limit=limit + 1, offset=offset)
         about = {"id": story.id, "name": story.name, "summary": story.summary}
-        return {"storyline": about, "memories": plain(found), "limit": limit, "offset": offset}
+        return {"storyline": about, "memories": plain(found[:limit]), **page(limit, offset, more=len(found) > limit)}
 
     @tool(read_only=True, aliases={"act_id": "storyline_id"})
     def get_open_threads(
