@@ -95,6 +95,20 @@ def test_users_never_see_each_other_and_scores_are_per_user() -> None:
     assert index.search("carol", ["rescu"], 10) == []
 
 
+def test_dropping_a_user_forgets_their_rows_only_and_they_can_come_back() -> None:
+    index = KeywordIndex()
+    index.upsert([(i, "alice" if i % 2 else "bob", f"rescue dog {i}") for i in range(1, 2001)])
+    index.remove([1, 3])  # dead slots in the shard that goes
+    bob = index.search("bob", ["rescu"], 5000)
+    assert index.drop_user("alice") == 998 and index.drop_user("alice") == 0
+    assert len(index) == 1000 and 5 not in index and 4 in index
+    assert index.search("alice", ["rescu"], 10) == [] and index.search("bob", ["rescu"], 5000) == bob
+    index.upsert([(5, "alice", "rescue cat"), (7, "carol", "rescue cat")])  # the shard's number is taken again
+    assert [h[0] for h in index.search("alice", ["rescu"], 10)] == [5]
+    assert [h[0] for h in index.search("carol", ["rescu"], 10)] == [7]
+    assert index.search("bob", ["rescu"], 5000) == bob
+
+
 def pruning() -> KeywordIndex:
     """An index that takes the pruned path for every query and keeps every term's layout (tiny tails)."""
     return KeywordIndex(prune_from=0, keep_layouts_from=1)

@@ -433,3 +433,54 @@ def test_a_search_whose_speakers_changed_meanwhile_searches_with_the_new_names(u
     finally:
         reader.close()
         writer.close()
+
+
+def test_a_process_past_its_bound_lets_the_least_recently_searched_users_go(url: str) -> None:
+    """A worker serving many users holds at most ``held_rows`` memories and messages: the users it searched least
+    recently are let go (never the one being searched) and read again on their next search, which then answers
+    as the database holds their memories now, whatever another process wrote meanwhile."""
+    reader, writer = PostgresStore(url, held_rows=25), PostgresStore(url)
+    try:
+        rng = random.Random(13)
+        ids = {user: [say(writer, user, rng, step) for step in range(10)] for user in ("ann", "bo", "cy")}
+        vectors = np.random.default_rng(4).normal(size=(10, 384)).astype(np.float32)
+        for user, made in ids.items():
+            writer.put_memory_vectors(user, MODEL, dict(zip(made, vectors, strict=True)))
+
+        def searched(user: str) -> None:
+            for query in ("lisbon garden", "friday coffee"):
+                got = reader.keyword_and_vector_search(user, query, vectors[1], MODEL, limit=5)
+                assert got == searched_in_turn(writer, user, query, vectors[1], MODEL, 5, None), user
+            assert reader.memory_briefs_and_conflicts(user, ids[user]) == read_from_the_database(
+                writer, user, ids[user]
+            )
+
+        searched("ann")
+        searched("bo")
+        assert reader._keyword_users == {"ann", "bo"}  # 20 held
+        searched("cy")  # 30 > 25: ann, searched least recently, goes
+        assert reader._keyword_users == {"bo", "cy"} and "ann" not in reader._briefs
+        writer.update_memory("ann", ids["ann"][0], content="lisbon garden lisbon garden")  # while ann is not held
+        writer.delete_memories("ann", [ids["ann"][1]])
+        searched("ann")  # read again: bo goes now, cy stays
+        assert reader._keyword_users == {"cy", "ann"}
+        top = reader.keyword_and_vector_search("ann", "lisbon garden", None, MODEL, limit=1)[0][0]
+        assert top[0][0] == ids["ann"][0]
+        # messages held for the write path count too
+        assert reader.search_messages("bo", "garden lisbon coffee friday sprint", 3)
+        assert "bo" in reader._held_messages and "cy" not in reader._keyword_users
+        # the user being searched stays, even alone past the bound; 0 means no bound
+        alone = PostgresStore(url, held_rows=5)
+        unbounded = PostgresStore(url, held_rows=0)
+        try:
+            for user in ids:
+                alone.keyword_search_memories(user, "garden")
+                unbounded.keyword_search_memories(user, "garden")
+                assert alone._keyword_users == {user}
+            assert unbounded._keyword_users == set(ids)
+        finally:
+            alone.close()
+            unbounded.close()
+    finally:
+        reader.close()
+        writer.close()

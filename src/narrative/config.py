@@ -50,6 +50,9 @@ class Settings:
     # how the SQLite store's in-process vector index holds vectors: float32 | float16 (half the memory; exact
     # scores of filtered searches good to ~1e-3).  See docs/scaling.md.
     vector_precision: str = "float32"
+    # PostgreSQL: most memories and messages one process holds for its searches (keyword indexes, briefs); past
+    # it, the least recently searched users are let go and read again on their next search.  0 = no bound
+    held_rows: int = 1_000_000
     llm_provider: str = "none"  # none | ollama | openai
     llm_url: str = ""
     llm_model: str = ""
@@ -123,6 +126,8 @@ class Settings:
             )
         if self.exchange_vector not in {"embed", "compose"}:
             raise ValidationError(f"unknown exchange_vector {self.exchange_vector!r}", field="exchange_vector")
+        if self.held_rows < 0:
+            raise ValidationError("held_rows must be 0 (no bound) or more", field="held_rows")
         if self.reflect_every < 1:
             raise ValidationError("reflect_every must be at least 1", field="reflect_every")
 

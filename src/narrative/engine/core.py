@@ -67,7 +67,7 @@ class Runtime:
 
             if settings.db == default_db(env):  # the data directory's file: its folder is made on first use
                 Path(settings.db).parent.mkdir(parents=True, exist_ok=True)
-            store = open_store(settings.db, vector_precision=settings.vector_precision)
+            store = open_store(settings.db, vector_precision=settings.vector_precision, held_rows=settings.held_rows)
         self.store: Store = store
         self._embedder = embedder
         self._writes_checked = False  # embedder_for_writes has checked the file's embedder

@@ -331,6 +331,18 @@ class KeywordIndex:
             for row_id in row_ids:
                 self._remove_one(row_id)
 
+    def drop_user(self, user_id: str) -> int:
+        """Forget every row of one user at once (their shard goes whole); returns how many rows went."""
+        with self._lock:
+            shard = self._shards.pop(user_id, None)
+            if shard is None:
+                return 0
+            alive = np.frombuffer(shard.alive, dtype=np.uint8).astype(bool)
+            ids = np.frombuffer(shard.ids, dtype=np.int64)[alive]
+            self._where.pop_many(ids.tolist())
+            self._numbered[shard.number] = None
+            return int(ids.size)
+
     def _shard(self, user_id: str) -> _Shard:
         shard = self._shards.get(user_id)
         if shard is None:

@@ -30,15 +30,17 @@ def is_postgres_url(db: str | Path) -> bool:
     return str(db).startswith(("postgresql://", "postgres://"))
 
 
-def open_store(db: str | Path, vector_precision: str = "float32") -> Store:
+def open_store(db: str | Path, vector_precision: str = "float32", held_rows: int = 1_000_000) -> Store:
     """A migrated store: PostgreSQL for a URL (needs the ``postgres`` extra), else a SQLite file.
 
-    ``vector_precision`` (float32 or float16) is how the SQLite store's in-process vector index holds vectors.
+    ``vector_precision`` (float32 or float16) is how the SQLite store's in-process vector index holds vectors;
+    ``held_rows`` how many memories and messages a PostgreSQL store holds in process for its searches (0 = no
+    bound: see :class:`~narrative.store.postgres.PostgresStore`).
     """
     if is_postgres_url(db):
         from narrative.store.postgres import PostgresStore
 
-        return PostgresStore(str(db))
+        return PostgresStore(str(db), held_rows=held_rows)
     from narrative.store.sqlite import SqliteStore
 
     _refuse_foreign(Path(db))

@@ -61,6 +61,11 @@ class PassageKeywords:
         self.index.remove(self.owners.forget(set(memory_ids)))
         self.add(rows)
 
+    def drop_user(self, user_id: str, memory_ids: Iterable[int]) -> None:
+        """Forget one user's passages (``memory_ids``: every memory of theirs whose passages are held)."""
+        self.owners.forget(memory_ids)
+        self.index.drop_user(user_id)
+
     def add(self, rows: Sequence[PassageRow]) -> None:
         for passage_id, memory_id, _, _ in rows:
             self.owners.note(passage_id, memory_id)

@@ -21,7 +21,7 @@ from narrative.store.filters import MemoryFilter
 from narrative.store.postgres.integrity import PostgresIntegrity
 from narrative.store.postgres.portability import PostgresPortability
 from narrative.store.postgres.rows import PostgresRows
-from narrative.store.postgres.search import PostgresSearch
+from narrative.store.postgres.search import HELD_ROWS, PostgresSearch
 from narrative.store.postgres.vectors import PostgresVectors, plain_vector_search
 from narrative.store.protocol import Ranked, searched_in_turn
 from narrative.store.sqlite.bindings import BindingRows
@@ -64,8 +64,11 @@ class PostgresStore(  # type: ignore[misc]  # the PostgreSQL base replaces the S
 
     backend = "postgres"
 
-    def __init__(self, url: str, pool_size: int = 4) -> None:
-        self._init_search()
+    def __init__(self, url: str, pool_size: int = 4, held_rows: int = HELD_ROWS) -> None:
+        """``held_rows``: most memories and messages this process holds in memory for its searches (the keyword
+        indexes, briefs and messages of the users it searched); past it, the least recently searched users are let
+        go and read again on their next search.  0 = no bound."""
+        self._init_search(held_rows)
         self._init_vectors()
         self._helpers: concurrent.futures.ThreadPoolExecutor | None = None  # made on first use
         self._helpers_lock = threading.Lock()

@@ -14,6 +14,7 @@ records how far prunes went) makes the index start afresh.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -102,8 +103,12 @@ class _HeldBriefs:
         return briefs, [found[k] for k in sorted(found)]
 
 
+#: Most memories and messages one process holds for searches (:attr:`Settings.held_rows`); 0 = no bound.
+HELD_ROWS = 1_000_000
+
+
 class PostgresSearch(PostgresBase):
-    def _init_search(self) -> None:
+    def _init_search(self, held_rows: int = HELD_ROWS) -> None:
         self._keywords: KeywordIndex | None = None
         self._keywords_seq = 0
         self._keywords_xmin = 0
@@ -119,6 +124,8 @@ class PostgresSearch(PostgresBase):
         self._keyword_edits = 0  # changes made to the two indexes in place (a search ranked before them ranks again)
         self._held_messages: dict[str, _HeldMessages] = {}  # users whose messages were searched here
         self._messages_dirty = False  # the held messages include rows read inside a transaction
+        self._held_rows = held_rows  # past this many held memories and messages, let the least recent users go
+        self._recent: OrderedDict[str, None] = OrderedDict()  # users searched here, least recently first
 
     # --- keyword index -------------------------------------------------------------
 
@@ -266,6 +273,10 @@ class PostgresSearch(PostgresBase):
             base.highest, base.count, base.total = max([base.highest, *ids]), count, total
             self._held_messages[user_id] = base
             self._messages_dirty = self._messages_dirty or (bool(ids) and not outermost)
+            self._recent[user_id] = None
+            self._recent.move_to_end(user_id)
+            if ids:
+                self._let_go(user_id)
             return base
         raise StoreError(f"the messages of {user_id!r} did not add up twice in one snapshot")  # pragma: no cover
 
@@ -303,8 +314,11 @@ class PostgresSearch(PostgresBase):
                 self._lock.release()
                 raise
         try:  # the connection is back in the pool (unless a transaction or an outer block holds it)
+            self._recent[user_id] = None
+            self._recent.move_to_end(user_id)
             if new is not None:
                 self._add_user(index, user_id, new, outermost)
+                self._let_go(user_id)
             if held is None:
                 self._seen_by_search(user_id, outermost)
             yield index
@@ -443,6 +457,36 @@ class PostgresSearch(PostgresBase):
         self._passage_keywords.add(passages)
         self._keyword_users.add(user_id)
         self._keywords_dirty = self._keywords_dirty or not outermost
+
+    def _let_go(self, keep: str) -> None:
+        """Past :attr:`_held_rows` held memories and messages, forget the least recently searched users' (never
+        ``keep``'s, the user being searched): a worker serving many users keeps those it serves now, in bounded
+        memory, and reads a user let go again on their next search (as on their first).  Under the lock."""
+        if self._held_rows <= 0:
+            return
+        held = {user: self._held_by(user) for user in self._recent}
+        total = sum(held.values())
+        for user, rows in held.items():  # least recently searched first
+            if user == keep or (rows and total <= self._held_rows):
+                continue
+            self._forget_user(user)  # also a user with nothing held any more (the index started afresh)
+            total -= rows
+
+    def _held_by(self, user_id: str) -> int:
+        briefs, messages = self._briefs.get(user_id), self._held_messages.get(user_id)
+        return (len(briefs.briefs) if briefs is not None else 0) + (messages.count if messages is not None else 0)
+
+    def _forget_user(self, user_id: str) -> None:
+        """Drop what this process holds of one user (their memories, passages, briefs, names and messages)."""
+        self._keyword_edits += 1
+        self._recent.pop(user_id, None)
+        held = self._briefs.pop(user_id, None)
+        if held is not None and self._keywords is not None:
+            self._keywords.drop_user(user_id)
+            self._passage_keywords.drop_user(user_id, held.briefs)
+        self._keyword_users.discard(user_id)
+        self._names.pop(user_id, None)
+        self._held_messages.pop(user_id, None)
 
     def _memory_rows(self, where: str, params: list[Any]) -> list[_MemoryRow]:
         """(id, user, text the index takes, brief) of the memories ``where`` selects (columns of ``m``)."""
