@@ -17,6 +17,8 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -191,17 +193,23 @@ def timing(times: Sequence[float]) -> dict[str, float]:
     return {"p50_ms": round(percentile(times, 0.5), 3), "p95_ms": round(percentile(times, 0.95), 3)}
 
 
-def time_queries(mem: Memory, queries: list[str], mode: str, embedded: bool = False) -> list[float]:
-    """Milliseconds of each search; ``embedded``: with the query's embedding in the time (the embedder's query
-    cache is emptied before each search, so the texts are the same as the other rows', not made unique)."""
-    forget = getattr(mem.embedder, "clear_cache", None) if embedded else None
-    out = []
+def time_alternately(
+    mems: Sequence[Memory], queries: list[str], mode: str, embedded: bool = False
+) -> list[list[float]]:
+    """Milliseconds of each search on each store (a list per store), the stores taking turns: query i runs on
+    every store, in order, before query i + 1 runs on any. A machine that is busier in one second than the next
+    then weighs on every store alike, and the stores' ratio measures the stores, not the load. ``embedded``: with
+    the query's embedding in the time (the embedder's query cache is emptied before each search, so the texts are
+    the same as the other rows', not made unique)."""
+    forgets = [getattr(mem.embedder, "clear_cache", None) if embedded else None for mem in mems]
+    out: list[list[float]] = [[] for _ in mems]
     for query in queries:
-        if forget is not None:
-            forget()
-        started = time.perf_counter()
-        mem.search(query, 10, mode=mode, record=False)
-        out.append((time.perf_counter() - started) * 1000)
+        for mem, forget, times in zip(mems, forgets, out, strict=True):
+            if forget is not None:
+                forget()
+            started = time.perf_counter()
+            mem.search(query, 10, mode=mode, record=False)
+            times.append((time.perf_counter() - started) * 1000)
     return out
 
 
@@ -230,44 +238,89 @@ def time_chroma(size: int, pool_vectors: np.ndarray, query_vectors: np.ndarray, 
 
 
 def measure_size(
-    mem: Memory,
+    opens: Sequence[Callable[[], Memory]],
     size: int,
     pool_texts: list[str],
     pool_vectors: np.ndarray,
     queries: tuple[list[str], np.ndarray],
     model_rss_mb: float,
     turns_into: int = 0,
-) -> dict[str, Any]:
-    """Build a store of ``size`` memories and time searches on it (one row of the report), then ``turns_into``
-    turns through the write path into it."""
+) -> list[dict[str, Any]]:
+    """Build a store of ``size`` memories in each store ``opens`` opens, one store after the other, and time the
+    same searches on all of them, the stores taking turns (one row of the report each); then ``turns_into`` turns
+    through the write path into each.
+
+    A store's peak RSS is read after its searches, or, when another store is built after it, as soon as it is
+    built and its indexes loaded, so that the next store's memory is not counted in it."""
     query_texts, query_vectors = queries
-    user = mem.settings.user
+    with ExitStack() as stack:
+        mems: list[Memory] = []
+        built: list[tuple[np.ndarray, dict[str, Any]]] = []
+        for number, open_store in enumerate(opens):
+            mem = stack.enter_context(open_store())
+            ids, row = build_and_load(mem, size, pool_texts, pool_vectors)
+            if number < len(opens) - 1:
+                row.update(rss_figures(size, model_rss_mb))
+            mems.append(mem)
+            built.append((ids, row))
+        for (_, row), timed in zip(built, time_rows(mems, query_texts), strict=True):
+            row.update(timed)
+            if len(mems) > 1:
+                row["alternated"] = True  # its searches took turns with the other stores'
+        for mem, (ids, row) in zip(mems, built, strict=True):
+            row.update(search_figures(mem, ids, pool_vectors, query_texts, query_vectors, size))
+            if "peak_rss_mb" not in row:
+                row.update(rss_figures(size, model_rss_mb))
+        if turns_into:  # last: it adds to the store
+            for mem, (_, row) in zip(mems, built, strict=True):
+                row["turns_into"] = measure_turns_into(mem, turns_into)
+    return [row for _, row in built]
+
+
+def build_and_load(
+    mem: Memory, size: int, pool_texts: list[str], pool_vectors: np.ndarray
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """Insert ``size`` memories and load (SQLite) or build (PostgreSQL) the indexes with a first search; the
+    memories' ids and the row's build times."""
     started = time.perf_counter()
     ids = build_store(mem, size, pool_texts, pool_vectors, seed=size)
     build = time.perf_counter() - started
     started = time.perf_counter()
     mem.search("warm up the index", 10, record=False)  # loads (SQLite) or builds (PostgreSQL) the indexes
-    row: dict[str, Any] = {
-        "memories": size,
-        "build_s": round(build, 1),
-        "index_s": round(time.perf_counter() - started, 1),
-    }
+    return ids, {"memories": size, "build_s": round(build, 1), "index_s": round(time.perf_counter() - started, 1)}
+
+
+def time_rows(mems: Sequence[Memory], query_texts: list[str]) -> list[dict[str, Any]]:
+    """The timed rows of each store, the stores taking turns on every query (``time_alternately``)."""
+    rows: list[dict[str, Any]] = [{} for _ in mems]
     # the first pass over the queries after the index is loaded, reported on its own: it reads the store's pages
     # (and the keyword index's) for the first time, which the rows below find read
-    row["first_pass"] = timing(time_queries(mem, query_texts, "hybrid", embedded=True))
-    for query in query_texts:  # warm the query-embedding cache: the mode rows exclude the model
-        mem.search(query, 1, mode="vector", record=False)
+    for row, times in zip(rows, time_alternately(mems, query_texts, "hybrid", embedded=True), strict=True):
+        row["first_pass"] = timing(times)
+    for mem in mems:
+        for query in query_texts:  # warm the query-embedding cache: the mode rows exclude the model
+            mem.search(query, 1, mode="vector", record=False)
     for mode in ("hybrid", "vector", "keyword"):
-        times = time_queries(mem, query_texts, mode)
-        row[mode] = {**timing(times), "mean_ms": round(statistics.fmean(times), 3)}
-    row["hybrid+embedding"] = timing(time_queries(mem, query_texts, "hybrid", embedded=True))
+        for row, times in zip(rows, time_alternately(mems, query_texts, mode), strict=True):
+            row[mode] = {**timing(times), "mean_ms": round(statistics.fmean(times), 3)}
+    for row, times in zip(rows, time_alternately(mems, query_texts, "hybrid", embedded=True), strict=True):
+        row["hybrid+embedding"] = timing(times)
+    return rows
+
+
+def search_figures(
+    mem: Memory, ids: np.ndarray, pool_vectors: np.ndarray, query_texts: list[str], query_vectors: np.ndarray, size: int
+) -> dict[str, Any]:
+    """One store's query embedding time, the recall of its vector search against exact search, and (PostgreSQL)
+    the plan of its vector search."""
     assert mem.embedder is not None
     embed_times = []
     for text in query_texts[:50]:
         t = time.perf_counter()
         mem.embedder.embed_batch([text + " ?"])  # uncached
         embed_times.append((time.perf_counter() - t) * 1000)
-    row["query_embedding"] = timing(embed_times)
+    row: dict[str, Any] = {"query_embedding": timing(embed_times)}
+    user = mem.settings.user
     sample = min(len(query_vectors), 50)
     truth = exact_top(ids, pool_vectors, size, query_vectors[:sample], 10)
     row["recall@10"], row["within_0.005@10"] = recall_at(mem, user, query_vectors[:sample], truth, 10)
@@ -275,11 +328,13 @@ def measure_size(
     if explain is not None:  # PostgreSQL: which index the search used, and how many rows it read
         plan = explain(user, query_vectors[0], mem.embedder.identity, k=100)
         row["plan"] = {"indexes": plan["indexes"], "rows_read": plan["rows_read"]}
-    row["peak_rss_mb"] = round(peak_rss_mb(), 1)
-    row["kb_per_memory_above_model"] = round((peak_rss_mb() - model_rss_mb) * 1024 / size, 2)
-    if turns_into:
-        row["turns_into"] = measure_turns_into(mem, turns_into)  # last: it adds to the store
     return row
+
+
+def rss_figures(size: int, model_rss_mb: float) -> dict[str, float]:
+    """The process's peak RSS so far, and what it is per memory above the model's."""
+    peak = peak_rss_mb()
+    return {"peak_rss_mb": round(peak, 1), "kb_per_memory_above_model": round((peak - model_rss_mb) * 1024 / size, 2)}
 
 
 def measure_turns_into(mem: Memory, turns: int) -> dict[str, Any]:
@@ -348,14 +403,10 @@ def run(
         progress(1, steps)
     step = 1
     for size in sizes:
-        for url in [None, postgres] if postgres and size <= postgres_max else [None]:
-            target = url or workdir / f"store-{size}.db"
-            if url:
-                forget_user(url, f"bench-{size}")
-            with Memory(target, user=f"bench-{size}") as mem:
-                row = measure_size(
-                    mem, size, pool_texts, pool_vectors, (query_texts, query_vectors), model_rss, turns_into
-                )
+        urls = [None, postgres] if postgres and size <= postgres_max else [None]
+        opens = [partial(open_bench_store, url, workdir / f"store-{size}.db", f"bench-{size}") for url in urls]
+        rows = measure_size(opens, size, pool_texts, pool_vectors, (query_texts, query_vectors), model_rss, turns_into)
+        for url, row in zip(urls, rows, strict=True):
             row["store"] = "postgres" if url else "sqlite"
             row["chroma"] = time_chroma(size, pool_vectors, query_vectors, workdir) if chroma and not url else None
             report["sizes"].append(row)
@@ -372,6 +423,14 @@ def run(
         if progress is not None:
             progress(step, steps)
     return report
+
+
+def open_bench_store(url: str | None, path: Path, user: str) -> Memory:
+    """The bench store of ``user``: the SQLite file ``path``, or the PostgreSQL database ``url``, where the user
+    starts from nothing (an earlier run may have left rows)."""
+    if url:
+        forget_user(url, user)
+    return Memory(url or path, user=user)
 
 
 def format_report(report: dict[str, Any]) -> str:
@@ -447,6 +506,8 @@ def _size_lines(report: dict[str, Any]) -> list[str]:
     for size, stores in by_size.items():
         if "sqlite" in stores and "postgres" in stores:
             lite, pg = stores["sqlite"], stores["postgres"]
+            if lite.get("alternated") and pg.get("alternated"):
+                lines.append(f"{size:>9} searches timed alternately: each query on SQLite, then on PostgreSQL")
             lines.append(
                 f"{size:>9} PostgreSQL ÷ SQLite p95: hybrid {_ratio(pg, lite, 'hybrid')}×,"
                 f" vector {_ratio(pg, lite, 'vector')}×, keyword {_ratio(pg, lite, 'keyword')}×"
