@@ -260,6 +260,29 @@ def test_an_exchange_showing_an_updated_turn_brings_the_update_above_it(db: str,
         assert at[later.message.id] < at[first.message.id]  # the update is brought in above it
 
 
+def test_an_update_comes_in_only_beside_the_part_of_a_long_message_it_updates(db: str, clock: FakeClock) -> None:
+    """A long message says many things; a later figure for one of them is brought in beside the part that said it,
+    not beside another part of the message a search found on its own."""
+    filler = [
+        f"Paragraph {i} is about the {topic} and nothing else: " + " ".join(f"{topic}-detail-{j}" for j in range(40))
+        for i, topic in enumerate(["bakery", "harbour", "library", "orchard", "railway", "museum"])
+    ]
+    first_part = "The launch is on April 1, 2024. The old hall holds 80 people."
+    long = "\n\n".join([first_part, *filler, "The garden beds get 30 minutes of water."])
+    with narrative.Memory(db, user="alice", embedder="none", clock=clock, env={}) as mem:
+        first = mem.remember(long)
+        assert len(mem.store.passages_of_messages("alice", [first.message.id])[first.message.id]) > 2
+        clock.advance(days=3)
+        later = mem.remember("Update: the launch moved to April 5, 2024.")
+        assert later.settled.conflicts and later.settled.conflicts[0].other_passage_id is not None
+        garden = mem.search("garden beds water minutes", 3, record=False)
+        assert garden[0].passage is not None and "garden beds" in garden[0].text
+        assert all(later.message.id not in h.shown for h in garden)  # not what the part found is about
+        launch = mem.search("launch old hall", 3, record=False)
+        at = {m: next(i for i, h in enumerate(launch) if m in h.shown) for h in launch for m in h.shown}
+        assert at[later.message.id] <= at[first.message.id]  # the part it updates brings it in, above
+
+
 def test_a_denial_contradicts_what_was_affirmed_with_no_order_between_them() -> None:
     [never] = statements("I've never written any Flask routes in this project.")
     [did] = statements("The homepage route with Flask returns static HTML.")

@@ -37,26 +37,32 @@ def with_conflicting(
     conflicts = conflicts_of(store, user_id, listed, found)
     partners: dict[Key, list[tuple[int, int | None]]] = {}
     newer: set[int] = set()  # memories that update a partner which still says more (shown before it)
-    latest: dict[int, tuple[int, int | None]] = {}  # a denial → what was done since, the newest (conflicts by age)
+    latest: dict[int, Conflict] = {}  # a denial → what was done since, the newest (conflicts by age)
+
+    def shown_with(mine: int, part: int | None) -> Key | None:
+        """The result standing for ``mine``, unless it shows another part of the message than the one named."""
+        key = listed.get(mine)
+        return None if key is None or another_part(found, key, mine, part) else key
+
     for c in conflicts:
         if c.reason.startswith(UPDATES):
             newer.add(c.memory_id)
             if c.reason.startswith(SINCE_DONE):
-                latest[c.other_memory_id] = (c.memory_id, c.passage_id)
-            elif c.other_memory_id in listed and c.memory_id not in listed:
-                partners.setdefault(listed[c.other_memory_id], []).append((c.memory_id, c.passage_id))
+                latest[c.other_memory_id] = c
+            elif c.memory_id not in listed and (key := shown_with(c.other_memory_id, c.other_passage_id)):
+                partners.setdefault(key, []).append((c.memory_id, c.passage_id))
             continue  # an update is read without what it updated; the older statement brings its update in
-        for mine, other, other_passage in (
-            (c.memory_id, c.other_memory_id, c.other_passage_id),
-            (c.other_memory_id, c.memory_id, c.passage_id),
+        for mine, part, other, other_passage in (
+            (c.memory_id, c.passage_id, c.other_memory_id, c.other_passage_id),
+            (c.other_memory_id, c.other_passage_id, c.memory_id, c.passage_id),
         ):
-            if mine in listed and other not in listed:
-                partners.setdefault(listed[mine], []).append((other, other_passage))
-    for older, (update, passage_id) in latest.items():  # the newest progress says where things stand now
-        if older in listed and update not in listed:
-            partners.setdefault(listed[older], []).append((update, passage_id))
+            if other not in listed and (key := shown_with(mine, part)):
+                partners.setdefault(key, []).append((other, other_passage))
+    for older, c in latest.items():  # the newest progress says where things stand now
+        if c.memory_id not in listed and (key := shown_with(older, c.other_passage_id)):
+            partners.setdefault(key, []).append((c.memory_id, c.passage_id))
     if not partners:
-        return updates_first(chosen, conflicts, listed)
+        return updates_first(chosen, conflicts, listed, found)
     wanted = {m for pairs in partners.values() for m, _ in pairs}
     current = {m.id: m for m in store.get_memories(user_id, wanted) if m.is_current or include_superseded}
     passages = {p.id: p for p in store.get_passages(user_id, [p for ps in partners.values() for _, p in ps if p])}
@@ -89,7 +95,17 @@ def with_conflicting(
     while len(result) > k and (room := [key for key in result if key not in added and key not in partners]):
         result.remove(room[-1])
     listed.update({found.units[key].memory_id: key for key in added})
-    return updates_first(result, conflicts, listed)
+    return updates_first(result, conflicts, listed, found)
+
+
+def another_part(found: Candidates, key: Key, memory_id: int, passage_id: int | None) -> bool:
+    """True when the result shows one passage of a long message (its own match) and the conflict names another
+    current passage of it: a long reply says many things, and a later figure for one of them is not about the part
+    the search found, which the reader sees alone."""
+    shown = found.units[key].passage
+    if passage_id is None or shown is None or shown.memory_id != memory_id or shown.id == passage_id:
+        return False
+    return any(p.id == passage_id for p in found.of_message.get(shown.message_id, ()))
 
 
 def conflicts_of(store: Store, user_id: str, memory_ids: Iterable[int], found: Candidates) -> list[Conflict]:
@@ -118,10 +134,13 @@ def standing_for(
     return listed
 
 
-def updates_first(order: list[Key], conflicts: Sequence[Conflict], listed: dict[int, Key]) -> list[Key]:
+def updates_first(
+    order: list[Key], conflicts: Sequence[Conflict], listed: dict[int, Key], found: Candidates
+) -> list[Key]:
     """An earlier statement that an update left current (its message says more) is shown after its update:
     when both are results, the update moves up to just above it.  Of the things done since a denial only the
-    newest moves up (as only the newest is brought in): the others keep the rank their own match gave them."""
+    newest moves up (as only the newest is brought in): the others keep the rank their own match gave them.  A
+    result showing another part of the earlier message than the updated one keeps its place (:func:`another_part`)."""
     result = list(order)
     newest = {c.other_memory_id: c.id for c in conflicts if c.reason.startswith(SINCE_DONE)}
     for c in conflicts:
@@ -129,6 +148,8 @@ def updates_first(order: list[Key], conflicts: Sequence[Conflict], listed: dict[
             continue
         at = {ident: result.index(key) for ident, key in listed.items() if key in result}
         old, new = at.get(c.other_memory_id), at.get(c.memory_id)
+        if old is not None and another_part(found, result[old], c.other_memory_id, c.other_passage_id):
+            continue
         if old is not None and new is not None and new > old:
             result.insert(old, result.pop(new))
     return result
