@@ -283,6 +283,26 @@ def test_an_update_comes_in_only_beside_the_part_of_a_long_message_it_updates(db
         assert at[later.message.id] <= at[first.message.id]  # the part it updates brings it in, above
 
 
+def test_a_contradiction_comes_in_only_beside_the_part_of_a_long_message_it_is_about(db: str, clock: FakeClock) -> None:
+    filler = [
+        f"Paragraph {i} is about the {topic} and nothing else: " + " ".join(f"{topic}-detail-{j}" for j in range(40))
+        for i, topic in enumerate(["bakery", "harbour", "library", "orchard", "railway", "museum"])
+    ]
+    first_part = "I've never written any Flask routes in this project."
+    long = "\n\n".join([first_part, *filler, "The garden beds get 30 minutes of water."])
+    with narrative.Memory(db, user="alice", embedder="none", clock=clock, env={}) as mem:
+        first = mem.remember(long)
+        clock.advance(days=3)
+        later = mem.remember("I wrote the homepage route with Flask today, it works.")
+        [conflict] = later.settled.conflicts
+        assert conflict.other_passage_id is not None and conflict.reason.startswith(SINCE_DONE)
+        garden = mem.search("garden beds water minutes", 3, record=False)
+        assert garden[0].passage is not None and "garden beds" in garden[0].text
+        assert all(later.message.id not in h.shown for h in garden)
+        routes = mem.search("written flask routes project", 3, record=False)
+        assert {first.message.id, later.message.id} <= {m for h in routes for m in h.shown}  # both sides
+
+
 def test_a_denial_contradicts_what_was_affirmed_with_no_order_between_them() -> None:
     [never] = statements("I've never written any Flask routes in this project.")
     [did] = statements("The homepage route with Flask returns static HTML.")
