@@ -260,15 +260,19 @@ def test_an_exchange_showing_an_updated_turn_brings_the_update_above_it(db: str,
         assert at[later.message.id] < at[first.message.id]  # the update is brought in above it
 
 
-def test_an_update_comes_in_only_beside_the_part_of_a_long_message_it_updates(db: str, clock: FakeClock) -> None:
-    """A long message says many things; a later figure for one of them is brought in beside the part that said it,
-    not beside another part of the message a search found on its own."""
+def _long_message(first_part: str) -> str:
+    """``first_part``, six long paragraphs of other things, and a last one about the garden: several passages."""
     filler = [
         f"Paragraph {i} is about the {topic} and nothing else: " + " ".join(f"{topic}-detail-{j}" for j in range(40))
         for i, topic in enumerate(["bakery", "harbour", "library", "orchard", "railway", "museum"])
     ]
-    first_part = "The launch is on April 1, 2024. The old hall holds 80 people."
-    long = "\n\n".join([first_part, *filler, "The garden beds get 30 minutes of water."])
+    return "\n\n".join([first_part, *filler, "The garden beds get 30 minutes of water."])
+
+
+def test_an_update_comes_in_only_beside_the_part_of_a_long_message_it_updates(db: str, clock: FakeClock) -> None:
+    """A long message says many things; a later figure for one of them is brought in beside the part that said it,
+    not beside another part of the message a search found on its own."""
+    long = _long_message("The launch is on April 1, 2024. The old hall holds 80 people.")
     with narrative.Memory(db, user="alice", embedder="none", clock=clock, env={}) as mem:
         first = mem.remember(long)
         assert len(mem.store.passages_of_messages("alice", [first.message.id])[first.message.id]) > 2
@@ -284,12 +288,7 @@ def test_an_update_comes_in_only_beside_the_part_of_a_long_message_it_updates(db
 
 
 def test_a_contradiction_comes_in_only_beside_the_part_of_a_long_message_it_is_about(db: str, clock: FakeClock) -> None:
-    filler = [
-        f"Paragraph {i} is about the {topic} and nothing else: " + " ".join(f"{topic}-detail-{j}" for j in range(40))
-        for i, topic in enumerate(["bakery", "harbour", "library", "orchard", "railway", "museum"])
-    ]
-    first_part = "I've never written any Flask routes in this project."
-    long = "\n\n".join([first_part, *filler, "The garden beds get 30 minutes of water."])
+    long = _long_message("I've never written any Flask routes in this project.")
     with narrative.Memory(db, user="alice", embedder="none", clock=clock, env={}) as mem:
         first = mem.remember(long)
         clock.advance(days=3)
