@@ -351,6 +351,16 @@ def test_every_setting_is_documented_in_one_place() -> None:
         assert f"`NARRATIVE_{name.upper()}`" in documented, name
 
 
+def test_held_rows_is_read_from_the_environment_and_a_negative_bound_is_refused() -> None:
+    from narrative.errors import ValidationError
+
+    assert Settings.resolve({}).held_rows == 1_000_000
+    assert Settings.resolve({"NARRATIVE_HELD_ROWS": "0"}).held_rows == 0  # no bound
+    with pytest.raises(ValidationError) as error:
+        Settings.resolve({"NARRATIVE_HELD_ROWS": "-5"})
+    assert error.value.field == "held_rows" and "0 (no bound) or more" in str(error.value)
+
+
 # --- import reads a bounded, checked file (issue 24, F7) --------------------------------------------
 
 

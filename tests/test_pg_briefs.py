@@ -484,3 +484,12 @@ def test_a_process_past_its_bound_lets_the_least_recently_searched_users_go(url:
     finally:
         reader.close()
         writer.close()
+
+
+def test_the_bound_set_on_a_memory_reaches_its_postgresql_store(url: str) -> None:
+    from narrative.engine import Memory
+
+    with Memory(url, user="ann", embedder="none", env={}, held_rows=7) as mem:
+        assert isinstance(mem.store, PostgresStore) and mem.store._held_rows == 7
+    with Memory(url, user="ann", embedder="none", env={"NARRATIVE_HELD_ROWS": "0"}) as mem:
+        assert isinstance(mem.store, PostgresStore) and mem.store._held_rows == 0
