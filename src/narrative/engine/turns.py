@@ -14,7 +14,7 @@ from narrative.errors import ValidationError
 from narrative.model import Message, Role
 from narrative.write import embedding, lifecycle
 from narrative.write.embedding import TurnVectors
-from narrative.write.turn import TurnWriter
+from narrative.write.turn import TurnWriter, about_you_note
 from narrative.write.turn_types import TurnContext, TurnResult, WriteSettings
 
 if TYPE_CHECKING:
@@ -250,7 +250,13 @@ class Turns:
             TurnWriter.stays_without_vector(m, before, x, defaults, before is not None and before.id in batch)
             for m, before, x in zip(messages, befores, extractions, strict=True)
         ]
-        plans = embedding.plan_turns(messages, answered, [_derived_texts(x) for x in extractions], composed, settled)
+        plans = embedding.plan_turns(
+            messages,
+            answered,
+            [_derived_texts(m, x) for m, x in zip(messages, extractions, strict=True)],
+            composed,
+            settled,
+        )
         if composed and self.rt.message_vectors is None:
             self.rt.message_vectors = embedding.MessageVectors()
         return embedding.embed_plans(embedder.embed_batch, plans, self.rt.message_vectors if composed else None)
@@ -266,6 +272,8 @@ class Turns:
         return self._followed(user_id, self._process(user_id, self.pending_messages(user=user_id)))
 
 
-def _derived_texts(extraction: Any) -> list[str]:
-    """Texts of the decision and research memories a turn will make (embedded with the turn)."""
-    return [content for content, _ in extraction.decisions] + [content for content, _ in extraction.research]
+def _derived_texts(message: Message, extraction: Any) -> list[str]:
+    """Texts of the decision, research and Your Story memories a turn will make (embedded with the turn)."""
+    note = about_you_note(message, extraction)
+    texts = [content for content, _ in extraction.decisions] + [content for content, _ in extraction.research]
+    return texts + ([note] if note is not None else [])

@@ -212,4 +212,5 @@ def _from_reply(reply: dict[str, Any], fallback: TurnExtraction) -> TurnExtracti
         research=research,
         people=fallback.people,
         key_points=fallback.key_points,
+        about_you=fallback.about_you,
     )

@@ -50,6 +50,19 @@ if TYPE_CHECKING:
     from narrative.write.extract import TurnExtraction
 
 
+#: Who the person is matters beyond the turn that said it (a life event scores 4 too: extract/__init__).
+ABOUT_YOU_IMPORTANCE = 4
+EVERYTHING = 1_000_000
+
+
+def about_you_note(message: Message, extraction: TurnExtraction) -> str | None:
+    """The Your Story note a person's turn makes: what they said about who they are ("I'm a nurse; I live in
+    Leeds"), as their turn line (with the speaker, in a chat of several people), or None."""
+    if message.role is not Role.USER or not extraction.about_you:
+        return None
+    return turn_line(replace(message, content="; ".join(extraction.about_you)))
+
+
 class TurnWriter:
     """Runs the derived work of one stored message.  Holds no state between turns."""
 
@@ -120,7 +133,7 @@ class TurnWriter:
             if answered is not None and answered.storyline_id != storyline.id:  # never pair across a switch
                 answered, vector = None, self._alone(message) if exchange_only else alone
             result.memories = self._store_memories(
-                message, vector, extraction, storyline, link, derived_vectors, answered
+                message, vector, extraction, storyline, link, derived_vectors, answered, your_story_id
             )
             own = result.memories[0]
             vectors = passage_vectors
@@ -360,6 +373,7 @@ class TurnWriter:
         link: Narrative | None,
         derived_vectors: list[np.ndarray] | None = None,
         answered: Message | None = None,
+        your_story_id: int | None = None,
     ) -> list[MemoryItem]:
         def memory(
             stream: Stream,
@@ -419,10 +433,36 @@ class TurnWriter:
             memory(Stream.RESEARCH, Source.EXTRACTION, content, importance, details)
             for content, details in extraction.research
         ]
-        stored = [self.store.insert_memory(m) for m in [exchange, *derived]]
         known = [vector, *(derived_vectors or [])] if vector is not None else []
+        note = about_you_note(message, extraction)
+        if note is not None and your_story_id is not None:
+            if self._noted(message.user_id, your_story_id, note):  # said before: Your Story holds it once
+                known = known[: len(derived) + 1]
+            else:
+                derived.append(
+                    replace(
+                        memory(Stream.FACT, Source.EXTRACTION, note, ABOUT_YOU_IMPORTANCE, None),
+                        storyline_id=your_story_id,
+                        narrative_id=None,
+                    )
+                )
+        stored = [self.store.insert_memory(m) for m in [exchange, *derived]]
         self._put_vectors(message.user_id, stored, known)
         return stored
+
+    def _noted(self, user_id: str, your_story_id: int, note: str) -> bool:
+        """Whether Your Story already holds this note, current (the same words, any case)."""
+        held = self.store.list_memories(
+            user_id,
+            MemoryFilter(
+                storyline_ids=[your_story_id],
+                streams=[Stream.FACT],
+                sources=[Source.EXTRACTION],
+                current_only=True,
+                limit=EVERYTHING,
+            ),
+        )
+        return any(m.content.casefold() == note.casefold() for m in held)
 
     def _put_vectors(self, user_id: str, memories: Sequence[MemoryItem], known: Sequence[np.ndarray | None]) -> None:
         """Store vectors: the ones already made (in order), embedding the rest in one batch (or, while

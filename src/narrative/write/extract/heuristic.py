@@ -13,6 +13,7 @@ from narrative.model import IMPORTANCE_MAX, IMPORTANCE_MIN, EntityType
 from narrative.text import patterns as P
 from narrative.text.people import find_people
 from narrative.write.extract.cues import HINTS, caseless, clip, hint
+from narrative.write.extract.about import self_descriptions
 from narrative.write.extract.decisions import find_decision_form
 from narrative.write.extract.items import (
     OPEN_CUE,
@@ -78,6 +79,7 @@ class _Analysis(NamedTuple):
     signal: dict[str, bool]
     works: tuple[str, ...]
     ranked_tags: tuple[str, ...]  # every candidate tag, best first (works not included)
+    about_you: tuple[str, ...] = ()
 
     def tags(self, limit: int) -> tuple[str, ...]:
         return tuple(dict.fromkeys(self.works + self.ranked_tags[:limit]))[:limit]
@@ -98,6 +100,7 @@ class _Analysis(NamedTuple):
             research=self.research,
             people=self.people,
             key_points=compress(scored, key_point_words, self.people),
+            about_you=self.about_you,
         )
 
 
@@ -161,6 +164,7 @@ def _analyse(text: str, speaker: str, role: str, previous: str | None) -> _Analy
         signal=signal,
         works=works,
         ranked_tags=P.topic_tags(sentences, exclude=people + works, limit=None),
+        about_you=self_descriptions(text) if role == "user" else (),
     )
 
 

@@ -47,6 +47,7 @@ class TurnExtraction:
     research: tuple[ExtractedResearch, ...] = ()
     people: tuple[str, ...] = ()
     key_points: str = ""
+    about_you: tuple[str, ...] = ()  # the person's own words on who they are ("I'm a nurse"): Your Story's notes
 
     def of_type(self, entity_type: EntityType) -> tuple[ExtractedEntity, ...]:
         """The entities of one type, in extraction order."""
