@@ -3,6 +3,8 @@
 Layout (stable: the order never changes; a section with nothing to show is left out)::
 
     <context>
+    <about_you>                        who the person is: the facts of Your Story, newest first
+    </about_you>
     <storyline name="…">               the current storyline: description, rolling summary, participants
     </storyline>
     <bindings storyline="…">           what is bound to the current storyline: tool sets, jobs, goals (status)
@@ -34,6 +36,8 @@ What goes in:
   4-word shingles) one shown message or one better-ranked memory: nothing is said twice. Typed
   memories carry a label (``Decision:`` …); each text is clipped to 60 words.
 * **open threads** — active entities of types question_opened, waiting_on and task.
+* **about you** — Talking Rock: "Your Story tells who you are".  The current facts of Your Story (what the person
+  said about themselves, noted by the write path, and facts an agent filed there), newest first, each once.
 * **bindings** and **reminders** (given an agenda: ``read/agenda.py``) — the live bindings of the current storyline
   (NarraNexus: "If there's a running job, the agent sees its status"), the stale goals and the decisions due for
   review.
@@ -52,6 +56,7 @@ scene_memory        everything left, at least 35 %: the scene formatter drops Th
                     memories go
 bindings            at most 4 % (drops tool sets first, goals last); taken from recent_messages
 reminders           at most 5 % (drops decisions to review first, the quietest goal last); from recent_messages
+about_you           at most 4 % (drops the oldest facts); from recent_messages
 ==================  =========================================================================
 
 Recent messages and the scene therefore always get most of the budget, summaries a small fixed part.
@@ -114,11 +119,13 @@ SHARES = {
     "scene_memory": 0.35,
     "bindings": 0.04,  # the agenda's two sections are paid for by recent_messages' share
     "reminders": 0.05,
+    "about_you": 0.04,  # paid for by recent_messages too
 }
 MIN_BUDGET = 50  # the smallest budget any interface accepts; the scene alone is meant for ≥ 1000
 MAX_BUDGET = 1_000_000
 MAX_RECENT = 30
 MAX_THREADS = 20
+MAX_ABOUT = 10  # facts of Your Story read for about_you
 MEMORY_WORDS = 60  # a memory's text in the scene is clipped to this many words
 MESSAGE_WORDS = 120  # a recent message is clipped to this many words
 THREAD_LABELS = {EntityType.QUESTION_OPENED: "question", EntityType.WAITING_ON: "waiting on", EntityType.TASK: "task"}
@@ -195,6 +202,7 @@ class _Gathered:
     narrative: Narrative | None
     threads: list[Entity]
     agenda: Agenda | None = None
+    about: list[MemoryItem] = field(default_factory=list)
 
 
 def _gather(store: Store, user_id: str) -> _Gathered:
@@ -214,7 +222,27 @@ def _gather(store: Store, user_id: str) -> _Gathered:
         narrative = store.latest_narrative(user_id, storyline_id=current.id)
     narrative = narrative or store.latest_narrative(user_id)
     threads = store.list_entities(user_id, entity_types=sorted(OPEN_ENTITY_TYPES), active=True, limit=MAX_THREADS)
-    return _Gathered(store.last_position(user_id), conversation, recent, storylines, current, narrative, threads)
+    gathered = _Gathered(store.last_position(user_id), conversation, recent, storylines, current, narrative, threads)
+    gathered.about = _about(store, user_id, storylines)
+    return gathered
+
+
+def _about(store: Store, user_id: str, storylines: dict[int, Storyline]) -> list[MemoryItem]:
+    """The current facts of Your Story, newest first, each text once (said again, it is shown once)."""
+    story = next((s for s in storylines.values() if s.kind is StorylineKind.YOUR_STORY), None)
+    if story is None:
+        return []
+    facts = store.list_memories(
+        user_id, MemoryFilter(storyline_ids=[story.id], streams=[Stream.FACT], current_only=True, limit=MAX_ABOUT)
+    )
+    seen: set[str] = set()
+    once = []
+    for fact in facts:
+        key = " ".join(fact.content.casefold().split())
+        if key not in seen:
+            seen.add(key)
+            once.append(fact)
+    return once
 
 
 def _current_storyline(messages: Sequence[Message], storylines: dict[int, Storyline]) -> Storyline | None:
@@ -315,6 +343,13 @@ def _thread_lines(threads: Sequence[Entity], storylines: dict[int, Storyline]) -
 def _narrative_lines(narrative: Narrative, limit: int) -> _Lines:
     section = _Lines(f"<latest_narrative topic={_attr(narrative.topic or '-')}>", "</latest_narrative>")
     section.lines.append((0, _clip(narrative.summary, max(8, int(limit * 0.6)))))  # ~0.6 words per token left
+    return section
+
+
+def _about_lines(facts: Sequence[MemoryItem]) -> _Lines:
+    section = _Lines("<about_you>", "</about_you>")
+    for i, fact in enumerate(facts):  # newest first: the oldest has the lowest priority
+        section.lines.append((-i, f"- {_clip(fact.content, 40)} (said {_day(fact.event_at or fact.created_at)})"))
     return section
 
 
@@ -466,6 +501,7 @@ def _assemble(
         slack += cap - used
         left -= used
     agenda_used = _put_agenda(put, g, limit)
+    agenda_used += put("about_you", _about_lines(g.about) if g.about else None, int(limit * SHARES["about_you"]))
     left -= agenda_used
     recent_cap = min(left, int(limit * SHARES["recent_messages"]) - agenda_used + slack // 2)
     recent = _recent_lines(g.conversation, g.recent) if g.conversation is not None and g.recent else None
@@ -498,6 +534,7 @@ def _assemble(
         auxiliary=tuple(others[: _info(infos, "other_storylines").shown]),
         sections=tuple(sorted(infos, key=lambda s: order[s.name])),
         agenda=g.agenda,
+        about=tuple(g.about[: _info(infos, "about_you").shown]),
     )
 
 

@@ -19,6 +19,7 @@ __all__ = ["LAYOUT", "ContextBlock", "LineCachedCounter", "Recalled", "SectionIn
 
 #: The sections, in the order they are printed.
 LAYOUT = (
+    "about_you",
     "storyline",
     "bindings",
     "scene_memory",
@@ -92,6 +93,7 @@ class ContextBlock:
     sections: tuple[SectionInfo, ...] = ()
     use_id: int | None = None
     agenda: Agenda | None = None  # what the bindings and reminders sections drew on (all of it, shown or not)
+    about: tuple[MemoryItem, ...] = ()  # the facts of Your Story shown under about_you, newest first
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -103,6 +105,7 @@ class ContextBlock:
             "chat_length": self.chat_length,
             "layout": list(LAYOUT),
             "sections": {s.name: s.to_dict() for s in self.sections},
+            "about_you": plain(self.about),
             "storyline": plain(self.storyline),
             "scene_memory": {
                 **(self.scene.to_dict() if self.scene is not None else {"buckets": []}),

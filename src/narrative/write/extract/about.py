@@ -67,6 +67,7 @@ _NOT_HEADS = P.lex(
     parser compiler component element segment moment argument document comment statement requirement fragment
     percent""",
 )
+_TRAILING = P.lex("now too also again anyway here there today nowadays currently yet still myself")
 _CHILDHOOD = P.lex("kid child teen teenager boy girl baby toddler youngster youth")
 _NP_STOP = P.lex("of in at for from with to on by about like than into over under as")
 _AGE = re.compile(r"\b\d{1,3}-year-old\b", re.IGNORECASE)
@@ -86,7 +87,7 @@ def self_descriptions(text: str) -> tuple[str, ...]:
         start = match.start("as") if match.group("as") else match.start()
         clause = _clause(plain, start, match.end())
         role = bool(match.group("as")) or _ROLE_START.match(match.group(0)) is not None
-        if clause is None or role and not _names_a_person(clause, then=bool(match.group("as"))):
+        if clause is None or (role and not _names_a_person(clause, then=bool(match.group("as")))):
             continue
         said_to = start + len(clause)
         if clause.lower().startswith("as "):
@@ -117,6 +118,8 @@ def _names_a_person(clause: str, then: bool = False) -> bool:
         if bare in _NP_STOP and phrase:
             break
         phrase.append(bare)
+    while phrase and phrase[-1] in _TRAILING:
+        phrase.pop()
     if not phrase:
         return False
     if _AGE.search(" ".join(phrase)) and len(phrase) > 1:
@@ -126,4 +129,4 @@ def _names_a_person(clause: str, then: bool = False) -> bool:
         return False
     if not head.isalpha() or head in _NOT_HEADS or len(phrase) > 5:
         return False
-    return head in _PERSON_HEADS or bool(_ROLE_SUFFIX.search(head)) and len(head) > 4
+    return head in _PERSON_HEADS or (bool(_ROLE_SUFFIX.search(head)) and len(head) > 4)

@@ -12,8 +12,8 @@ from typing import NamedTuple
 from narrative.model import IMPORTANCE_MAX, IMPORTANCE_MIN, EntityType
 from narrative.text import patterns as P
 from narrative.text.people import find_people
-from narrative.write.extract.cues import HINTS, caseless, clip, hint
 from narrative.write.extract.about import self_descriptions
+from narrative.write.extract.cues import HINTS, caseless, clip, hint
 from narrative.write.extract.decisions import find_decision_form
 from narrative.write.extract.items import (
     OPEN_CUE,
