@@ -166,6 +166,19 @@ def test_the_models_extraction_sentence_and_summary_are_used(
     assert_turn_kept(mem, turn)
 
 
+def test_with_the_model_a_self_description_is_still_noted_in_your_story(
+    mem: narrative.Memory, llm_server: ScriptedLLMServer, provider: str
+) -> None:
+    """The model's extraction is used, and who the person is still comes from their own words (the prompt asks
+    the model nothing about it: the note is the clause the person said, never the model's text)."""
+    llm_server.script(Reply.json(EXTRACTION), *topic_turn())
+    turn = mem.remember("I'm a landscape architect; what should draw the plot map of the garden app?", speaker="maya")
+    notes = [m for m in turn.memories if m.stream is Stream.FACT]
+    assert [(n.content, n.storyline_id) for n in notes] == [("maya: I'm a landscape architect", mem.your_story().id)]
+    assert [m.stream for m in turn.memories[:3]] == [Stream.CONVERSATION, Stream.DECISION, Stream.RESEARCH]
+    assert_turn_kept(mem, turn)
+
+
 def test_requests_speak_the_providers_wire_format(
     mem: narrative.Memory, llm_server: ScriptedLLMServer, provider: str
 ) -> None:

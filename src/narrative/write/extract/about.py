@@ -56,7 +56,9 @@ _PERSON_HEADS = P.lex(
     grandpa grandmother grandfather woman man person girl guy boy kid teen teenager adult child doctor chef cook
     vet veteran retiree grad graduate undergrad intern nanny midwife surgeon dentist pilot clerk judge coach
     freelancer entrepreneur founder ceo cto cfo vp mp monk nun priest rabbi imam widow widower mama papa
-    beginner novice newbie expert pro native citizen immigrant refugee local athlete model"""
+    beginner novice newbie expert pro native citizen immigrant refugee local athlete model architect mechanic
+    paramedic medic cashier barista poet actress academic scholar postdoc cop detective executive creative
+    representative housewife homemaker diplomat bureaucrat chemist programmer dev"""
 )
 _ROLE_SUFFIX = re.compile(r"(?:er|or|ist|ian|ant|ent|eer|ee|ologist|smith|wright|man|woman|person)$")
 _NOT_HEADS = P.lex(
