@@ -181,3 +181,17 @@ def test_a_corrected_self_description_leaves_about_you_with_the_correction(mem: 
     assert [m.content for m in block.about] == ["I live in Lisbon now"]
     [old] = [m for m in mem.list_memories(stream="fact") if m.content == "I live in Berlin"]
     assert old.valid_to is not None  # superseded with its message, as the message's own memory is
+
+
+def test_deleting_a_turns_memory_deletes_the_note_drawn_from_it(mem: narrative.Memory) -> None:
+    """What a person takes back is not kept as who they are (and not in the file's bytes)."""
+    kept = mem.remember("I'm a nurse from Leeds.")
+    taken = mem.remember("Also, I'm a drummer in a band.")
+    [note] = [m for m in taken.memories if m.stream is Stream.FACT]
+    counts = mem.delete_memory(taken.memories[0].id)
+    assert counts["memories"] == 2
+    assert {m.content for m in mem.list_memories(stream="fact")} == {"I'm a nurse from Leeds"}
+    assert "drummer" not in mem.context("who am I?", 2000).text
+    assert [m for m in kept.memories if m.stream is Stream.FACT]
+    with pytest.raises(narrative.NotFound):
+        mem.get_memory(note.id)

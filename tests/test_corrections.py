@@ -5,6 +5,7 @@ same subject, a changed value ("not X", a new number or date)."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
@@ -198,9 +199,10 @@ def test_a_short_reply_that_restates_a_corrected_statement_goes_with_it(
     with narrative.Memory(db, user="alice", clock=clock, env={}) as mem:
         first = mem.remember(said)
         mem.remember(reply, role="assistant")
-        mem.remember(correction)
+        corrected = mem.remember(correction)
         hits = mem.search(query, 5, record=False)
-        assert hits and hits[0].text == correction
+        # the correction first: its turn, or its clause noted in Your Story ("I live in Lisbon now")
+        assert hits and hits[0].shown == (corrected.message.id,) and hits[0].text in correction
         assert all(reply not in h.text for h in hits)
         block = mem.context(query, record=False).text
         assert reply not in block and correction in block
@@ -400,7 +402,8 @@ def test_deleting_a_correction_makes_what_it_corrected_current_again(db: str, cl
         by = mem.get_memory(old).superseded_by
         assert by is not None
         counts = mem.delete_memory(by)
-        assert counts["restored"] == 1
+        assert counts["restored"] == 2  # "I live in Berlin." and its note in Your Story ("I live in Berlin")
+        assert not [m for m in mem.list_memories(stream="fact") if "Lisbon" in m.content]  # went with its turn
         again = mem.get_memory(old)
         assert again.valid_to is None and again.superseded_by is None
         assert "I live in Berlin." in {h.text for h in mem.search("where do I live", 5, record=False)}
@@ -607,10 +610,11 @@ def test_with_an_llm_its_judgement_decides_and_a_bad_answer_falls_back(tmp_path:
 
 def test_the_cli_restores_a_superseded_memory_and_history_shows_both_with_times(run: Run) -> None:
     ok(run, "--db", "notes.db", "add", "message", "I live in Berlin.")
-    ok(run, "--db", "notes.db", "add", "message", "Actually, I moved: I live in Lisbon now, not Berlin.")
+    added = ok(run, "--db", "notes.db", "add", "message", "Actually, I moved: I live in Lisbon now, not Berlin.")
+    [correction] = re.findall(r"memory #(\d+) \[conversation\]", added)
     history = ok(run, "--db", "notes.db", "memory", "history", "1")
     assert "created" in history and "superseded" in history and "I live in Berlin." in history
-    assert "superseded_by: 2" in history
+    assert f"superseded_by: {correction}" in history
     restored = ok(run, "--db", "notes.db", "memory", "restore", "1")
     assert restored.startswith("restored #1")
     again = ok(run, "--db", "notes.db", "memory", "history", "1")

@@ -259,7 +259,7 @@ def _select(
     chosen: list[Recalled] = []
     seen: set[int] = set()
     for hit in hits:
-        seen.add(hit.memory.id)
+        seen.update((hit.memory.id, *hit.also))  # a memory folded into a hit is said by it
         chosen.append(
             _recalled(
                 hit.memory,

@@ -456,7 +456,9 @@ def _hits(
 ) -> list[SearchHit]:
     """The winners, loaded whole, each with the text it shows (excerpts of long messages, not the whole)."""
     shows, messages, passages = view.shows, view.messages, view.passages
-    loaded, superseded = store.memories_and_superseded(user_id, [found.units[key].memory_id for key in chosen])
+    turns = _turns_of_notes(chosen, folded, shows, found)
+    wanted_ids = [found.units[key].memory_id for key in chosen] + [found.units[t].memory_id for t in turns.values()]
+    loaded, superseded = store.memories_and_superseded(user_id, wanted_ids)
     memories = {m.id: m for m in loaded}
     if params.as_of is not None:  # what was current then reads as it read then
         memories = {i: as_it_was(store, user_id, m, params.as_of) if m.user_edited else m for i, m in memories.items()}
@@ -483,6 +485,11 @@ def _hits(
         mine = {memory.id, *(i for m in shown for i in owners.get(m, ()))}
         said = dict.fromkeys((i, r) for own in sorted(mine) for i, r in conflicts.get(own, ()) if i != memory.id)
         also = tuple(dict.fromkeys(found.units[f].memory_id for f in folded.get(key, ()) if f in found.units))
+        turn = turns.get(key)  # a note whose turn was found too shows the turn, and what the turn corrected
+        corrected = superseded.get(memory.id, []) + (
+            [] if turn is None else superseded.get(found.units[turn].memory_id, [])
+        )
+        corrected.sort(key=lambda old: old.stream is Stream.FACT)  # the turns it corrected, then their notes
         hits.append(
             SearchHit(
                 memory,
@@ -497,16 +504,45 @@ def _hits(
                 also=tuple(i for i in also if i not in listed),
                 floor=params.similarity_floor,
                 shown=shown,
-                text=_text(memory, shown, view, unit),
+                text=_text(memory, shown, view, unit) if turn is None else _text_of_turn(shown, view),
                 period="" if period is None else period.label,
                 passage=unit.passage,
                 passages=tuple(passages[m] for m in shown if m in passages),
-                supersedes=tuple(superseded.get(memory.id, ())),
+                supersedes=tuple(dict.fromkeys(corrected)),
                 conflicts=tuple(i for i, _ in said),
                 conflict_reasons=tuple(r for _, r in said),
             )
         )
     return hits
+
+
+def _turns_of_notes(
+    chosen: Sequence[Key], folded: Mapping[Key, Sequence[Key]], shows: Mapping[Key, frozenset[int]], found: Candidates
+) -> dict[Key, Key]:
+    """For each chosen fact drawn from one message (Your Story's note of who the person is: "I live in Lisbon
+    now"), the candidate folded into it that shows that message in full, when the search found one: the note
+    then shows the turn ("Actually, I moved: I live in Lisbon now, not Berlin."), not the clause alone."""
+    turns: dict[Key, Key] = {}
+    for key in chosen:
+        unit = found.units[key]
+        if unit.stream is not Stream.FACT or unit.passage is not None or len(unit.sources) != 1:
+            continue
+        for other in folded.get(key, ()):
+            if (
+                other in found.units
+                and found.units[other].stream is not Stream.FACT
+                and unit.sources[0] in shows.get(other, frozenset())
+            ):
+                turns[key] = other
+                break
+    return turns
+
+
+def _text_of_turn(shown: Sequence[int], view: _Shown) -> str:
+    """The turns a note shows, as a hit on them shows them (a long one by an excerpt of its passage)."""
+    if not all(m in view.messages for m in shown):
+        return ""
+    return "\n".join(_line(view.messages[m], view.passages.get(m), view.words) for m in shown)
 
 
 def _passages_to_show(

@@ -4,7 +4,8 @@ Each ``delete_*`` checks that the thing exists, deletes it and what goes with it
 scrubs the file (``store.scrub_deleted``: full-text merge, zeroed pages, pruned change log, WAL checkpoint),
 so a deleted word is nowhere in the file's bytes.  What a delete takes with it:
 
-* memories take their entities, deltas, sources, vectors and full-text entries (the store's cascade), the
+* memories take their entities, deltas, sources, vectors and full-text entries (the store's cascade), a turn's
+  own memory the Your Story notes drawn from that turn alone (who the person said they are), the
   texts of their history (its events stay, with kind and time only, plus a ``deleted`` one: a tombstone), the
   uses that drew on them (their recorded queries name what is deleted), and the resolutions they made
   (those entities are reopened); narrative links left without memories are spliced out of the chain, sealed
@@ -26,7 +27,7 @@ from collections.abc import Iterable
 from datetime import datetime
 
 from narrative.errors import InvalidTransition, NotFound
-from narrative.model import ConversationStatus, Message, Storyline, StorylineKind
+from narrative.model import ConversationStatus, Message, Source, Storyline, StorylineKind, Stream
 from narrative.store.filters import MemoryFilter
 from narrative.store.protocol import Store
 from narrative.write import history
@@ -83,12 +84,27 @@ def _forget_chosen(store: Store, user_id: str, memory_ids: list[int], now: datet
     """Memories a person chose to delete; the messages left without their own memory (whose memory it was) are
     no longer shown (:mod:`narrative.read.current`), and the storyline cards stop quoting them."""
     sources = sorted({m for memory in store.get_memories(user_id, memory_ids) for m in memory.message_ids})
-    counts = forget_memories(store, user_id, memory_ids, now=now, with_="memory")
+    owned = store.own_memories(user_id, sources) if sources else {}
+    chosen = set(memory_ids)
+    bare = {m for m in sources if m not in owned or owned[m] in chosen}  # messages losing their own memory
+    notes = _notes_of(store, user_id, bare) - chosen
+    counts = forget_memories(store, user_id, sorted(chosen | notes), now=now, with_="memory")  # notes counted
     owned = store.own_memories(user_id, sources) if sources else {}
     left = [m for m in store.get_messages(user_id, [i for i in sources if i not in owned]) if m.storyline_id]
     if left:
         scrub_storylines(store, user_id, left, None, None)
     return counts
+
+
+def _notes_of(store: Store, user_id: str, message_ids: set[int]) -> set[int]:
+    """Your Story's notes of who the person is drawn from these messages alone (the write path's ``fact`` notes):
+    a person who deletes what they said deletes what was noted from it too."""
+    if not message_ids:
+        return set()
+    notes = store.list_memories(
+        user_id, MemoryFilter(streams=[Stream.FACT], sources=[Source.EXTRACTION], limit=EVERYTHING)
+    )
+    return {n.id for n in notes if n.message_ids and set(n.message_ids) <= message_ids}
 
 
 def delete_conversation(
