@@ -195,3 +195,16 @@ def test_deleting_a_turns_memory_deletes_the_note_drawn_from_it(mem: narrative.M
     assert [m for m in kept.memories if m.stream is Stream.FACT]
     with pytest.raises(narrative.NotFound):
         mem.get_memory(note.id)
+
+
+def test_restoring_a_corrected_turn_restores_its_note(mem: narrative.Memory) -> None:
+    """Undoing a correction the detector made undoes it for what was noted from the turn too."""
+    first = mem.remember("I live in Berlin.")
+    mem.remember("Actually, I moved: I live in Lisbon now, not Berlin.")
+    [note] = [m for m in first.memories if m.stream is Stream.FACT]
+    assert mem.get_memory(note.id).valid_to is not None
+    mem.restore_memory(first.memories[0].id)
+    assert mem.get_memory(note.id).valid_to is None
+    assert [e.kind.value for e in mem.history(note.id)] == ["created", "superseded", "restored"]
+    about = [m.content for m in mem.context("where do I live?", 2000).about]
+    assert about == ["I live in Lisbon now", "I live in Berlin"]

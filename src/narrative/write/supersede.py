@@ -334,10 +334,14 @@ def restore(store: Store, user_id: str, memory_id: int, now: datetime, why: str 
     detail: dict[str, Any] = {"superseded_by": by, **({"why": why} if why else {})}
     for ident in restored:
         history.record(store, user_id, ident, EventKind.RESTORED, memory.content, memory.content, now, detail)
-    if restored:  # the short reply that went with it comes back with it
+    if restored:  # the short reply that went with it comes back with it, and the notes drawn from its turn
         later = store.get_memories(user_id, store.memories_from_messages(user_id, list(memory.message_ids)))
         for pair in later:
-            if pair.superseded_by == by and len(pair.message_ids) == 2 and pair.message_ids[0] in memory.message_ids:
+            if pair.superseded_by != by or pair.id == memory_id:
+                continue
+            reply = len(pair.message_ids) == 2 and pair.message_ids[0] in memory.message_ids
+            note = pair.stream is Stream.FACT and set(pair.message_ids) <= set(memory.message_ids)
+            if reply or (note and memory.stream is not Stream.FACT):
                 restored += restore(store, user_id, pair.id, now, why)
     return restored
 
