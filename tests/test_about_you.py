@@ -208,3 +208,21 @@ def test_restoring_a_corrected_turn_restores_its_note(mem: narrative.Memory) -> 
     assert [e.kind.value for e in mem.history(note.id)] == ["created", "superseded", "restored"]
     about = [m.content for m in mem.context("where do I live?", 2000).about]
     assert about == ["I live in Lisbon now", "I live in Berlin"]
+
+
+def test_a_notes_hit_names_the_corrected_turn_first(mem: narrative.Memory) -> None:
+    """The README's example: the first hit's ``supersedes[0]`` is the memory "I live in Berlin.", the turn the
+    correction replaced; the note drawn from that turn comes after it."""
+    mem.remember("I live in Berlin.")
+    mem.remember("Actually, I moved: I live in Lisbon now, not Berlin.")
+    [first, *_] = mem.search("where do I live?")
+    assert first.text == "Actually, I moved: I live in Lisbon now, not Berlin."
+    assert [old.content for old in first.supersedes] == ["I live in Berlin.", "I live in Berlin"]
+
+
+def test_about_you_says_a_fact_once_when_an_agent_files_the_same_words(mem: narrative.Memory) -> None:
+    mem.remember("I'm a nurse from Leeds.")
+    mem.add_memory("I'm a nurse from Leeds", stream="fact", storyline_id=mem.your_story().id)
+    block = mem.context("what do I do?", 2000)
+    assert [m.content.casefold() for m in block.about] == ["i'm a nurse from leeds"]
+    assert block.text.count("nurse from Leeds (said") == 1

@@ -35,6 +35,7 @@ __all__ = [
     "Change",
     "Statement",
     "Value",
+    "blank_code",
     "contradiction",
     "denied_shared",
     "statements",
@@ -153,10 +154,15 @@ class Statement:
     frames: tuple[tuple[str, ...], ...] = ()  # each part between commas and semicolons, as words, cue words left out
 
 
+def blank_code(text: str) -> str:
+    """``text`` with its code (fenced blocks, then inline spans) blanked by spaces: prose keeps its positions."""
+    prose = _FENCE.sub(lambda m: " " * len(m.group(0)), text)
+    return _INLINE_CODE.sub(lambda m: " " * len(m.group(0)), prose)
+
+
 def statements(text: str) -> list[Statement]:
     """The prose sentences of ``text`` (code blocks left out) as statements, in order."""
-    prose = _FENCE.sub(lambda m: " " * len(m.group(0)), text)
-    prose = _INLINE_CODE.sub(lambda m: " " * len(m.group(0)), prose)
+    prose = blank_code(text)
     found: list[Statement] = []
     position = 0
     for sentence in P.split_sentences(prose):

@@ -24,10 +24,10 @@ from __future__ import annotations
 import re
 
 from narrative.text import patterns as P
+from narrative.text.statements import blank_code
 
 __all__ = ["self_descriptions"]
 
-_FENCE = re.compile(r"```.*?(?:```|\Z)|~~~.*?(?:~~~|\Z)|`[^`\n]*`", re.DOTALL)
 _I_AM = r"(?:i'm|i\s+am|im)"
 _NAME = r"[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?"
 #: "I … as a mentor" says what the speaker is only after a verb of taking a role ("I'm using it as a buffer" does not)
@@ -80,7 +80,7 @@ def self_descriptions(text: str) -> tuple[str, ...]:
     in order, without repeats ("I'm a colour technologist from Port Michael", "I'm 44 years old")."""
     if "i" not in text.lower():
         return ()
-    plain = P.normalize(_FENCE.sub(" ", text))
+    plain = P.normalize(blank_code(text))
     found: list[str] = []
     said_to = 0  # where the last clause ended: a cue inside it ("I work at X as an engineer") is part of it
     for match in _FORMS.finditer(plain):
