@@ -150,6 +150,23 @@ def test_people_correct_themselves_in_these_ways(old: str, new: str) -> None:
             "The price of my coffee subscription is 12 dollars.",
             "I keep the coffee subscription, but if the price is raised to 15 dollars I will cancel it.",
         ),
+        (  # a version names a release, it counts nothing: "2.3" of "Flask 2.3.1" is no "201 status code"
+            "I'm writing async routes with Flask 2.3.1 in my backend code.",
+            "I'm making the new POST route return a 201 status code from my backend code.",
+        ),
+        (  # the cue ("now") is in another clause than the value: the 90% is checked, not said to have changed
+            "I want to score at least 80% accuracy on my probability quiz by February 1.",
+            "I've been practising probability for a week now, so I want to check I kept the 90% accuracy on my quiz.",
+        ),
+        (  # "as of April 9" says when the figure was true: no deadline moved
+            "I'm finishing the autocomplete error handling by March 26, 2024.",
+            "My autocomplete error handling coverage is currently at 85% as of April 9, 2024.",
+        ),
+        (  # a number no word follows counts what the words before it name only when it completes them ("reached
+            # 165"): "rolling a 4" counts no problems
+            "For my dice probability problem, what are the chances that I'm rolling a 4",
+            "I've recently increased my practice to 12 conditional probability problems.",
+        ),
         ("I like tea.", "I like coffee now too."),  # an addition, not a change
         ("I live in Berlin.", "I don't live in Lisbon now."),  # a denial of something else
         ("My sister lives in Porto.", "My sister is in Porto now."),  # no place changed: said again
@@ -160,6 +177,13 @@ def test_people_correct_themselves_in_these_ways(old: str, new: str) -> None:
 )
 def test_these_are_not_corrections(old: str, new: str) -> None:
     assert _update(old, new) is None
+
+
+def test_a_change_from_one_value_to_another_names_the_value_it_changed_to() -> None:
+    """ "from 300KB to 180KB": 300KB is what the sizes were; the update is to 180KB (it read "300 kb, was 250")."""
+    old, new = "Each gallery image size is 250KB now.", "I recently reduced the gallery image sizes from 300KB to 180KB"
+    reason = _update(old, new)
+    assert reason == "recently: 180 kb, was 250"
 
 
 def test_an_assistant_reply_neither_supersedes_nor_is_superseded(db: str, clock: FakeClock) -> None:

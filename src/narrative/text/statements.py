@@ -14,7 +14,10 @@ of value with a different content for the same thing (a count of the same things
 calls"; for a percentage, a duration or a date, the words around the two values share a content word:
 "the launch moved to April 5" and "the launch is on April 1"; two numbers in long sentences that merely share a
 topic are values of different things; a bare number with no unit, like a triangle's sides "3, 4, 5", is no
-value that changes) — or its "not X" names a value the earlier one states.  A sentence
+value that changes) — or its "not X" names a value the earlier one states.  The cue says which value changed:
+one in its own clause ("I've studied for a week now, so I want to check my 90% accuracy" changes no percentage),
+or any when it opens the sentence ("Update: …"), never the one a change is "from"; a version ("Flask 2.3.1") and
+the date a figure was true "as of" are no values.  A sentence
 *contradicts* an earlier one, with no order between them, when one denies ("I've never …", "I haven't …") what
 the other affirms about the same subject (at least two shared content words, one of them a content word of
 the denied clause).  Code blocks assert nothing here.
@@ -24,7 +27,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from narrative.text import patterns as P
 
@@ -123,6 +126,7 @@ class Value:
     near: frozenset[str] = frozenset()  # content keys of the words around it: what it is the value of
     noun: str = ""  # the last word of the noun phrase it counts ("12 conditional probability problems": problem)
     alone: bool = False  # a number no word follows ("… have reached 165."): it counts what the words before name
+    at: int = field(default=-1, compare=False)  # where it starts in its sentence
 
 
 @dataclass(frozen=True)
@@ -152,6 +156,7 @@ class Statement:
     denied_keys: frozenset[str] = frozenset()  # content keys of the clause denied ("never … coin toss problems")
     asks: bool = False  # a question ("how do I get alerts when bounce rates go above 40%?"): it states no value
     frames: tuple[tuple[str, ...], ...] = ()  # each part between commas and semicolons, as words, cue words left out
+    changed: tuple[Value, ...] = ()  # the values a change cue governs (in the cue's clause): what it says changed
 
 
 def blank_code(text: str) -> str:
@@ -204,7 +209,8 @@ def _statement(sentence: str, start: int) -> Statement:
         for word in P.words(normal)
         if (key := P.tag_key(word.lower())) is not None and key not in _CUE_KEYS and key not in value_words
     )
-    cue = _cue(normal)
+    cues = _cues(normal)
+    cue = cues[0] if cues else None
     denial = _DENIAL.search(normal)
     nots = tuple(next(g for g in m.groups() if g).lower() for m in _NOT_X.finditer(normal))
     return Statement(
@@ -220,6 +226,7 @@ def _statement(sentence: str, start: int) -> Statement:
         denied_keys=frozenset() if denial is None else _denied(normal, denial.start(), keys),
         asks=normal.rstrip().endswith("?") and _ASKING.match(P.strip_lead(normal.lower())) is not None,
         frames=_frames(normal),
+        changed=_governed(normal, cues, values),
     )
 
 
@@ -302,16 +309,43 @@ _NOT_STATED = re.compile(
 )
 
 
-def _cue(sentence: str) -> re.Match[str] | None:
-    """The first change cue of ``sentence`` in a clause that states: in "…, how does that change the
-    calculation, …" the clause holding "change" asks, and a question changes nothing."""
+def _cues(sentence: str) -> list[re.Match[str]]:
+    """The change cues of ``sentence`` in clauses that state: in "…, how does that change the calculation, …"
+    the clause holding "change" asks, and a question changes nothing."""
+    found = []
     for cue in _CUE.finditer(sentence):
         opened = 0
         for stop in _CLAUSE_START.finditer(sentence, 0, cue.start()):
             opened = stop.end()
         if _NOT_STATED.match(P.strip_lead(sentence[opened : cue.start()].lower())) is None:
-            return cue
-    return None
+            found.append(cue)
+    return found
+
+
+#: Where a clause ends, for what a change cue governs: a comma, semicolon, colon or dash and the space after it,
+#: or the space before a conjunction that starts another clause ("…, so I want to make sure I retained 90%").
+_REACH_END = re.compile(
+    r"(?<=[,;:])\s+|\s[\u2014\u2013-]\s|\s+(?=(?:but|so|because|although|though|whereas|while|since)\b)",
+    re.IGNORECASE,
+)
+
+
+def _governed(sentence: str, cues: Sequence[re.Match[str]], values: Sequence[Value]) -> tuple[Value, ...]:
+    """The values a change cue says changed: those in a cue's own clause ("the gallery now has 10 cards";
+    "I've been studying for a week now, so I want to make sure I retained the 90% accuracy" changes no
+    percentage), or anywhere in the sentence when the cue opens it ("Actually, it's April 5"; "Update: …")."""
+    if not cues or not values:
+        return ()
+    values = [v for v in values if not _FROM.search(sentence, 0, max(0, v.at))]  # "from 300KB to …": what it was
+    ends = [0, *(m.end() for m in _REACH_END.finditer(sentence)), len(sentence)]
+    reach: list[tuple[int, int]] = []
+    for cue in cues:
+        if not P.strip_lead(sentence[: cue.start()].lower()).strip(" ,;:-\u2014\u2013"):
+            return tuple(values)  # the cue opens the sentence: it is about all of it
+        start = max(e for e in ends if e <= cue.start())
+        end = min((e for e in ends if e > cue.end()), default=len(sentence))
+        reach.append((start, end))
+    return tuple(v for v in values if any(a <= v.at < b for a, b in reach))
 
 
 _DENIED_END = re.compile(r"[,;:.!?()]|\s(?:but|so|because|although|though|since|while|whereas)\s", re.IGNORECASE)
@@ -343,12 +377,16 @@ def _values(sentence: str) -> tuple[Value, ...]:
     values: list[Value] = []
     taken: list[tuple[int, int]] = []
     for match in _DATE.finditer(sentence):
-        text = " ".join(match.group(0).lower().replace(",", " ").split())
-        values.append(Value("date", "", text, _near(sentence, *match.span())))
         taken.append(match.span())
+        if _AS_OF.search(sentence, 0, match.start()):
+            continue  # "85% as of April 9": when it was said, not a date that changes
+        text = " ".join(match.group(0).lower().replace(",", " ").split())
+        values.append(Value("date", "", text, _near(sentence, *match.span()), at=match.start()))
     for match in _NUMBER.finditer(sentence):
         if any(a <= match.start() < b for a, b in taken) or _in_formula(sentence, match):
             continue
+        if _VERSION_REST.match(sentence, match.end(3) if match.group(3) else match.end(2)):
+            continue  # "Flask 2.3.1", "Bootstrap 5.3.0": a version names a release, it counts nothing
         currency, whole, fraction, unit = match.groups()
         number = whole.replace(",", "") + (f".{fraction}" if fraction else "")
         word = (unit or "").lower()
@@ -361,12 +399,29 @@ def _values(sentence: str) -> tuple[Value, ...]:
         elif word:
             word = P.singular(word)
         noun = _noun(sentence, match.end()) if word and word not in _SYMBOLS | _UNIT_WORDS else ""
-        alone = not word and not re.match(r"\s*[A-Za-z]", sentence[match.end() :])
-        values.append(Value("number", word, number, _near(sentence, *match.span()), noun, alone))
+        alone = (
+            not word
+            and not re.match(r"\s*[A-Za-z]", sentence[match.end() :])
+            and _COMPLETES.search(sentence, 0, match.start()) is not None
+        )
+        values.append(Value("number", word, number, _near(sentence, *match.span()), noun, alone, match.start()))
     return tuple(values)
 
 
 _OPERATORS = frozenset("/×*=+^÷<>")
+#: What follows a number that is part of a version ("2.3" of "2.3.1").
+_VERSION_REST = re.compile(r"\.\d")
+#: "from" right before a value: what it changed from ("reduced the sizes from 300KB to 180KB"), not to.
+_FROM = re.compile(r"\bfrom\s+$", re.IGNORECASE)
+#: "as of" right before a date: the time a figure was true, not a value of its own.
+_AS_OF = re.compile(r"\bas\s+of\s+$", re.IGNORECASE)
+#: The words a number no word follows must complete to count what the words before it name: "… which has now
+#: reached 165", "the total is 12" (not "rolling a 4", nor the "21" of "3,21").
+_COMPLETES = re.compile(
+    r"\b(?:reached|reach|reaches|hit|hits|is|are|was|were|at|to|of|now|totals?|totalled|totaled|about|around|"
+    r"over|under|below|above)\s+$",
+    re.IGNORECASE,
+)
 
 
 def _in_formula(sentence: str, match: re.Match[str]) -> bool:
@@ -406,7 +461,7 @@ def update(new: Statement, old: Statement) -> Change | None:
             return Change(f"{new.cue}: not {gone} any more", (gone,))
     if new.ended and not old.denied and len(shared) >= 2:
         return Change(f"{new.cue}: no longer " + ", ".join(sorted(shared)[:4]))
-    for value in new.values:
+    for value in new.changed:
         for before in old.values:
             if before.kind != value.kind or before.text == value.text:
                 continue
