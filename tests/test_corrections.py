@@ -531,6 +531,23 @@ def test_doing_what_was_denied_is_progress_shown_above_the_denial(db: str, clock
         assert at[done.message.id] <= at[never.message.id]  # progress first; the denial stays, linked
 
 
+def test_an_instruction_or_a_question_is_no_progress_on_what_was_denied(db: str, clock: FakeClock) -> None:
+    """ "Always show the code when I ask about Flask routes" says how to answer, and "how do I write …?" asks: neither
+    says anything was done, so neither is linked to "I've never written any Flask routes" as progress (both were,
+    "since done: flask, route")."""
+    with narrative.Memory(db, user="alice", embedder="none", clock=clock, env={}) as mem:
+        mem.remember("I've never written any Flask routes in this project.")
+        clock.advance(days=2)
+        for instruction in (
+            "Always show the full code when I ask about Flask routes in this project.",
+            "Please, make sure every Flask route I write in this project gets a test.",
+            "How do I write my first Flask route for this project?",
+        ):
+            assert not mem.remember(instruction).settled.conflicts
+        clock.advance(days=2)
+        assert mem.remember("I wrote the homepage route with Flask today, it works.").settled.conflicts
+
+
 def _denial_and_progress(mem: narrative.Memory, clock: FakeClock) -> tuple[Any, list[Any]]:
     """A denial, then four reports (two days apart) of doing what was denied."""
     never = mem.remember("I've never written any Flask routes in this project.")

@@ -89,6 +89,9 @@ _ASKING = re.compile(
     r"(?:how|what|why|when|where|which|who|whom|whose|can|could|would|should|will|shall|do|does|did|is|are|was|"
     r"were|am|may|might|have|has|had)\b"
 )
+#: How an instruction opens: "Always …", "Never …" (no one said it of themselves), "Please …", "Don't …",
+#: "Make sure …", "Remember to …".
+_INSTRUCTION = re.compile(r"(?:please[,\s]+)?(?:always|never|don't|do\s+not|make\s+sure|be\s+sure|remember\s+to)\b")
 _PERSONAL = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|we|we're|we've|my|our)\b", re.IGNORECASE)
 _ENDED = re.compile(r"\b(?:any\s*more|any\s+longer|no\s+longer)\b", re.IGNORECASE)
 _DENIAL = re.compile(
@@ -157,6 +160,7 @@ class Statement:
     asks: bool = False  # a question ("how do I get alerts when bounce rates go above 40%?"): it states no value
     frames: tuple[tuple[str, ...], ...] = ()  # each part between commas and semicolons, as words, cue words left out
     changed: tuple[Value, ...] = ()  # the values a change cue governs (in the cue's clause): what it says changed
+    instructs: bool = False  # an instruction ("Always include units when I ask about …"): it says nothing done
 
 
 def blank_code(text: str) -> str:
@@ -227,6 +231,7 @@ def _statement(sentence: str, start: int) -> Statement:
         asks=normal.rstrip().endswith("?") and _ASKING.match(P.strip_lead(normal.lower())) is not None,
         frames=_frames(normal),
         changed=_governed(normal, cues, values),
+        instructs=_INSTRUCTION.match(P.strip_lead(normal.lower())) is not None,
     )
 
 
