@@ -531,10 +531,10 @@ def test_doing_what_was_denied_is_progress_shown_above_the_denial(db: str, clock
         assert at[done.message.id] <= at[never.message.id]  # progress first; the denial stays, linked
 
 
-def test_an_instruction_or_a_question_is_no_progress_on_what_was_denied(db: str, clock: FakeClock) -> None:
-    """ "Always show the code when I ask about Flask routes" says how to answer, and "how do I write …?" asks: neither
-    says anything was done, so neither is linked to "I've never written any Flask routes" as progress (both were,
-    "since done: flask, route")."""
+def test_an_instruction_a_question_or_a_wish_is_no_progress_on_what_was_denied(db: str, clock: FakeClock) -> None:
+    """An instruction ("Always show the code when I ask about Flask routes"), a question ("how do I write …?") and a
+    wish ("I want to write …") say nothing was done: none is linked to "I've never written any Flask routes" as
+    progress (each was, "since done: flask, route"); a report of doing it still is."""
     with narrative.Memory(db, user="alice", embedder="none", clock=clock, env={}) as mem:
         mem.remember("I've never written any Flask routes in this project.")
         clock.advance(days=2)
@@ -542,6 +542,7 @@ def test_an_instruction_or_a_question_is_no_progress_on_what_was_denied(db: str,
             "Always show the full code when I ask about Flask routes in this project.",
             "Please, make sure every Flask route I write in this project gets a test.",
             "How do I write my first Flask route for this project?",
+            "I want to write my first Flask routes in this project next week.",
         ):
             assert not mem.remember(instruction).settled.conflicts
         clock.advance(days=2)

@@ -92,6 +92,17 @@ _ASKING = re.compile(
 #: How an instruction opens: "Always …", "Never …" (no one said it of themselves), "Please …", "Don't …",
 #: "Make sure …", "Remember to …".
 _INSTRUCTION = re.compile(r"(?:please[,\s]+)?(?:always|never|don't|do\s+not|make\s+sure|be\s+sure|remember\s+to)\b")
+#: How a sentence of what the speaker wants or plans opens: "I want to …", "I'd like …", "I need …", "I plan
+#: to …", "I'm going to …", "I hope …".
+_INTENT = re.compile(
+    r"(?:i|we)(?:'d|\s+would)?\s*(?:want|'d\s+like|like\s+to|need|plan|hope|intend|aim|wish)\b|"
+    r"(?:i|we)(?:'m|'re|\s+am|\s+are)\s+(?:going|planning|hoping|aiming|about)\s+to\b"
+)
+#: ... and what makes it report something done all the same ("…, especially since I've been practising coin tosses").
+_REPORT = re.compile(
+    r"\b(?:i|we)(?:'ve|\s+have|\s+had)\b(?!\s+to\b)|\b(?:i|we)\s+(?:did|was|were|got)\b|\b(?:i|we)\s+[a-z]+ed\b",
+    re.IGNORECASE,
+)
 _PERSONAL = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|we|we're|we've|my|our)\b", re.IGNORECASE)
 _ENDED = re.compile(r"\b(?:any\s*more|any\s+longer|no\s+longer)\b", re.IGNORECASE)
 _DENIAL = re.compile(
@@ -161,6 +172,7 @@ class Statement:
     frames: tuple[tuple[str, ...], ...] = ()  # each part between commas and semicolons, as words, cue words left out
     changed: tuple[Value, ...] = ()  # the values a change cue governs (in the cue's clause): what it says changed
     instructs: bool = False  # an instruction ("Always include units when I ask about …"): it says nothing done
+    intends: bool = False  # what the speaker wants or plans, with no report of anything done ("I want to solve …")
 
 
 def blank_code(text: str) -> str:
@@ -232,6 +244,7 @@ def _statement(sentence: str, start: int) -> Statement:
         frames=_frames(normal),
         changed=_governed(normal, cues, values),
         instructs=_INSTRUCTION.match(P.strip_lead(normal.lower())) is not None,
+        intends=_INTENT.match(P.strip_lead(normal.lower())) is not None and _REPORT.search(normal) is None,
     )
 
 

@@ -14,8 +14,8 @@ compared passage by passage):
   later "I've never written Flask routes") — links the two as conflicting, so search and context show both and
   say so.  The other order is progress, not a contradiction ("I've never written Flask routes" / later "I wrote
   the homepage route"): the two are linked as an update that leaves the denial current ("updates: since done").
-  A question ("how do I write a Flask route?") and an instruction ("Always show the code when I ask about Flask
-  routes") affirm nothing.
+  A question ("how do I write a Flask route?"), an instruction ("Always show the code when I ask about Flask
+  routes") and a wish or plan that reports nothing done ("I want to write the login route") affirm nothing.
 
 Only the same speaker (and role) corrects a statement: one person's news does not make another's stale.  Only a
 person's turns (role ``user``) are settled: an assistant's reply explains and works examples ("the probability is
@@ -75,7 +75,8 @@ def settle(store: Store, message: Message, passages: Sequence[Passage], judge: J
         return settled
     everything = S.statements(message.content)
     said = [s for s in everything if s.cue or s.denied]
-    said += [s for s in everything if not (s.cue or s.denied or s.instructs or s.asks) and s.personal][:AFFIRMATIONS]
+    affirms = [s for s in everything if not (s.cue or s.denied or s.instructs or s.asks or s.intends)]
+    said += [s for s in affirms if s.personal][:AFFIRMATIONS]
     if not said or not passages:
         return settled
     earlier: dict[int, Message] = {}
