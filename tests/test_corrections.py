@@ -549,20 +549,6 @@ def test_an_instruction_a_question_or_a_wish_is_no_progress_on_what_was_denied(d
         assert mem.remember("I wrote the homepage route with Flask today, it works.").settled.conflicts
 
 
-def test_a_denial_does_not_contradict_an_earlier_wish(db: str, clock: FakeClock) -> None:
-    """The other order: "I want to solve problems with medians and altitudes" said first, "I've never completed any
-    problems involving medians or altitudes" later — wanting to is no claim of having done it (they were linked as
-    "one says never, the other says it did")."""
-    with narrative.Memory(db, user="alice", embedder="none", clock=clock, env={}) as mem:
-        mem.remember("I want to solve problems involving medians and altitudes, can you help me with the area?")
-        mem.remember("How do I solve problems involving medians and altitudes?")
-        clock.advance(days=2)
-        assert not mem.remember("I've never completed any problems involving medians or altitudes.").settled.conflicts
-        mem.remember("I solved three problems involving medians and altitudes today.")
-        clock.advance(days=2)
-        assert mem.remember("I've never completed any problems involving medians or altitudes.").settled.conflicts
-
-
 def _denial_and_progress(mem: narrative.Memory, clock: FakeClock) -> tuple[Any, list[Any]]:
     """A denial, then four reports (two days apart) of doing what was denied."""
     never = mem.remember("I've never written any Flask routes in this project.")

@@ -539,11 +539,8 @@ def disagreement(new: Statement, old: Statement) -> int:
 
 def denied_shared(new: Statement, old: Statement) -> frozenset[str]:
     """The content words of the denied clause that the other statement affirms (empty unless exactly one of
-    the two is a denial, and the other states something: not a question, an instruction or a wish): how strongly
-    two statements disagree."""
+    the two is a denial): how strongly two statements disagree."""
     if new.denied == old.denied:
         return frozenset()
     denial, other = (new, old) if new.denied else (old, new)
-    if other.asks or other.instructs or other.intends:
-        return frozenset()  # a question, an instruction or a wish says nothing was done, before or after
     return denial.denied_keys & other.keys
