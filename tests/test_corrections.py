@@ -83,6 +83,10 @@ def _update(old: str, new: str) -> str | None:
             "Our launch date is April 1.",
             "Our launch, when we last spoke, moved to April 5.",
         ),
+        (  # a cue that opens the sentence is about all of it, the value in a later clause too
+            "The launch is on April 1, 2024.",
+            "Update: after the review, the launch is on April 5, 2024.",
+        ),
         (  # a relative clause states: "which has now reached 165" is no question
             "The main branch has 150 commits merged.",
             "I'm securing the app, given the commits merged into the main branch, which has now reached 165.",
@@ -547,6 +551,17 @@ def test_an_instruction_a_question_or_a_wish_is_no_progress_on_what_was_denied(d
             assert not mem.remember(instruction).settled.conflicts
         clock.advance(days=2)
         assert mem.remember("I wrote the homepage route with Flask today, it works.").settled.conflicts
+
+
+def test_a_wish_that_also_reports_is_progress_on_what_was_denied(db: str, clock: FakeClock) -> None:
+    """ "I want to write more …, since I've written the homepage route" wishes and reports: what it reports is
+    progress on "I've never written any Flask routes"."""
+    with narrative.Memory(db, user="alice", embedder="none", clock=clock, env={}) as mem:
+        mem.remember("I've never written any Flask routes in this project.")
+        clock.advance(days=2)
+        said = "I want to write more Flask routes in this project, since I've written the homepage route already."
+        [conflict] = mem.remember(said).settled.conflicts
+        assert conflict.reason.startswith(SINCE_DONE)
 
 
 def _denial_and_progress(mem: narrative.Memory, clock: FakeClock) -> tuple[Any, list[Any]]:
