@@ -91,6 +91,14 @@ def _update(old: str, new: str) -> str | None:
             "The main branch has 150 commits merged.",
             "I'm securing the app, given the commits merged into the main branch, which has now reached 165.",
         ),
+        (  # "staying below 35%": a verb before the value names no other measure than the bounce rate's
+            "I'm monitoring the bounce rate of my portfolio site, and it is under 40%.",
+            "The bounce rate has improved significantly, now consistently staying below 35%.",
+        ),
+        (  # "reduced X from A to B": the change reaches its value past what it was
+            "The autocomplete input latency is around 520ms on my laptop.",
+            "I've reduced the autocomplete input latency from 520ms to 290ms by optimizing event listeners.",
+        ),
         # the same sentence said again with one place changed and a change cue (a new user's probe)
         ("I live in Berlin.", "I live in Lisbon now."),
         ("My favourite colour is blue.", "My favourite colour is green now."),
@@ -171,6 +179,22 @@ def test_people_correct_themselves_in_these_ways(old: str, new: str) -> None:
             "For my dice probability problem, what are the chances that I'm rolling a 4",
             "I've recently increased my practice to 12 conditional probability problems.",
         ),
+        (  # what a percentage measures is named beside it: a success rate is no bounce rate
+            "The contact form passed its integration tests with a 95% success rate on my site.",
+            "The bounce rate of my site has improved, now below 35%.",
+        ),
+        (  # nor is a debounce the input lag, though both are said of the same app
+            "I implemented a 300ms debounce in my weather app.",
+            "The input lag in my weather app is now over 500ms on slower devices.",
+        ),
+        (  # nor the CSS bundle size the image sizes
+            "I keep the CSS bundle size under 150KB for my portfolio site.",
+            "I recently reduced the image sizes of my portfolio site from 300KB to 180KB.",
+        ),
+        (  # "DOM updates" names a thing: no change cue
+            "The autocomplete input latency in my weather app was 400ms.",
+            "My DOM updates add to the autocomplete input latency of 520ms in my weather app.",
+        ),
         ("I like tea.", "I like coffee now too."),  # an addition, not a change
         ("I live in Berlin.", "I don't live in Lisbon now."),  # a denial of something else
         ("My sister lives in Porto.", "My sister is in Porto now."),  # no place changed: said again
@@ -183,11 +207,39 @@ def test_these_are_not_corrections(old: str, new: str) -> None:
     assert _update(old, new) is None
 
 
+@pytest.mark.parametrize(
+    ("sentence", "cue"),
+    [
+        ("I need to update the deadline to April 5.", "update"),
+        ("Update: the deadline is April 5.", "update"),
+        ("Quick update: the deadline is April 5.", "update"),
+        ("We updated the budget to $500.", "updated"),
+        ("I pushed a status update to the team.", ""),
+        ("I optimized the event listeners and DOM updates in my app.", ""),
+    ],
+)
+def test_update_is_a_change_cue_as_a_verb_or_a_label_not_as_a_noun(sentence: str, cue: str) -> None:
+    assert statements(sentence)[0].cue == cue
+
+
 def test_a_change_from_one_value_to_another_names_the_value_it_changed_to() -> None:
-    """ "from 300KB to 180KB": 300KB is what the sizes were; the update is to 180KB (it read "300 kb, was 250")."""
-    old, new = "Each gallery image size is 250KB now.", "I recently reduced the gallery image sizes from 300KB to 180KB"
-    reason = _update(old, new)
-    assert reason == "recently: 180 kb, was 250"
+    """ "from 300KB to 180KB": 300KB is what the sizes were; the update is to 180KB (it read "300 kb, was 250"), and
+    it updates what was 300KB, not another figure ("improved from 60% to 85%" is no update of a goal of 80%)."""
+    new = "I recently reduced the gallery image sizes from 300KB to 180KB"
+    assert _update("Each gallery image size is 300KB now.", new) == "recently: 180 kb, was 300"
+    assert _update("Each gallery image size is 250KB now.", new) is None
+    improved = "My accuracy on the probability quiz improved from 60% to 85%."
+    assert _update("I want to reach at least 80% accuracy on my probability quiz.", improved) is None
+    assert _update("My probability quiz accuracy is 60%.", improved) == "improved from 60% to: 85 percent, was 60"
+    assert _update("Over 2 weeks my probability quiz accuracy improved from 60% to 85%.", improved) is None  # again
+
+
+def test_a_verb_of_change_changes_the_value_it_changes_to() -> None:
+    """ "I increased my quiz score from 75% to 92% after 15 problems" changed the score, not a count of problems."""
+    old = "I have practised 10 problems on permutations for my quiz."
+    increased = "I increased my quiz score from 75% to 92% after practising 15 problems on permutations."
+    assert _update(old, increased) is None
+    assert _update(old, "I have now practised 15 problems on permutations for my quiz.") is not None
 
 
 def test_an_assistant_reply_neither_supersedes_nor_is_superseded(db: str, clock: FakeClock) -> None:
@@ -551,6 +603,25 @@ def test_an_instruction_a_question_or_a_wish_is_no_progress_on_what_was_denied(d
             assert not mem.remember(instruction).settled.conflicts
         clock.advance(days=2)
         assert mem.remember("I wrote the homepage route with Flask today, it works.").settled.conflicts
+
+
+def test_a_figure_of_another_measure_neither_supersedes_nor_updates_one(db: str, clock: FakeClock) -> None:
+    """ "The bounce rate … now below 35%" hid "… passed with a 95% success rate" as no longer true, and "the input
+    lag … is now over 500ms" was linked as the update of "a 300ms debounce": each is another measure of the same
+    site or app.  The success rate stays current and searchable; a figure of the same measure still updates."""
+    with narrative.Memory(db, user="alice", embedder="none", clock=clock, env={}) as mem:
+        mem.remember("The contact form on my portfolio site passed its tests with a 95% success rate.")
+        mem.remember("I implemented a 300ms debounce for the autocomplete in my weather app.")
+        mem.remember("I'm monitoring the bounce rate of my portfolio site, it is under 40%.")
+        clock.advance(days=2)
+        bounce = mem.remember("The bounce rate of my portfolio site has improved, now below 35%.").settled
+        assert [c.reason for c in bounce.conflicts] + [s.reason for s in bounce.superseded] == [
+            "now: 35 percent, was 40"
+        ]
+        lag = mem.remember("The input lag of the autocomplete in my weather app is now over 500ms.").settled
+        assert not lag.conflicts and not lag.superseded
+        [hit, *_] = mem.search("success rate of the contact form tests", 5)
+        assert "95% success rate" in hit.text
 
 
 def test_a_wish_that_also_reports_is_progress_on_what_was_denied(db: str, clock: FakeClock) -> None:

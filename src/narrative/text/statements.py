@@ -2,9 +2,10 @@
 
 People correct themselves in a few recognisable ways, and this module reads only those (no model):
 
-* **a change cue** — "actually", "now", "no longer", "anymore", "not … anymore", "correction", "update",
-  "instead", "changed", "moved", "switched", "new", "recently", verbs of change followed by "to"
-  ("improved to 78%", "moved to Lisbon", "extended … to 4 hours"), "has reached", "is now";
+* **a change cue** — "actually", "now", "no longer", "anymore", "not … anymore", "correction", "update" (a verb
+  or a label: "the DOM updates" names a thing), "instead", "changed", "moved", "switched", "new", "recently",
+  verbs of change followed by "to" ("improved to 78%", "moved to Lisbon", "extended … to 4 hours", "reduced the
+  latency from 520ms to 290ms"), "has reached", "is now";
 * **a value** — a number with its unit ("8 cards", "65%", "250ms", "1,200 calls"), a date ("April 5, 2024",
   "2024-04-05", "16.01.2024"), or the thing a "not X" names as the old value ("Lisbon now, not Berlin");
 * **a subject** — the content words the two sentences share (singular, lower case), beyond values and cues.
@@ -12,22 +13,25 @@ People correct themselves in a few recognisable ways, and this module reads only
 A sentence *updates* an earlier one when it has a change cue, they share the subject, and it gives the same kind
 of value with a different content for the same thing (a count of the same things, "1,200 calls" after "1,000
 calls"; for a percentage, a duration or a date, the words around the two values share a content word:
-"the launch moved to April 5" and "the launch is on April 1"; two numbers in long sentences that merely share a
-topic are values of different things; a bare number with no unit, like a triangle's sides "3, 4, 5", is no
-value that changes) — or its "not X" names a value the earlier one states.  The cue says which value changed:
-one in its own clause ("I've studied for a week now, so I want to check my 90% accuracy" changes no percentage),
-or any when it opens the sentence ("Update: …"), never the one a change is "from"; a version ("Flask 2.3.1") and
-the date a figure was true "as of" are no values.  A sentence
-*contradicts* an earlier one, with no order between them, when one denies ("I've never …", "I haven't …") what
-the other affirms about the same subject (at least two shared content words, one of them a content word of
-the denied clause).  Code blocks assert nothing here.
+"the launch moved to April 5" and "the launch is on April 1"; and a number that names what it measures beside it
+— "a 95% success rate", "the bounce rate under 40%", "a 300ms debounce" — measures that only when the other
+sentence names it too: "the bounce rate is now below 35%" updates no success rate, "the input lag is now over
+500ms" no debounce; two numbers in long sentences that merely share a topic are values of different things; a
+bare number with no unit, like a triangle's sides "3, 4, 5", is no value that changes) — or its "not X" names
+a value the earlier one states. The cue says which value changed: one in its own clause ("I've studied for a week
+now, so I want to check my 90% accuracy" changes no percentage), or any when it opens the sentence ("Update: …"),
+never the one a change is "from" (a verb of change changes the value after its "to", and one that says what it was,
+"from 60% to 85%", updates only a statement of that value); a version ("Flask 2.3.1") and the date a figure was true
+"as of" are no values. A sentence *contradicts* an earlier one, with no order between them, when one denies ("I've
+never …", "I haven't …") what the other affirms about the same subject (at least two shared content words, one of
+them a content word of the denied clause). Code blocks assert nothing here.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from narrative.text import patterns as P
 
@@ -68,7 +72,8 @@ _CUE = re.compile(
     r"\b(?:actually|correction|corrected|update[ds]?|updating|anymore|any more|no longer|instead|"
     r"now|nowadays|currently|recently|lately|latest|new|newly|changed?|changing|moved|switch(?:ed)?|"
     r"(?:improv|increas|decreas|extend|reduc|rais|lower|grow|grew|drop|dropp|bump|push|revis|adjust|"
-    rf"shift|postpon|delay|mov)(?:e|es|ed|ing)?\s+(?:\w+\s+){{0,4}}?{_TO_VALUE}|reached|has\s+become|is\s+now|are\s+now)\b",
+    rf"shift|postpon|delay|mov)(?:e|es|ed|ing)?\s+(?:\w+\s+){{0,4}}?(?:from\s+\S+\s+)?{_TO_VALUE}|reached|has\s+become|"
+    r"is\s+now|are\s+now)\b",
     re.IGNORECASE,
 )
 _DATE = re.compile(
@@ -141,6 +146,10 @@ class Value:
     noun: str = ""  # the last word of the noun phrase it counts ("12 conditional probability problems": problem)
     alone: bool = False  # a number no word follows ("… have reached 165."): it counts what the words before name
     at: int = field(default=-1, compare=False)  # where it starts in its sentence
+    #: the words that name what it measures, modifier first ("95% success rate", "the bounce rate under 40%",
+    #: "a response time of 280ms"); () when no noun phrase is attached to it ("… which is now 35%")
+    measure: tuple[str, ...] = field(default=(), compare=False)
+    was: str = field(default="", compare=False)  # what it changed from, when the sentence says ("from 60% to 85%")
 
 
 @dataclass(frozen=True)
@@ -327,11 +336,34 @@ _NOT_STATED = re.compile(
 )
 
 
+#: The words after which "update" is a verb ("I need to update the deadline", "we just updated …") rather than a
+#: noun ("the DOM updates", "a status update"): a noun names a thing, not a change.
+_UPDATE_VERB_AFTER = frozenset(
+    """to i we you they he she it just also then will would can could should must please and i'll we'll i've
+    we've i'd we'd have has had did do finally recently""".split()
+)
+
+
+def _names_update(sentence: str, cue: re.Match[str]) -> bool:
+    """Whether the cue "update" / "updates" is a noun here ("optimized DOM updates", "a quick status update"): it
+    is a cue when it opens the sentence ("Update: …"), labels what follows ("an update: …") or follows a
+    subject, "to" or an auxiliary."""
+    if cue.group(0).lower() not in ("update", "updates"):
+        return False
+    before = P.strip_lead(sentence[: cue.start()].lower()).strip(" ,;:-\u2014\u2013")
+    if not before or sentence[cue.end() :].lstrip().startswith(":"):
+        return False
+    last = before.split()[-1].strip("\"'()[]")
+    return last not in _UPDATE_VERB_AFTER
+
+
 def _cues(sentence: str) -> list[re.Match[str]]:
     """The change cues of ``sentence`` in clauses that state: in "…, how does that change the calculation, …"
-    the clause holding "change" asks, and a question changes nothing."""
+    the clause holding "change" asks, and a question changes nothing.  "Update" as a noun is no cue."""
     found = []
     for cue in _CUE.finditer(sentence):
+        if _names_update(sentence, cue):
+            continue
         opened = 0
         for stop in _CLAUSE_START.finditer(sentence, 0, cue.start()):
             opened = stop.end()
@@ -358,6 +390,10 @@ def _governed(sentence: str, cues: Sequence[re.Match[str]], values: Sequence[Val
     ends = [0, *(m.end() for m in _REACH_END.finditer(sentence)), len(sentence)]
     reach: list[tuple[int, int]] = []
     for cue in cues:
+        if cue.group(0).lower().endswith("to") and cue.group(0).lower() != "to":
+            after = [v.at for v in values if v.at >= cue.end()]
+            reach.append((cue.end(), min(after) + 1) if after else (0, 0))
+            continue  # "increased my quiz score from 75% to 92% after 15 problems" changed the score: 92%
         if not P.strip_lead(sentence[: cue.start()].lower()).strip(" ,;:-\u2014\u2013"):
             return tuple(values)  # the cue opens the sentence: it is about all of it
         start = max(e for e in ends if e <= cue.start())
@@ -422,8 +458,19 @@ def _values(sentence: str) -> tuple[Value, ...]:
             and not re.match(r"\s*[A-Za-z]", sentence[match.end() :])
             and _COMPLETES.search(sentence, 0, match.start()) is not None
         )
-        values.append(Value("number", word, number, _near(sentence, *match.span()), noun, alone, match.start()))
+        near, measure = _near(sentence, *match.span()), _measure(sentence, match.start(), match.end())
+        values.append(Value("number", word, number, near, noun, alone, match.start(), measure))
+    starts = {v.at: v for v in values}
+    for i, value in enumerate(values):
+        span = _FROM_TO.search(sentence, 0, max(0, value.at))
+        was = starts.get(span.start(1)) if span is not None else None
+        if was is not None and was.kind == value.kind:
+            values[i] = replace(value, was=was.text)
     return tuple(values)
+
+
+#: "from X to" right before a value: the sentence says what it changed from.
+_FROM_TO = re.compile(r"\bfrom\s+(\S+(?:\s+\S+){0,3}?)\s+to\s+$", re.IGNORECASE)
 
 
 _OPERATORS = frozenset("/×*=+^÷<>")
@@ -468,6 +515,58 @@ def _noun(sentence: str, end: int) -> str:
     return noun
 
 
+#: The words that join a measure to its value before it: "the bounce rate under 40%", "a response time of 280ms".
+_JOINS = frozenset("of at under over below above from to around about near within".split())
+_MEASURE_WORD = re.compile(r"[A-Za-z][A-Za-z\-]*")
+_MEASURE_AFTER = re.compile(r"(?:[ \t]+[A-Za-z][A-Za-z\-]*){1,2}")
+_MEASURE_TOKEN = re.compile(r"[A-Za-z][A-Za-z\-]*|[^\sA-Za-z]")
+
+
+def _measure_keys(words: Sequence[str]) -> tuple[str, ...]:
+    keys = (P.tag_key(w.lower()) for w in words if w.lower() not in _NOT_UNITS)
+    return tuple(k for k in keys if k is not None and k not in _CUE_KEYS)
+
+
+def _measure(sentence: str, start: int, end: int) -> tuple[str, ...]:
+    """What the number at ``sentence[start:end]`` (with its unit) measures, as content keys, modifier first: the
+    content words right after it ("95% success rate", "300ms debounce"), else the one or two words right before
+    a joining word before it ("the bounce rate under 40%", "response time of 280ms", "my study sessions to 4
+    hours"); () when neither names it ("it's under 300ms", "… which is now 35%")."""
+    after = _MEASURE_AFTER.match(sentence, end)
+    if after is not None:
+        found = []
+        for word in after.group(0).split():
+            key = P.tag_key(word.lower())
+            if key is None or word.lower() in _NOT_UNITS or key in _CUE_KEYS:
+                break
+            found.append(key)
+        if found:
+            return tuple(found)
+    tokens = _MEASURE_TOKEN.findall(sentence[max(0, start - 80) : start])
+    joins = 0
+    while tokens and tokens[-1].lower() in _JOINS and joins < 2:
+        tokens.pop()
+        joins += 1
+    head = tokens[-1].lower() if tokens else ""
+    if not joins or head.endswith("ing") or not (P.tag_key(head) or head == "time"):
+        return ()  # "it's under 300ms", "improved to 78%", "staying below 35%": no noun before the joining word
+    words = tokens[-2:] if len(tokens) >= 2 and _MEASURE_WORD.fullmatch(tokens[-2]) else tokens[-1:]
+    return _measure_keys(words)
+
+
+def _measured_in(value: Value, other: Statement) -> bool:
+    """Whether what ``value`` measures is said by ``other`` too: its first word (the modifier of "success rate"
+    or "study sessions", the noun of "debounce"), or a word it begins or that begins it ("study", "studying").
+    A value that names no measure is decided by the words around it."""
+    if not value.measure:
+        return True
+    first = value.measure[0]
+    return any(
+        key == first or (min(len(key), len(first)) >= 4 and (key.startswith(first) or first.startswith(key)))
+        for key in other.keys
+    )
+
+
 def update(new: Statement, old: Statement) -> Change | None:
     """Why ``new`` (said later) updates ``old``, or None: a change cue, a shared subject, and a changed value
     of the same kind (or a "not X" naming the old one).  The reason reads like "now: 78 percent, was 65"."""
@@ -483,12 +582,18 @@ def update(new: Statement, old: Statement) -> Change | None:
         for before in old.values:
             if before.kind != value.kind or before.text == value.text:
                 continue
+            if value.was and not _same_text(value.was, before.text):
+                continue  # "improved from 60% to 85%" says what it was: an earlier 80% is another figure
+            if value.was and any(_same_text(value.text, b.text) for b in old.values if b.kind == value.kind):
+                continue  # the earlier sentence told the same change ("… improved from 60% to 85% …") again
             unit = _same_unit(value, before, new, old)
             if unit is None or (value.kind == "number" and not unit):
                 continue  # counts different things, or a bare number (a side of a triangle, a step)
             counted = bool(unit) and unit not in _SYMBOLS and unit not in _UNIT_WORDS  # "1,200 calls", "10 cards"
             if not counted and not value.near & before.near:
                 continue  # a percentage, a time, a date: of what is said by the words around it
+            if not counted and not (_measured_in(value, old) and _measured_in(before, new)):
+                continue  # "the bounce rate … below 35%" after "a 95% success rate": another measure
             needed = 1 if unit in _SYMBOLS or new.cue.split()[0] not in _WEAK_CUES else 2
             if len(shared | ({unit} if unit and unit not in P.STOPWORDS else set())) >= needed:
                 return Change(f"{new.cue}: {value.text}{' ' + unit if unit else ''}, was {before.text}", (before.text,))
@@ -496,6 +601,11 @@ def update(new: Statement, old: Statement) -> Change | None:
     if swapped is not None:
         return Change(f"{new.cue}: {swapped[0]}, was {swapped[1]}", (swapped[1],))
     return None
+
+
+def _same_text(said: str, stated: str) -> bool:
+    """Whether a value a change names as what it was is the one stated ("April 1" names "april 1 2024")."""
+    return said == stated or stated.startswith(said + " ") or said.startswith(stated + " ")
 
 
 def _kind_said(value: Value, other: Statement) -> bool:
