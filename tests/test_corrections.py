@@ -232,6 +232,8 @@ def test_a_change_from_one_value_to_another_names_the_value_it_changed_to() -> N
     assert _update("I want to reach at least 80% accuracy on my probability quiz.", improved) is None
     assert _update("My probability quiz accuracy is 60%.", improved) == "improved from 60% to: 85 percent, was 60"
     assert _update("Over 2 weeks my probability quiz accuracy improved from 60% to 85%.", improved) is None  # again
+    goal = "My probability quiz accuracy is 60%, and I want to get it up to 85%."  # a goal, then what was done
+    assert _update(goal, improved) == "improved from 60% to: 85 percent, was 60"
 
 
 def test_a_verb_of_change_changes_the_value_it_changes_to() -> None:

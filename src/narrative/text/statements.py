@@ -584,7 +584,7 @@ def update(new: Statement, old: Statement) -> Change | None:
                 continue
             if value.was and not _same_text(value.was, before.text):
                 continue  # "improved from 60% to 85%" says what it was: an earlier 80% is another figure
-            if value.was and any(_same_text(value.text, b.text) for b in old.values if b.kind == value.kind):
+            if value.was and any(b.was == value.was and b.text == value.text for b in old.values):
                 continue  # the earlier sentence told the same change ("… improved from 60% to 85% …") again
             unit = _same_unit(value, before, new, old)
             if unit is None or (value.kind == "number" and not unit):
