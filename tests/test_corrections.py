@@ -236,6 +236,24 @@ def test_a_change_from_one_value_to_another_names_the_value_it_changed_to() -> N
     assert _update(goal, improved) == "improved from 60% to: 85 percent, was 60"
 
 
+def test_a_change_that_says_the_date_it_moved_from_updates_that_date_only() -> None:
+    """ "moved from April 1 to April 5, 2024" updates the launch of April 1, 2024 (the year said once), not one of
+    April 3."""
+    moved = "Update: the launch moved from April 1 to April 5, 2024."
+    assert _update("The launch is on April 1, 2024.", moved) == "update: april 5 2024, was april 1 2024"
+    assert _update("The launch is on April 3, 2024.", moved) is None
+
+
+def test_a_measure_is_named_before_a_joining_word_and_matched_by_the_words_it_begins() -> None:
+    """ "a response time of 280ms" measures the response time (though "time" is a common word), so a debounce of
+    300ms in the same app is no update of it; "study sessions" is what "studying" is, so 4 hours of sessions
+    update 3 hours spent studying."""
+    assert _update("My weather app has an API response time of 280ms.", "My weather app debounce is now 300ms.") is None
+    studying, sessions = "I have spent 3 hours studying probability this week.", "I have recently extended my "
+    sessions += "probability study sessions to 4 hours this week."
+    assert _update(studying, sessions) == "recently: 4 hour, was 3"
+
+
 def test_a_verb_of_change_changes_the_value_it_changes_to() -> None:
     """ "I increased my quiz score from 75% to 92% after 15 problems" changed the score, not a count of problems."""
     old = "I have practised 10 problems on permutations for my quiz."
