@@ -195,6 +195,10 @@ def test_people_correct_themselves_in_these_ways(old: str, new: str) -> None:
             "The autocomplete input latency in my weather app was 400ms.",
             "My DOM updates add to the autocomplete input latency of 520ms in my weather app.",
         ),
+        (  # what a figure in a relative clause measures is named before its comma: a fetch latency is no input lag
+            "The fetch call latency in my weather app, which is now around 250ms, is fine on a local network.",
+            "My weather app's input latency, which is currently around 520ms, needs work before the demo.",
+        ),
         ("I like tea.", "I like coffee now too."),  # an addition, not a change
         ("I live in Berlin.", "I don't live in Lisbon now."),  # a denial of something else
         ("My sister lives in Porto.", "My sister is in Porto now."),  # no place changed: said again
@@ -234,6 +238,22 @@ def test_a_change_from_one_value_to_another_names_the_value_it_changed_to() -> N
     assert _update("Over 2 weeks my probability quiz accuracy improved from 60% to 85%.", improved) is None  # again
     goal = "My probability quiz accuracy is 60%, and I want to get it up to 85%."  # a goal, then what was done
     assert _update(goal, improved) == "improved from 60% to: 85 percent, was 60"
+
+
+def test_a_later_figure_updates_what_a_change_went_to_not_what_it_was_from() -> None:
+    """ "reduced the page load from 900ms to 400ms" says the load is 400ms: a later figure updates the 400ms (the
+    reason, and the words a storyline forgets, name it), not the 900ms that was already past."""
+    reduced = "Caching reduced the page load time of my blog from 900ms to 400ms."
+    assert _update(reduced, "Actually, the page load time of my blog is now 350ms.") == "actually: 350 ms, was 400"
+    assert _update(reduced, "Update: the page load time of my blog is 350ms.") == "update: 350 ms, was 400"
+
+
+def test_a_relative_clause_names_what_its_figure_measures() -> None:
+    """ "the input latency, which is currently around 520ms" measures the input latency: an update of the input
+    latency, not the page load time of the same app."""
+    latency = "My weather app's input latency, which is currently around 520ms, is too high."
+    assert _update("My weather app's input latency is 600ms.", latency) == "currently: 520 ms, was 600"
+    assert _update("The page load time of my weather app is 600ms.", latency) is None
 
 
 def test_a_change_that_says_the_date_it_moved_from_updates_that_date_only() -> None:

@@ -14,14 +14,17 @@ A sentence *updates* an earlier one when it has a change cue, they share the sub
 of value with a different content for the same thing (a count of the same things, "1,200 calls" after "1,000
 calls"; for a percentage, a duration or a date, the words around the two values share a content word:
 "the launch moved to April 5" and "the launch is on April 1"; and a number that names what it measures beside it
-— "a 95% success rate", "the bounce rate under 40%", "a 300ms debounce" — measures that only when the other
+— "a 95% success rate", "the bounce rate under 40%", "a 300ms debounce", or before the comma of the relative
+clause it stands in: "the input latency, which is currently 520ms" — measures that only when the other
 sentence names it too: "the bounce rate is now below 35%" updates no success rate, "the input lag is now over
 500ms" no debounce; two numbers in long sentences that merely share a topic are values of different things; a
 bare number with no unit, like a triangle's sides "3, 4, 5", is no value that changes) — or its "not X" names
 a value the earlier one states. The cue says which value changed: one in its own clause ("I've studied for a week
 now, so I want to check my 90% accuracy" changes no percentage), or any when it opens the sentence ("Update: …"),
 never the one a change is "from" (a verb of change changes the value after its "to", and one that says what it was,
-"from 60% to 85%", updates only a statement of that value); a version ("Flask 2.3.1") and the date a figure was true
+"from 60% to 85%", updates only a statement of that value). What an earlier sentence says a value changed to is
+what stood when it was said: a later figure updates that ("from 450ms to 120ms", then "now 300ms": was 120), and the
+value it was changed from only when nothing else fits. A version ("Flask 2.3.1") and the date a figure was true
 "as of" are no values. A sentence *contradicts* an earlier one, with no order between them, when one denies ("I've
 never …", "I haven't …") what the other affirms about the same subject (at least two shared content words, one of
 them a content word of the denied clause). Code blocks assert nothing here.
@@ -520,6 +523,11 @@ _JOINS = frozenset("of at under over below above from to around about near withi
 _MEASURE_WORD = re.compile(r"[A-Za-z][A-Za-z\-]*")
 _MEASURE_AFTER = re.compile(r"(?:[ \t]+[A-Za-z][A-Za-z\-]*){1,2}")
 _MEASURE_TOKEN = re.compile(r"[A-Za-z][A-Za-z\-]*|[^\sA-Za-z]")
+#: A figure in a relative clause right after what it measures: "the average input latency, which is currently
+#: around 520ms" (the one or two words before the comma; the clause up to the figure is at most four words).
+_RELATIVE = re.compile(
+    r"(?:\b([A-Za-z][A-Za-z\-]*)\s+)?\b([A-Za-z][A-Za-z\-]*),\s+(?:which|that)\s+(?:[A-Za-z]+\s+){0,4}$"
+)
 
 
 def _measure_keys(words: Sequence[str]) -> tuple[str, ...]:
@@ -548,10 +556,19 @@ def _measure(sentence: str, start: int, end: int) -> tuple[str, ...]:
         tokens.pop()
         joins += 1
     head = tokens[-1].lower() if tokens else ""
-    if not joins or head.endswith("ing") or not (P.tag_key(head) or head == "time"):
-        return ()  # "it's under 300ms", "improved to 78%", "staying below 35%": no noun before the joining word
-    words = tokens[-2:] if len(tokens) >= 2 and _MEASURE_WORD.fullmatch(tokens[-2]) else tokens[-1:]
-    return _measure_keys(words)
+    if joins and _names_measure(head):
+        words = tokens[-2:] if len(tokens) >= 2 and _MEASURE_WORD.fullmatch(tokens[-2]) else tokens[-1:]
+        return _measure_keys(words)
+    clause = _RELATIVE.search(sentence, max(0, start - 120), start)
+    if clause is not None and _names_measure(clause.group(2).lower()):
+        return _measure_keys([w for w in clause.group(1, 2) if w])  # "the input latency, which is now 520ms"
+    return ()  # "it's under 300ms", "improved to 78%", "staying below 35%": no noun before the joining word
+
+
+def _names_measure(word: str) -> bool:
+    """Whether a word before a figure can name what it measures: a noun ("rate", "latency", "time"), not a verb
+    ("staying below 35%") or a word of no content."""
+    return bool(word) and not word.endswith("ing") and bool(P.tag_key(word) or word == "time")
 
 
 def _measured_in(value: Value, other: Statement) -> bool:
@@ -578,8 +595,10 @@ def update(new: Statement, old: Statement) -> Change | None:
             return Change(f"{new.cue}: not {gone} any more", (gone,))
     if new.ended and not old.denied and len(shared) >= 2:
         return Change(f"{new.cue}: no longer " + ", ".join(sorted(shared)[:4]))
+    past = {b.was for b in old.values if b.was}  # "reduced it from 450ms to 120ms": 450ms was past when said
+    stood = sorted(old.values, key=lambda b: b.text in past and not b.was)  # what stood when said: tried first
     for value in new.changed:
-        for before in old.values:
+        for before in stood:
             if before.kind != value.kind or before.text == value.text:
                 continue
             if value.was and not _same_text(value.was, before.text):
