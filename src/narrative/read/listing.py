@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from narrative.model import SUMMARY_STREAMS, MemoryItem
+from narrative.read.current import stale_messages
 from narrative.store.filters import MemoryFilter
 from narrative.store.protocol import Store
 from narrative.text.lines import turn_line
@@ -44,18 +45,21 @@ def one_fact_once(store: Store, user_id: str, memories: Sequence[MemoryItem]) ->
     quoting = [m for m in memories if m.stream not in SUMMARY_STREAMS and len(m.message_ids) > 1]
     wanted = sorted({i for m in quoting for i in m.message_ids})
     said = {m.id: m for m in store.get_messages(user_id, wanted)} if wanted else {}
+    stale = stale_messages(store, user_id, wanted)  # a later statement superseded them
     owner: dict[int, Listed] = {}
     for index in order:
         item = listed[index]
         memory = item.memory
         if memory.stream in SUMMARY_STREAMS or not memory.message_ids:
             continue
-        new = [i for i in memory.message_ids if i not in owner]
-        if not new and not memory.user_reviewed:
-            holder = owner[memory.message_ids[0]]
+        hidden = stale if memory.is_current else set()  # a current exchange does not show what it corrected
+        new = [i for i in memory.message_ids if i not in owner and i not in hidden]
+        holder = next((owner[i] for i in memory.message_ids if i in owner), None)
+        if not new and not memory.user_reviewed and holder is not None:
             item.folded_into = holder.memory.id
             holder.also.append(memory.id)
             continue
+        new = new or [i for i in memory.message_ids if i not in owner]
         if len(new) < len(memory.message_ids) and all(i in said for i in new):
             item.text = "\n".join(turn_line(said[i]) for i in new)
         owner.update(dict.fromkeys(new, item))
