@@ -87,7 +87,9 @@ def test_edit_importance_and_emotions_only(mem: narrative.Memory) -> None:
     edited = mem.edit_memory(added.id, importance=5, emotions=["proud"])
     assert (edited.importance, edited.emotions) == (5, ("proud",))
     assert not edited.user_edited and edited.original_content is None
-    assert mem.edit_memory(added.id) == edited  # nothing asked, nothing changed
+    with pytest.raises(ValidationError, match="nothing to change"):  # nothing asked: refused, as every interface does
+        mem.edit_memory(added.id)
+    assert mem.get_memory(added.id) == edited
 
 
 def test_edit_is_searchable_by_the_new_words(mem: narrative.Memory) -> None:
@@ -108,6 +110,16 @@ def test_edit_validation_leaves_the_database_unchanged(
     before = snapshot(mem.store)
     with pytest.raises(ValidationError):
         mem.edit_memory(added.id, **changes)
+    assert snapshot(mem.store) == before
+
+
+def test_an_edit_that_changes_nothing_is_refused_as_the_cli_and_http_refuse_it(
+    mem: narrative.Memory, snapshot: Snap
+) -> None:
+    added = mem.add_memory("Stays as it is.")
+    before = snapshot(mem.store)
+    with pytest.raises(ValidationError, match="nothing to change"):
+        mem.edit_memory(added.id)
     assert snapshot(mem.store) == before
 
 

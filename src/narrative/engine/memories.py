@@ -234,6 +234,15 @@ class Memories:
         ``entities_to_add``: ``[{"type": "task", "name": "…", "data": {...}}]``.
         """
         user_id = self.rt.user_id(user)
+        entities_to_remove, entities_to_add = list(entities_to_remove), list(entities_to_add)
+        if (content, importance, emotions, metadata) == (None, None, None, None) and not (
+            entities_to_remove or entities_to_add
+        ):  # refused as the CLI, HTTP and MCP refuse it, not answered having done nothing
+            raise ValidationError(
+                f"nothing to change for memory {memory_id}: give content, importance, emotions, metadata,"
+                " entities_to_remove or entities_to_add",
+                field="memory_id",
+            )
         changes = by_hand.memory_changes(self.rt.store, user_id, memory_id, content, importance, emotions, metadata)
         return by_hand.edit_memory(
             self.rt.store,
