@@ -9,7 +9,10 @@ so a deleted word is nowhere in the file's bytes.  What a delete takes with it:
   texts of their history (its events stay, with kind and time only, plus a ``deleted`` one: a tombstone), the
   uses that drew on them (their recorded queries name what is deleted), and the resolutions they made
   (those entities are reopened); narrative links left without memories are spliced out of the chain, sealed
-  links that keep other memories stay (they are immutable); what they superseded is current again (a deleted
+  links that keep other memories stay (they are immutable), a running link that quotes a deleted memory says
+  what its newest memory left says instead; the storyline cards (theirs and their messages') lose the summary
+  lines and description that quote any text the memories held — now, before an edit, in any edit of their
+  history — unless a memory left in the storyline says it too; what they superseded is current again (a deleted
   correction no longer says what is true), with a ``restored`` event saying why; research items they joined as
   one work stay joined (:func:`narrative.write.consolidate.rejoin_around`);
 * a conversation takes its messages, memories, links, entities and uses, and its storylines are scrubbed:
@@ -27,12 +30,22 @@ from collections.abc import Iterable
 from datetime import datetime
 
 from narrative.errors import InvalidTransition, NotFound
-from narrative.model import ConversationStatus, Message, Source, Storyline, StorylineKind, Stream
+from narrative.model import (
+    ConversationStatus,
+    MemoryItem,
+    Message,
+    Narrative,
+    Source,
+    Storyline,
+    StorylineKind,
+    Stream,
+)
 from narrative.store.filters import MemoryFilter
 from narrative.store.protocol import Store
 from narrative.write import history
 from narrative.write.consolidate import rejoin_around
 from narrative.write.embedding import Embed, routing_vectors
+from narrative.write.narrate import narrative_sentence
 from narrative.write.storylines import your_story
 from narrative.write.supersede import undo_superseding
 
@@ -156,17 +169,20 @@ def forget_memories(
     conversation or storyline), their events' texts blanked (:func:`narrative.write.history.tombstone`)."""
     ids = sorted(set(memory_ids))
     gone = set(ids)
+    said, cards = _said_by(store, user_id, ids)  # before the tombstone blanks the history's texts
     why = "the memory that superseded it was deleted" + ("" if with_ == "memory" else f" with its {with_}")
     restored = undo_superseding(store, user_id, ids, now, why)
     reopened = store.reopen_resolved_by(user_id, ids)
     emptied: list[int] = []
     for nid in store.narratives_with_memories(user_id, ids):
         link = store.get_narrative(user_id, nid)
-        alive = [m.id for m in store.get_memories(user_id, link.memory_ids) if m.id not in gone]
+        alive = [m for m in store.get_memories(user_id, link.memory_ids) if m.id not in gone]
         if not alive:
             emptied.append(nid)
         elif not link.sealed:
-            store.update_narrative(user_id, nid, memory_ids=alive)
+            store.update_narrative(
+                user_id, nid, summary=_restated_link(link, alive, said), memory_ids=[m.id for m in alive]
+            )
     if conversation_id is not None:  # the conversation's own links that never held a memory
         emptied += [
             n.id
@@ -180,6 +196,7 @@ def forget_memories(
     rejoin_around(store, user_id, ids, now)
     history.tombstone(store, user_id, ids, now, with_)
     deleted = store.delete_memories(user_id, ids)
+    _scrub_cards(store, user_id, cards, said, None, None, said_keywords_only=True)
     counts = {"memories": deleted, "narratives": links, "reopened_entities": reopened, "uses": uses}
     return counts | ({"restored": len(restored)} if restored else {})
 
@@ -209,17 +226,43 @@ def scrub_storylines(
     unused = store.unused_storylines(user_id)
     for sid in unused:
         store.delete_storyline(user_id, sid)
-    said = [m.content.lower() for m in messages]
-    for sid in {m.storyline_id for m in messages if m.storyline_id is not None} - set(unused):
+    said = [_plain(m.content) for m in messages]
+    sids = {m.storyline_id for m in messages if m.storyline_id is not None} - set(unused)
+    _scrub_cards(store, user_id, sids, said, embed, model)
+    return len(unused)
+
+
+def _scrub_cards(
+    store: Store,
+    user_id: str,
+    storyline_ids: set[int],
+    said: list[str],
+    embed: Embed | None,
+    model: str | None,
+    *,
+    said_keywords_only: bool = False,
+) -> None:
+    """In these storylines, drop the summary lines and the description that quote what was ``said`` (lowercased,
+    one space between words) unless a memory left in the storyline says it too, and the keywords neither a
+    message routed there nor such a memory holds (``said_keywords_only``: only those the deleted texts hold, so a
+    keyword given by hand stays); count only the messages left."""
+    for sid in sorted(storyline_ids):
         try:
             storyline = store.get_storyline(user_id, sid)
         except NotFound:
             continue
         routed = store.list_messages(user_id, storyline_id=sid)
-        remaining = " ".join(m.content.lower() for m in routed)
-        summary = "\n".join(line for line in storyline.summary.splitlines() if not _quotes(line, said))
-        description = "" if _quotes(storyline.description, said) else storyline.description
-        keywords = tuple(k for k in storyline.keywords if k.lower() in remaining)
+        kept = [
+            _plain(m.content) for m in store.list_memories(user_id, MemoryFilter(storyline_ids=[sid], limit=EVERYTHING))
+        ]
+        remaining = " ".join([*(m.content.lower() for m in routed), *kept])
+        summary = "\n".join(line for line in storyline.summary.splitlines() if not _unsaid(line, said, kept))
+        description = "" if _unsaid(storyline.description, said, kept) else storyline.description
+        keywords = tuple(
+            k
+            for k in storyline.keywords
+            if k.lower() in remaining or (said_keywords_only and not any(k.lower() in t for t in said))
+        )
         if (summary, description, keywords, len(routed)) != (
             storyline.summary,
             storyline.description,
@@ -236,7 +279,31 @@ def scrub_storylines(
             )
         if embed is not None and model is not None and store.storyline_vector(user_id, sid, model) is not None:
             store.put_storyline_vector(user_id, sid, model, routing_vectors(store, embed, [storyline])[sid])
-    return len(unused)
+
+
+def _said_by(store: Store, user_id: str, memory_ids: list[int]) -> tuple[list[str], set[int]]:
+    """Every text these memories held (lowercased, one space between words): what they say now, what they said
+    before an edit (``original_content``, each edit's old and new text in their history), and the storylines
+    whose cards may quote them (their own and their messages')."""
+    memories = store.get_memories(user_id, memory_ids)
+    texts = [t for m in memories for t in (m.content, m.original_content or "")]
+    texts += [t for m in memories for e in store.memory_events(user_id, m.id) for t in (e.old_text, e.new_text)]
+    sources = sorted({i for m in memories for i in m.message_ids})
+    cards = {m.storyline_id for m in memories if m.storyline_id is not None}
+    cards |= {m.storyline_id for m in store.get_messages(user_id, sources) if m.storyline_id is not None}
+    return list(dict.fromkeys(t for t in map(_plain, texts) if t)), cards
+
+
+def _restated_link(link: Narrative, alive: list[MemoryItem], said: list[str]) -> str:
+    """An open link's sentence once some of its memories are deleted: the same unless it quotes one of them (and
+    no memory left says it); then what the newest memory left says."""
+    text = _plain(link.summary)
+    quoted = _quotes(link.summary, said) or any(len(t) >= 12 and t in text for t in said)
+    kept = [_plain(m.content) for m in alive]
+    if not quoted or _quotes(link.summary, kept) or any(text and text in t for t in kept):
+        return link.summary
+    newest = max(alive, key=lambda m: (m.created_at, m.id))
+    return narrative_sentence(link.topic, "", " ".join(newest.content.split()))
 
 
 def forget_storyline(
@@ -284,10 +351,20 @@ def _forget_emptied(
     return len(emptied)
 
 
+def _unsaid(text: str, said: list[str], kept: list[str]) -> bool:
+    """Does a card's line (or description) quote what was deleted and nothing left?"""
+    return _quotes(text, said) and not _quotes(text, kept)
+
+
+def _plain(text: str) -> str:
+    """Lowercased, with one space between words (as a card's lines are written)."""
+    return " ".join(text.split()).lower()
+
+
 def _quotes(text: str, said: list[str]) -> bool:
     """Does a summary line (or description) repeat one of these (lowercased) messages?"""
     body = text.strip().lstrip("-• ").strip()
     if ": " in body:
         body = body.split(": ", 1)[1]
-    probe = body.rstrip("…").strip().lower()[:40]
+    probe = _plain(body.rstrip("…"))[:40]
     return len(probe) >= 12 and any(probe in s for s in said)
