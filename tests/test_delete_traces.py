@@ -120,3 +120,81 @@ def test_several_deletes_leave_no_copy_in_the_file(db_path: Path, clock: FakeClo
             data = file_bytes(db_path)
             assert not [marker for marker in deleted if marker in data], f"after deleting conversation {c}"
         assert mem.search("garden bicycle", mode="keyword", record=False)
+
+
+# --- what an edit put in the storyline card and the running link goes with the memory ------------------------
+
+
+@pytest.fixture
+def maya(db: str, clock: FakeClock) -> Iterator[narrative.Memory]:
+    memory = narrative.Memory(db, user="maya", embedder="hashing", clock=clock, env={})
+    yield memory
+    memory.close()
+
+
+def card_and_link(mem: narrative.Memory, storyline_id: int) -> str:
+    """What the storyline card and the running links say, as one text."""
+    card = mem.store.get_storyline("maya", storyline_id)
+    links = [n.summary for n in mem.store.list_narratives("maya")]
+    return "\n".join([card.name, card.description, card.summary, *card.keywords, *links])
+
+
+def test_an_edited_memory_leaves_no_edited_text_after_its_delete(
+    maya: narrative.Memory, backend: str, db_path: Path
+) -> None:
+    """The tester's steps: a message, its memory edited, then deleted; the card had quoted the edit."""
+    turn = maya.remember("My cat is called Tom.")
+    memory = turn.memories[0]
+    maya.edit_memory(memory.id, content=f"My cat is called {MARKER}, he is 12.")
+    assert MARKER in card_and_link(maya, turn.storyline.id)  # the card quotes the edit
+    maya.delete_memory(memory.id)
+    assert MARKER not in card_and_link(maya, turn.storyline.id)
+    assert MARKER not in maya.context("cat", record=False).text
+    assert no_trace(maya, backend, db_path, "maya")
+
+
+def test_a_memory_edited_twice_leaves_neither_edit(maya: narrative.Memory, backend: str, db_path: Path) -> None:
+    first, second = f"{MARKER}one", f"{MARKER}two"
+    turn = maya.remember("My cat is called Tom.")
+    memory = turn.memories[0]
+    maya.edit_memory(memory.id, content=f"My cat is called {first}, he is 12.")
+    maya.edit_memory(memory.id, content=f"My cat is called {second}, he is 13.")
+    assert second in card_and_link(maya, turn.storyline.id)
+    # a card written while the first edit stood (by a model, say) quotes it: only the history still holds it
+    maya.store.update_storyline("maya", turn.storyline.id, description=f"My cat is called {first}, he is 12.")
+    maya.delete_memory(memory.id)
+    left = card_and_link(maya, turn.storyline.id) + maya.context("cat", record=False).text
+    assert first not in left and second not in left
+    assert no_trace(maya, backend, db_path, "maya")  # MARKER is in both edits
+
+
+def test_a_batch_delete_of_an_edited_memory_keeps_what_the_others_say(
+    maya: narrative.Memory, backend: str, db_path: Path
+) -> None:
+    """The running link and the card keep the other memory's sentence; the edit's goes."""
+    turn = maya.remember("My cat is called Tom.")
+    other = maya.remember("My cat likes fish very much.")
+    maya.edit_memory(turn.memories[0].id, content=f"My cat is called {MARKER}, he is 12.")
+    assert MARKER in card_and_link(maya, turn.storyline.id)
+    maya.delete_memories([turn.memories[0].id])
+    left = card_and_link(maya, turn.storyline.id)
+    assert MARKER not in left
+    assert "My cat likes fish very much." in maya.store.get_storyline("maya", turn.storyline.id).summary
+    link = maya.store.get_narrative("maya", other.memories[0].narrative_id or 0)
+    assert not link.sealed and "likes fish" in link.summary
+    assert no_trace(maya, backend, db_path, "maya")
+
+
+def test_a_deleted_conversation_takes_an_edit_from_a_card_another_conversation_keeps(
+    maya: narrative.Memory, backend: str, db_path: Path
+) -> None:
+    turn = maya.remember("My cat is called Tom.")
+    maya.edit_memory(turn.memories[0].id, content=f"My cat is called {MARKER}, he is 12.")
+    first = maya.close_conversation().conversation_id
+    maya.start_conversation("second")
+    later = maya.remember("My cat likes fish very much, the cat eats a lot.")
+    assert later.storyline.id == turn.storyline.id and MARKER in card_and_link(maya, turn.storyline.id)
+    maya.delete_conversation(first)
+    assert MARKER not in card_and_link(maya, turn.storyline.id)
+    assert "likes fish" in maya.store.get_storyline("maya", turn.storyline.id).summary
+    assert no_trace(maya, backend, db_path, "maya")
