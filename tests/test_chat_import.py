@@ -211,6 +211,7 @@ def test_cli_names_the_bad_line(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert done.stderr.startswith("error: line 2: role must be one of")
     assert "Traceback" not in done.stderr
+    assert not list(tmp_path.glob("n.db*"))  # refused before the database was opened: no file made for it
 
 
 def _long_log(conversations: int, each: int) -> str:

@@ -14,6 +14,7 @@ from narrative.interfaces.cli.common import Context, cli, json_option, pass_ctx
 from narrative.interfaces.cli.progress import progress
 from narrative.interfaces.cli.text import counted, deleted_counts
 from narrative.validate import MAX_DOCUMENT
+from narrative.write.chat_log import parse_chat_log
 
 
 @cli.command(
@@ -78,6 +79,7 @@ def import_(ctx: Context, source: str, fmt: str) -> None:
         rows = sum(result["rows"].values())
         ctx.emit(result, f"imported {rows} rows for {result['user']} (exported as {result['exported_user']})")
         return
+    parse_chat_log(text, fmt)  # a log refused is refused before the database is opened: no file is made for it
     with progress("import", enabled=not ctx.as_json) as report_progress:
         summary = ctx.memory.import_chat(text, fmt, progress=report_progress)
     skipped = f", {summary['skipped']} skipped" if summary["skipped"] else ""
