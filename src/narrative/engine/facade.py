@@ -327,6 +327,11 @@ class Memory:
     def get_memory(self, memory_id: int, *, user: str | None = None) -> model.MemoryItem:
         return self._memories.get_memory(memory_id, user=user)
 
+    def memory_text(self, memory_id: int, *, user: str | None = None) -> str:
+        """The whole text a memory stands for: its ``content``, except that a memory of a long message (which
+        quotes only the message's first passage, ending " …") gives the whole message.  NotFound if none."""
+        return self._memories.memory_text(memory_id, user=user)
+
     def list_memories(
         self,
         *,

@@ -18,6 +18,7 @@ from typing import Any
 
 from narrative.errors import ValidationError
 from narrative.model import Conversation, Entity, EntityType, MemoryItem, Storyline, StorylineKind, Stream
+from narrative.read.full_text import full_texts
 from narrative.read.open_items import open_entities
 from narrative.store.filters import MemoryFilter
 from narrative.store.protocol import Store
@@ -228,14 +229,21 @@ MEMORY_COLUMNS = (
     "metadata",
     "current",
     "superseded_by",
+    "text",
 )
 
 
 def _memory_rows(store: Store, user_id: str) -> list[dict[str, Any]]:
-    """Every memory of the user, oldest first (by id), as the rows of the JSONL and CSV exports."""
+    """Every memory of the user, oldest first (by id), as the rows of the JSONL and CSV exports.
+
+    ``content`` is the memory's own text, as every other reader of it sees it; ``text`` is the whole text it
+    stands for: for a memory of a long message, which quotes only its first passage, the whole message (a row
+    of these exports is all a spreadsheet or a pipeline gets of a memory, and must not lose the rest)."""
     names = {s.id: s.name for s in store.list_storylines(user_id, include_archived=True)}
+    memories = sorted(store.list_memories(user_id, MemoryFilter()), key=lambda m: m.id)
+    whole = full_texts(store, user_id, memories)
     rows = []
-    for m in sorted(store.list_memories(user_id, MemoryFilter()), key=lambda m: m.id):
+    for m in memories:
         rows.append(
             {
                 "id": m.id,
@@ -253,6 +261,7 @@ def _memory_rows(store: Store, user_id: str) -> list[dict[str, Any]]:
                 "metadata": m.metadata,
                 "current": m.valid_to is None,
                 "superseded_by": m.superseded_by,
+                "text": whole[m.id],
             }
         )
     return rows

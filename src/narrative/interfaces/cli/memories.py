@@ -13,8 +13,8 @@ import click
 from narrative.errors import ValidationError
 from narrative.interfaces.cli.common import Context, cli, json_option, pass_ctx
 from narrative.interfaces.cli.filtering import MOMENT, chosen, filter_options, metadata_option, metadata_pairs, utc
-from narrative.interfaces.cli.text import clip, counted, deleted_counts, indented
-from narrative.interfaces.serialize import hit_dict
+from narrative.interfaces.cli.text import clip, counted, deleted_counts, indented, verbatim
+from narrative.interfaces.serialize import hit_dict, plain
 from narrative.model import EventKind, MemoryEvent, MemoryItem, Narrative
 from narrative.validate import MAX_MESSAGE
 
@@ -292,9 +292,11 @@ def memory() -> None:
     pass
 
 
-def _details(m: MemoryItem, storyline: str | None) -> str:
-    """A memory in full: its text, then each field that says something."""
-    lines = [_memory_line(m)]
+def _details(m: MemoryItem, storyline: str | None, text: str) -> str:
+    """A memory in full: its whole text (``text``: a long message whole, not the memory's excerpt of it, and its
+    blank lines and indentation kept), then each field that says something."""
+    head = f"#{m.id} [{m.stream.value}] [{'★' * m.importance}] "
+    lines = [head + verbatim(text, " " * len(head))]
     when = m.event_at or m.created_at
     lines.append(
         f"  time: {when:%Y-%m-%d %H:%M}"
@@ -319,7 +321,11 @@ def _details(m: MemoryItem, storyline: str | None) -> str:
     return "\n".join(lines)
 
 
-@memory.command("show", help="One memory in full: text, time, source, storyline, messages, metadata, state.")
+@memory.command(
+    "show",
+    help="One memory in full: its whole text (a long message whole), time, source, storyline, messages, metadata,"
+    " state.",
+)
 @click.argument("memory_id", type=int)
 @json_option
 @pass_ctx
@@ -327,7 +333,8 @@ def memory_show(ctx: Context, memory_id: int) -> None:
     mem = ctx.reading
     m = mem.get_memory(memory_id)
     storyline = mem.get_storyline(m.storyline_id).name if m.storyline_id is not None else None
-    ctx.emit(m, lambda: _details(m, storyline))
+    text = mem.memory_text(memory_id)
+    ctx.emit({**plain(m), "text": text}, lambda: _details(m, storyline, text))
 
 
 @memory.command("edit", help="Change a memory's text, importance, emotions or metadata (its history records it).")

@@ -27,6 +27,13 @@ def indented(text: str, indent: str) -> str:
     return "\n".join([lines[0], *(indent + line.strip() for line in lines[1:])])
 
 
+def verbatim(text: str, indent: str) -> str:
+    """``text`` as it was written, every line after the first indented: blank lines and each line's own
+    indentation kept (a long message's paragraphs and code read as they were written)."""
+    lines = text.strip("\n").splitlines() or [""]
+    return "\n".join([lines[0].rstrip(), *(indent + line.rstrip() if line.strip() else "" for line in lines[1:])])
+
+
 def counted(count: int, word: str, plural: str | None = None) -> str:
     """``1 message``, ``2 messages`` (``plural`` when adding an s is wrong: memory → memories)."""
     return f"{count} {word if count == 1 else plural or word + 's'}"
