@@ -522,6 +522,31 @@ def test_export_the_memories_as_jsonl_and_csv(run: Run) -> None:
     assert row["id"] == str(first["id"]) and json.loads(row["metadata"]) == {"project": "garden"}
 
 
+def test_a_long_message_is_exported_and_shown_whole(run: Run, tmp_path: Path) -> None:
+    import csv
+
+    end = "The last line says: the heron key is under the red bucket."
+    paragraph = " ".join(["The garden plan covers beds, soil, watering and the order of planting."] * 4)
+    reply = "\n\n".join([paragraph] * 17) + "\n\n    indented = True\n\n" + end  # about 5,000 characters
+    with Memory(tmp_path / "x.db", user="maya", embedder="none", env={}) as mem:
+        mem.remember("How should I plan the garden?")
+        made = mem.remember(reply, "assistant").memories[0]
+    assert 4_800 <= len(reply) <= 5_200 and end not in made.content  # the memory quotes the first passage
+    db = ("--db", "x.db", "--user", "maya")
+    whole = f"How should I plan the garden?\n{reply}"
+    rows = {r["id"]: r for r in map(json.loads, ok(run, *db, "export", "--format", "jsonl").splitlines())}
+    assert rows[made.id]["text"] == whole and rows[made.id]["content"] == made.content
+    cells = {int(r["id"]): r for r in csv.DictReader(io.StringIO(ok(run, *db, "export", "--format", "csv")))}
+    assert cells[made.id]["text"] == whole and cells[made.id]["content"] == made.content
+    shown = ok(run, *db, "memory", "show", str(made.id))
+    head = f"#{made.id} [conversation] [{'★' * made.importance}] "
+    assert shown.startswith(head + "How should I plan the garden?\n") and end in shown and "…" not in shown
+    pad = " " * len(head)
+    assert f"\n\n{pad}{paragraph}\n" in shown and f"\n{pad}    indented = True\n" in shown  # kept as written
+    assert shown.index(end) < shown.index("  time: ")
+    assert json.loads(ok(run, *db, "memory", "show", str(made.id), "--json"))["text"] == whole
+
+
 def test_importing_a_chat_log_draws_a_progress_bar_on_a_terminal(
     run: Run, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

@@ -41,3 +41,52 @@ def test_an_empty_memory_exports_empty_rows(mem: narrative.Memory) -> None:
     mem.add_message("hello")
     assert mem.export("jsonl") == ""
     assert mem.export("csv") == ",".join(MEMORY_COLUMNS) + "\n"
+
+
+# --- a long message: the rows carry it whole -----------------------------------------------------------------
+
+END = "The last line says: the heron key is under the red bucket."
+
+
+def _long_reply() -> str:
+    """About 5,000 characters in paragraphs (several passages), a sentence found nowhere else at the end."""
+    paragraph = "The garden plan covers beds, soil, watering and the order of planting for the season ahead. " * 3
+    text = "\n\n".join(paragraph.strip() for _ in range(18)) + "\n\n" + END
+    assert 4_800 <= len(text) <= 5_200
+    return text
+
+
+def _long_exchange(mem: narrative.Memory) -> tuple[int, str]:
+    """A question and a long reply; the reply's memory (an excerpt of it) and its whole text."""
+    mem.remember("How should I plan the garden?")
+    reply = _long_reply()
+    made = mem.remember(reply, "assistant", speaker="Aria").memories[0]
+    assert END not in made.content and made.content.endswith(" …")  # the memory quotes the first passage only
+    return made.id, f"How should I plan the garden?\nAria: {reply}"
+
+
+def test_jsonl_rows_carry_the_whole_of_a_long_message(mem: narrative.Memory) -> None:
+    memory_id, whole = _long_exchange(mem)
+    rows = {r["id"]: r for r in map(json.loads, mem.export("jsonl").splitlines())}
+    row = rows[memory_id]
+    assert row["text"] == whole and END in row["text"]
+    assert row["content"] == mem.get_memory(memory_id).content  # the memory's own text, as before
+    assert all(r["text"] == r["content"] for i, r in rows.items() if i != memory_id)  # nothing cut: the same
+
+
+def test_csv_rows_carry_the_whole_of_a_long_message(mem: narrative.Memory) -> None:
+    memory_id, whole = _long_exchange(mem)
+    rows = {int(r["id"]): r for r in csv.DictReader(io.StringIO(mem.export("csv")))}
+    assert rows[memory_id]["text"] == whole and END in rows[memory_id]["text"]
+    assert rows[memory_id]["content"] == mem.get_memory(memory_id).content
+
+
+def test_the_whole_text_of_a_memory(mem: narrative.Memory) -> None:
+    memory_id, whole = _long_exchange(mem)
+    assert mem.memory_text(memory_id) == whole
+    short = mem.add_memory("Decided: the blue tiles … or the green ones.", stream="decision")
+    assert mem.memory_text(short.id) == short.content
+    edited = mem.edit_memory(memory_id, content="Aria explained the garden plan … in detail.")
+    assert mem.memory_text(memory_id) == edited.content  # edited by hand: the person's words are the memory
+    row = next(r for r in map(json.loads, mem.export("jsonl").splitlines()) if r["id"] == memory_id)
+    assert row["text"] == row["content"] == edited.content

@@ -125,6 +125,19 @@ def test_chat_import_and_row_exports(alice: Client) -> None:
     assert next(iter(csv.DictReader(io.StringIO(table.raw.decode()))))["id"] == str(first["id"])
 
 
+def test_row_exports_carry_a_long_message_whole(alice: Client) -> None:
+    end = "The last line says: the heron key is under the red bucket."
+    reply = "\n\n".join(["The garden plan covers beds, soil, watering and the order of planting. " * 4] * 17) + end
+    lines = [{"content": "How should I plan the garden?"}, {"content": reply, "role": "assistant"}]
+    body = "".join(json.dumps(line) + "\n" for line in lines).encode()
+    assert alice.call("POST", f"{API}/import/chat?format=jsonl", raw=body).status == 200
+    rows = [json.loads(line) for line in alice.get(f"{API}/export?format=jsonl").raw.decode().splitlines()]
+    [long] = [r for r in rows if "…" in r["content"]]  # the memory quotes the reply's first passage
+    assert end not in long["content"] and long["text"] == f"How should I plan the garden?\n{reply}"
+    table = list(csv.DictReader(io.StringIO(alice.get(f"{API}/export?format=csv").raw.decode())))
+    assert [r["text"] for r in table if r["id"] == str(long["id"])] == [long["text"]]
+
+
 def test_unknown_query_parameters_are_refused(alice: Client) -> None:
     reply = alice.get(f"{API}/memories?storyline=99999")
     assert reply.status == 422 and reply.json["field"] == "storyline"
