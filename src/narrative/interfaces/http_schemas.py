@@ -183,6 +183,11 @@ class SearchHit(Closed):
     narrative_id: int | None
     message_ids: list[int]
     created_at: str
+    valid_to: str | None = Field(
+        description="When a later memory superseded this one (ISO time); null while it is current. Only"
+        " `include_superseded` or `as_of` return a superseded memory."
+    )
+    superseded_by: int | None = Field(description="The memory that superseded this one; null while it is current.")
     score: float
     conflicts: list[int] = Field(
         description="Current memories that disagree with this one (both are shown; nothing decides which is true)."

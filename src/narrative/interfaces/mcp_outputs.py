@@ -62,6 +62,8 @@ class Hit(Open):
     importance: int
     storyline_id: int | None
     conversation_id: int | None
+    valid_to: str | None = Field(description="When a later memory superseded this one (ISO time); null while current.")
+    superseded_by: int | None = Field(description="The memory that superseded this one; null while it is current.")
     score: float
     conflicts: list[int]
     why: dict[str, Any]

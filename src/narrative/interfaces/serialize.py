@@ -36,7 +36,10 @@ def to_json(value: Any, indent: int | None = 2) -> str:
 
 def hit_dict(hit: Any) -> dict[str, Any]:
     """A search hit as the interfaces show it: the memory (its own ``id``, as every object's), its score and why it
-    was returned.  The same keys in the CLI's --json, the HTTP API and the MCP tools."""
+    was returned.  The same keys in the CLI's --json, the HTTP API and the MCP tools.
+
+    ``valid_to`` and ``superseded_by`` say whether the memory is current: both null while it is, else when a later
+    memory superseded it and which one (only ``include_superseded`` or ``as_of`` return such a hit)."""
     memory = hit.memory
     return {
         "id": memory.id,
@@ -52,6 +55,8 @@ def hit_dict(hit: Any) -> dict[str, Any]:
         "narrative_id": memory.narrative_id,
         "message_ids": list(memory.message_ids),
         "created_at": (memory.event_at or memory.created_at).isoformat(),
+        "valid_to": None if memory.valid_to is None else memory.valid_to.isoformat(),
+        "superseded_by": memory.superseded_by,
         "score": round(hit.score, 6),
         "conflicts": list(getattr(hit, "conflicts", ())),
         "why": hit.why(),

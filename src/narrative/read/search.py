@@ -101,8 +101,9 @@ class SearchHit:
     conflict_reasons: tuple[str, ...] = ()
 
     def why(self) -> dict[str, object]:
-        """The explanation fields: ranks in each list, fused score, recency factor, weights."""
-        parts = []
+        """The explanation fields: ranks in each list, fused score, recency factor, weights; the summary starts by
+        saying so when the memory is no longer current (``include_superseded`` or ``as_of`` returned it)."""
+        parts = [] if self.memory.valid_to is None else [superseded_note(self.memory)]
         if self.bm25_rank is not None:
             parts.append(f"keyword rank {self.bm25_rank}")
         if self.vector_rank is not None:
@@ -157,6 +158,13 @@ class SearchHit:
         if self.similarity >= max(0.45, self.floor):
             return "related"
         return "loosely related" if self.similarity >= self.floor else "below the similarity floor"
+
+
+def superseded_note(memory: MemoryItem) -> str:
+    """What a memory a later one superseded says of itself: "superseded by #3 on 2024-05-02, no longer current"."""
+    by = "" if memory.superseded_by is None else f" by #{memory.superseded_by}"
+    on = "" if memory.valid_to is None else f" on {memory.valid_to.date().isoformat()}"
+    return f"superseded{by}{on}, no longer current"
 
 
 def _quote(text: str, limit: int = 60) -> str:

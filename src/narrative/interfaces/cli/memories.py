@@ -39,9 +39,12 @@ def listed_line(item: Listed) -> str:
 
 
 def _hit_line(hit: SearchHit) -> str:
-    """A search hit as it shows: its memory's header, then only what no better hit showed."""
+    """A search hit as it shows: its memory's header (marked when a later memory superseded it), then only what no
+    better hit showed."""
     m = hit.memory
     head = f"#{m.id} [{m.stream.value}] [{'★' * m.importance}] "
+    if m.valid_to is not None:
+        head += f"[superseded{'' if m.superseded_by is None else f' by #{m.superseded_by}'}] "
     return head + indented(hit.text or m.content, " " * len(head))
 
 
