@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +16,7 @@ import pytest
 import narrative
 from conftest import FakeClock
 from narrative.interfaces.cli import main
+from narrative.interfaces.serialize import hit_dict
 from narrative.text.statements import SINCE_DONE, contradiction, statements, update
 
 Run = Callable[..., tuple[int, str, str]]
@@ -485,6 +486,54 @@ def test_as_of_a_time_before_the_correction_returns_what_was_current_then(db: st
         assert [h.text for h in then] == ["I live in Berlin."]
         both = mem.search("where do I live", 5, include_superseded=True)
         assert "I live in Berlin." in {line for h in both for line in h.text.splitlines()}  # alone or with the reply
+
+
+def test_every_hit_says_whether_it_is_current(db: str, clock: FakeClock) -> None:
+    """With include_superseded a superseded memory is a hit like any other: it says it is no longer current (when,
+    and which memory superseded it) in the keys every interface shows and in its why; a current hit says null."""
+    with narrative.Memory(db, user="alice", embedder="none", clock=clock, env={}) as mem:
+        mem.remember("I live in Berlin.")
+        clock.advance(days=30)
+        mem.remember("Actually, I moved: I live in Lisbon now, not Berlin.")
+        hits = mem.search("where do I live", 5, include_superseded=True, record=False)
+        old = [h for h in hits if h.memory.valid_to is not None]
+        new = [h for h in hits if h.memory.valid_to is None]
+        assert old and new, [(h.memory.id, h.memory.valid_to) for h in hits]
+        for hit in old:
+            row = hit_dict(hit)
+            assert row["superseded_by"] == hit.memory.superseded_by is not None
+            assert row["valid_to"] == hit.memory.valid_to.isoformat()
+            assert datetime.fromisoformat(row["valid_to"]) == hit.memory.valid_to
+            assert row["why"]["summary"].startswith(f"superseded by #{hit.memory.superseded_by} on ")
+            assert "no longer current" in row["why"]["summary"]
+        for hit in new:
+            row = hit_dict(hit)
+            assert row["superseded_by"] is None and row["valid_to"] is None
+            assert "superseded by" not in row["why"]["summary"]
+        assert json.loads(json.dumps(hit_dict(old[0])))["superseded_by"] == old[0].memory.superseded_by
+        for hit in mem.search("where do I live", 5, record=False):  # the default: current hits only, saying so
+            assert hit_dict(hit)["valid_to"] is None and hit_dict(hit)["superseded_by"] is None
+
+
+def test_the_cli_marks_a_superseded_hit_and_its_json_says_it(run: Run) -> None:
+    ok(run, "--db", "notes.db", "add", "message", "I live in Berlin.")
+    ok(run, "--db", "notes.db", "add", "message", "Actually, I moved: I live in Lisbon now, not Berlin.")
+    rows = json.loads(ok(run, "--db", "notes.db", "search", "where do I live?", "--include-superseded", "--json"))
+    old = [r for r in rows if r["valid_to"] is not None]
+    current = [r for r in rows if r["valid_to"] is None]
+    assert old and current
+    assert all(isinstance(r["superseded_by"], int) for r in old)
+    assert all(r["superseded_by"] is None and "superseded" not in r["why"]["summary"] for r in current)
+    assert all(r["why"]["summary"].startswith(f"superseded by #{r['superseded_by']} on ") for r in old)
+    out = ok(run, "--db", "notes.db", "search", "where do I live?", "--include-superseded")
+    heads = [line for line in out.splitlines() if line.startswith("#")]
+    for row in old:
+        assert any(
+            line.startswith(f"#{row['id']} [") and f"[superseded by #{row['superseded_by']}]" in line for line in heads
+        ), out
+    for row in current:
+        assert not any(line.startswith(f"#{row['id']} [") and "superseded" in line for line in heads), out
+    assert "[superseded" not in ok(run, "--db", "notes.db", "search", "where do I live?")
 
 
 def test_as_of_a_time_before_an_edit_shows_the_text_as_it_was(db: str, clock: FakeClock) -> None:

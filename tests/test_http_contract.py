@@ -219,6 +219,33 @@ def test_search_filters_and_min_score(world: World) -> None:
     assert alice.get(API + "/search?q=bicycle&source=gossip").status == 422
 
 
+def test_a_superseded_hit_says_so_and_a_current_one_says_null(world: World, contract: Contract) -> None:
+    """Both searches (GET and POST) with include_superseded: each hit has ``valid_to`` and ``superseded_by``, set
+    on the memory a later one superseded and null on the current one, and the replies match the contract."""
+    engine = world.engine
+    engine.remember("I keep my canoe in Utrecht.", user="carol")
+    engine.remember("Actually, I moved it: I keep my canoe in Delft now, not Utrecht.", user="carol")
+    world.keys["carol"] = engine.create_api_key(user="carol")
+    carol = Checked(world.client("carol"), contract)
+    for reply in (
+        carol.get("/search?q=where%20is%20my%20canoe&include_superseded=true&record=false"),
+        carol.post("/search", {"query": "where is my canoe", "include_superseded": True, "record": False}),
+    ):
+        assert reply.status == 200, reply
+        hits = reply.json["items"]
+        old = [h for h in hits if h["valid_to"] is not None]
+        current = [h for h in hits if h["valid_to"] is None]
+        assert old and current, hits
+        for hit in old:
+            memory = carol.get(f"/memories/{hit['id']}").json
+            assert hit["superseded_by"] == memory["superseded_by"] is not None
+            assert hit["valid_to"] == memory["valid_to"]
+            assert hit["why"]["summary"].startswith(f"superseded by #{hit['superseded_by']} on ")
+        assert all(h["superseded_by"] is None for h in current)
+    now = carol.get("/search?q=where%20is%20my%20canoe&record=false").json["items"]
+    assert now and all(h["valid_to"] is None and h["superseded_by"] is None for h in now)
+
+
 def test_a_batch_of_messages_in_one_call(world: World) -> None:
     bob = world.client("bob")
     reply = bob.post(

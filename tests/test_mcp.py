@@ -297,10 +297,16 @@ def test_recall_and_search_take_include_superseded_and_as_of(server: Driver) -> 
     for tool in ("recall", "search_memories"):
         now = [h["text"] for h in server.ok(tool, query="where is my kayak kept")["items"]]
         assert any("Leiden" in t for t in now) and not any(t == "I keep my kayak in Haarlem." for t in now)
-        both = [h["text"] for h in server.ok(tool, query="where is my kayak kept", include_superseded=True)["items"]]
+        hits = server.ok(tool, query="where is my kayak kept", include_superseded=True)["items"]
+        both = [h["text"] for h in hits]
         assert any("I keep my kayak in Haarlem." in t.splitlines() for t in both), both
-        then = [h["text"] for h in server.ok(tool, query="where is my kayak kept", as_of=between.isoformat())["items"]]
-        assert any("Haarlem" in t for t in then) and not any("Leiden" in t for t in then)
+        assert any(h["valid_to"] is None and h["superseded_by"] is None and "Leiden" in h["text"] for h in hits)
+        then = server.ok(tool, query="where is my kayak kept", as_of=between.isoformat())["items"]
+        assert any("Haarlem" in h["text"] for h in then) and not any("Leiden" in h["text"] for h in then)
+        # what was current then is superseded now, and says so: when, and by which memory
+        old = [h for h in [*hits, *then] if h["text"] == "I keep my kayak in Haarlem."]
+        assert old and all(h["valid_to"] and isinstance(h["superseded_by"], int) for h in old), old
+        assert all(h["why"]["summary"].startswith(f"superseded by #{h['superseded_by']} on ") for h in old)
 
 
 def test_search_memories_filters(server: Driver) -> None:
