@@ -500,10 +500,9 @@ def test_every_hit_says_whether_it_is_current(db: str, clock: FakeClock) -> None
         new = [h for h in hits if h.memory.valid_to is None]
         assert old and new, [(h.memory.id, h.memory.valid_to) for h in hits]
         for hit in old:
-            row = hit_dict(hit)
-            assert row["superseded_by"] == hit.memory.superseded_by is not None
-            assert row["valid_to"] == hit.memory.valid_to.isoformat()
-            assert datetime.fromisoformat(row["valid_to"]) == hit.memory.valid_to
+            row, ended = hit_dict(hit), hit.memory.valid_to
+            assert ended is not None and row["superseded_by"] == hit.memory.superseded_by is not None
+            assert row["valid_to"] == ended.isoformat() and datetime.fromisoformat(row["valid_to"]) == ended
             assert row["why"]["summary"].startswith(f"superseded by #{hit.memory.superseded_by} on ")
             assert "no longer current" in row["why"]["summary"]
         for hit in new:
