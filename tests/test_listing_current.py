@@ -7,8 +7,13 @@ its own note above it, so the exchange showed the rest: the very sentence the co
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
 import narrative
 from conftest import FakeClock
+from narrative.interfaces.cli import main
 
 
 def _corrected(mem: narrative.Memory) -> tuple[int, int]:
@@ -40,3 +45,26 @@ def test_a_superseded_memory_listed_with_the_rest_still_shows_what_it_said(db: s
         assert superseded
         visible = [shown[m.id] for m in superseded if shown[m.id].folded_into is None]
         assert visible and all("Berlin" in item.text for item in visible)
+
+
+def test_the_cli_lists_the_correction_and_marks_what_it_superseded(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    for name in ("NARRATIVE_DB", "NARRATIVE_LLM_PROVIDER"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("NARRATIVE_USER", "maya")
+
+    def ok(*args: str) -> str:
+        capsys.readouterr()
+        main(["--db", "notes.db", "--embedder", "none", *args])
+        return capsys.readouterr().out
+
+    ok("add", "message", "I live in Berlin.")
+    ok("add", "message", "Actually, I moved: I live in Lisbon now, not Berlin.")
+    current = ok("memories", "--current")
+    assert "Lisbon" in current and not any(line.endswith("] I live in Berlin.") for line in current.splitlines())
+    listed = ok("memories").splitlines()
+    berlin = [line for line in listed if "I live in Berlin" in line and "Lisbon" not in line]
+    assert berlin and all("[superseded by #" in line for line in berlin)
+    assert not any("[superseded" in line for line in listed if "Lisbon" in line)

@@ -31,9 +31,10 @@ def _memory_line(m: MemoryItem, indent: str = "") -> str:
 
 
 def listed_line(item: Listed) -> str:
-    """A memory of a list as it shows there: only the turns no memory above showed, and what it folds in."""
+    """A memory of a list as it shows there (marked when a later memory superseded it): only the turns no memory
+    above showed, and what it folds in."""
     m = item.memory
-    head = f"#{m.id} [{m.stream.value}] [{'★' * m.importance}] "
+    head = f"#{m.id} [{m.stream.value}] [{'★' * m.importance}] " + _superseded_mark(m)
     also = f"\n{' ' * len(head)}(also #{', #'.join(map(str, item.also))})" if item.also else ""
     return head + indented(item.text, " " * len(head)) + also
 
@@ -42,10 +43,15 @@ def _hit_line(hit: SearchHit) -> str:
     """A search hit as it shows: its memory's header (marked when a later memory superseded it), then only what no
     better hit showed."""
     m = hit.memory
-    head = f"#{m.id} [{m.stream.value}] [{'★' * m.importance}] "
-    if m.valid_to is not None:
-        head += f"[superseded{'' if m.superseded_by is None else f' by #{m.superseded_by}'}] "
+    head = f"#{m.id} [{m.stream.value}] [{'★' * m.importance}] " + _superseded_mark(m)
     return head + indented(hit.text or m.content, " " * len(head))
+
+
+def _superseded_mark(m: MemoryItem) -> str:
+    """``[superseded by #N] `` for a memory a later one superseded, else nothing."""
+    if m.valid_to is None:
+        return ""
+    return f"[superseded{'' if m.superseded_by is None else f' by #{m.superseded_by}'}] "
 
 
 def _turn_text(result: TurnResult) -> str:
