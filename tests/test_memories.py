@@ -99,6 +99,18 @@ def test_edit_is_searchable_by_the_new_words(mem: narrative.Memory) -> None:
     assert mem.search("tuesday", mode="keyword") == []
 
 
+def test_a_turn_edited_by_hand_is_shown_as_edited_wherever_search_finds_it(db: str) -> None:
+    """A memory made from a turn is found through the turn too (its passages keep the words said); a hit on it
+    showed the turn, so after "My cat is called Tom." was edited to "… Felix", a search for Tom showed "Tom"."""
+    with narrative.Memory(db, user="alice", env={}) as mem:  # the real local model: passages are searched
+        turn = mem.remember("My cat is called Tom.")
+        own = next(m for m in turn.memories if m.message_ids == (turn.message.id,))
+        mem.edit_memory(own.id, content="My cat is called Felix.")
+        for query in ("what is my cat called", "Tom"):
+            hits = [h for h in mem.search(query, 5, record=False) if h.memory.id == own.id]
+            assert hits and all(h.text == "My cat is called Felix." for h in hits), query
+
+
 @pytest.mark.parametrize(
     "changes",
     [{"content": ""}, {"content": "  "}, {"importance": 0}, {"importance": 6}, {"importance": True}],

@@ -600,7 +600,10 @@ def as_it_was(store: Store, user_id: str, memory: MemoryItem, when: datetime) ->
 
 def _text(memory: MemoryItem, shown: Sequence[int], view: _Shown, unit: Unit) -> str:
     """What a hit shows: its memory's text, or the turns it shows, each long message by an excerpt of one passage
-    of it, and a turn longer than an excerpt by its excerpt (see :mod:`narrative.read.excerpts`)."""
+    of it, and a turn longer than an excerpt by its excerpt (see :mod:`narrative.read.excerpts`); a memory edited
+    by hand shows the edit."""
+    if memory.user_edited:
+        return memory.content  # the person's words are the memory now, not the turns the machine read
     messages, passages = view.messages, view.passages
     long = memory.stream is Stream.CONVERSATION and any(
         m in messages and more_tokens_than(messages[m].content, EXCERPT_TOKENS) for m in shown
