@@ -54,6 +54,7 @@ def test_metadata_and_filters_like_mem0(alice: Client) -> None:
     ranged = {"AND": [{"metadata.priority": {"gte": 2}}, {"NOT": {"metadata.project": "work"}}]}
     found = alice.get(f"{API}/search?q=tomatoes&filters=" + q(ranged)).json["items"]
     assert [h["id"] for h in found] == [made[0]["id"]]
+    assert found[0]["metadata"] == {"project": "garden", "priority": 3}  # a hit carries its metadata, as in mem0
     body = alice.post(f"{API}/search", {"query": "tomatoes", "limit": 5, "filters": {"metadata.project": "work"}})
     assert body.status == 200 and [h["id"] for h in body.json["items"]] == [made[2]["id"]]
     bad = alice.get(f"{API}/memories?filters=" + q({"projekt": "garden"}))

@@ -188,6 +188,7 @@ class SearchHit(Closed):
         " `include_superseded` or `as_of` return a superseded memory."
     )
     superseded_by: int | None = Field(description="The memory that superseded this one; null while it is current.")
+    metadata: dict[str, Any] = Field(description="The memory's metadata: the caller's own keys ({} when none).")
     score: float
     conflicts: list[int] = Field(
         description="Current memories that disagree with this one (both are shown; nothing decides which is true)."

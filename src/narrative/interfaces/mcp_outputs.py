@@ -64,6 +64,7 @@ class Hit(Open):
     conversation_id: int | None
     valid_to: str | None = Field(description="When a later memory superseded this one (ISO time); null while current.")
     superseded_by: int | None = Field(description="The memory that superseded this one; null while it is current.")
+    metadata: dict[str, Any] = Field(description="The memory's metadata: the caller's own keys ({} when none).")
     score: float
     conflicts: list[int]
     why: dict[str, Any]

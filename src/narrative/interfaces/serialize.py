@@ -57,6 +57,7 @@ def hit_dict(hit: Any) -> dict[str, Any]:
         "created_at": (memory.event_at or memory.created_at).isoformat(),
         "valid_to": None if memory.valid_to is None else memory.valid_to.isoformat(),
         "superseded_by": memory.superseded_by,
+        "metadata": dict(memory.metadata),
         "score": round(hit.score, 6),
         "conflicts": list(getattr(hit, "conflicts", ())),
         "why": hit.why(),
