@@ -249,6 +249,43 @@ def test_a_later_figure_updates_what_a_change_went_to_not_what_it_was_from() -> 
     assert _update(reduced, "Update: the page load time of my blog is 350ms.") == "update: 350 ms, was 400"
 
 
+def test_a_figure_said_to_be_what_it_was_at_first_is_what_a_change_was_from() -> None:
+    """ "which was initially 800ms, and I've reduced it to 300ms" says what the load time was, as "from 800ms to
+    300ms" does: it updates a load time of 800ms, not a figure of 500ms said of something else."""
+    reduced = "The dashboard load time was initially 800ms, and I've reduced it to 300ms."
+    assert _update("The dashboard load time is 800ms.", reduced) == "reduced it to: 300 ms, was 800"
+    assert _update("The dashboard load time is 500ms.", reduced) is None
+
+
+def test_a_count_of_things_about_something_counts_only_those() -> None:
+    """ "8 problems on medians" counts problems on medians: no update of 5 problems on the Pythagorean theorem,
+    an update of 5 problems on medians."""
+    medians = "I recently solved 8 problems on medians and altitudes, with 1 error in a median length."
+    assert _update("I solved 5 problems on the Pythagorean theorem, with 1 error in a length.", medians) is None
+    assert _update("I solved 5 problems and got 1 error in a length calculation.", medians) is None
+    assert _update("I solved 5 problems on medians last week.", medians) == "recently: 8 problem, was 5"
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "reason"),
+    [
+        ("My dentist appointment is on Monday.", "My dentist appointment is on Friday now.", "now: friday, was monday"),
+        ("The team meeting is on Tuesday.", "I moved the team meeting to Friday.", "moved: friday, was tuesday"),
+        ("The team meeting is on Tuesday.", "The team meeting is on Wednesday, not Tuesday.", "not tuesday any more"),
+        ("I live in Berlin.", "I live in Lisbon, not Berlin.", "not berlin any more"),
+    ],
+)
+def test_a_weekday_is_a_value_and_a_not_x_naming_what_was_said_corrects_it(old: str, new: str, reason: str) -> None:
+    """A plan's weekday changes as a date does; "…, not Tuesday" corrects what was said with no other cue."""
+    assert _update(old, new) == reason
+
+
+def test_the_day_something_happened_and_a_not_x_of_something_unsaid_are_no_corrections() -> None:
+    assert _update("I went to a support group last Friday.", "I now go to the gym on Mondays.") is None
+    assert _update("I love my job at the bakery.", "Painting is a hobby, not a job.") is None
+    assert _update("The team meeting is on Tuesday.", "The team lunch is on Wednesday, not Thursday.") is None
+
+
 def test_a_relative_clause_names_what_its_figure_measures() -> None:
     """ "the input latency, which is currently around 520ms" measures the input latency: an update of the input
     latency, not the page load time of the same app."""

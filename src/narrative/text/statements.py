@@ -10,24 +10,25 @@ People correct themselves in a few recognisable ways, and this module reads only
   "2024-04-05", "16.01.2024"), or the thing a "not X" names as the old value ("Lisbon now, not Berlin");
 * **a subject** — the content words the two sentences share (singular, lower case), beyond values and cues.
 
-A sentence *updates* an earlier one when it has a change cue, they share the subject, and it gives the same kind
-of value with a different content for the same thing (a count of the same things, "1,200 calls" after "1,000
-calls"; for a percentage, a duration or a date, the words around the two values share a content word:
-"the launch moved to April 5" and "the launch is on April 1"; and a number that names what it measures beside it
-— "a 95% success rate", "the bounce rate under 40%", "a 300ms debounce", or before the comma of the relative
-clause it stands in: "the input latency, which is currently 520ms" — measures that only when the other
-sentence names it too: "the bounce rate is now below 35%" updates no success rate, "the input lag is now over
-500ms" no debounce; two numbers in long sentences that merely share a topic are values of different things; a
-bare number with no unit, like a triangle's sides "3, 4, 5", is no value that changes) — or its "not X" names
-a value the earlier one states. The cue says which value changed: one in its own clause ("I've studied for a week
-now, so I want to check my 90% accuracy" changes no percentage), or any when it opens the sentence ("Update: …"),
-never the one a change is "from" (a verb of change changes the value after its "to", and one that says what it was,
-"from 60% to 85%", updates only a statement of that value). What an earlier sentence says a value changed to is
-what stood when it was said: a later figure updates that ("from 450ms to 120ms", then "now 300ms": was 120), and the
-value it was changed from only when nothing else fits. A version ("Flask 2.3.1") and the date a figure was true
-"as of" are no values. A sentence *contradicts* an earlier one, with no order between them, when one denies ("I've
-never …", "I haven't …") what the other affirms about the same subject (at least two shared content words, one of
-them a content word of the denied clause). Code blocks assert nothing here.
+A sentence *updates* an earlier one when it has a change cue, they share the subject, and it gives the same kind of
+value with a different content for the same thing (a count of the same things, "1,200 calls" after "1,000 calls",
+and of things about the same thing when it is named after them: "8 problems on medians" counts no problems on the
+Pythagorean theorem; for a percentage, a duration or a date, the words around the two values share a content word:
+"the launch moved to April 5" and "the launch is on April 1"; and a number that names what it measures beside it —
+"a 95% success rate", "the bounce rate under 40%", "a 300ms debounce", or before the comma of the relative clause
+it stands in: "the input latency, which is currently 520ms" — measures that only when the other sentence names it
+too: "the bounce rate is now below 35%" updates no success rate, "the input lag is now over 500ms" no debounce; two
+numbers in long sentences that merely share a topic are values of different things; a bare number with no unit,
+like a triangle's sides "3, 4, 5", is no value that changes) — or its "not X" names a value the earlier one states.
+The cue says which value changed: one in its own clause ("I've studied for a week now, so I want to check my 90%
+accuracy" changes no percentage), or any when it opens the sentence ("Update: …"), never the one a change is "from"
+(a verb of change changes the value after its "to", and one that says what it was, "from 60% to 85%", or "which was
+initially 800ms, … to 300ms", updates only a statement of that value). What an earlier sentence says a value
+changed to is what stood when it was said: a later figure updates that ("from 450ms to 120ms", then "now 300ms":
+was 120), and the value it was changed from only when nothing else fits. A version ("Flask 2.3.1") and the date a
+figure was true "as of" are no values. A sentence *contradicts* an earlier one, with no order between them, when
+one denies ("I've never …", "I haven't …") what the other affirms about the same subject (at least two shared
+content words, one of them a content word of the denied clause). Code blocks assert nothing here.
 """
 
 from __future__ import annotations
@@ -83,6 +84,12 @@ _DATE = re.compile(
     rf"\b(?:(?:{_MONTHS})\.?\s+\d{{1,2}}(?:st|nd|rd|th)?(?:,?\s+\d{{4}})?|\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?"
     rf"(?:{_MONTHS})\.?(?:,?\s+\d{{4}})?|\d{{4}}-\d{{2}}-\d{{2}}|\d{{1,2}}[./]\d{{1,2}}[./]\d{{4}})\b",
     re.IGNORECASE,
+)
+_WEEKDAYS = "monday|tuesday|wednesday|thursday|friday|saturday|sunday"
+#: A weekday a plan is on ("the appointment is on Monday", "moved to Friday", "every Sunday"); not "last Friday",
+#: the day something already happened.
+_WEEKDAY = re.compile(
+    rf"\b(?:on|by|until|till|to|next|this|every|from)\s+(?:(?:the|a)\s+)?({_WEEKDAYS})s?\b", re.IGNORECASE
 )
 _NUMBER = re.compile(r"(?<![\w.])(\$|€|£)?(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?(?:\s*(%|percent\b|[a-zA-Z]+))?")
 _NOT_X = re.compile(
@@ -153,6 +160,8 @@ class Value:
     #: "a response time of 280ms"); () when no noun phrase is attached to it ("… which is now 35%")
     measure: tuple[str, ...] = field(default=(), compare=False)
     was: str = field(default="", compare=False)  # what it changed from, when the sentence says ("from 60% to 85%")
+    #: what a count's things are about, when a word names it after them ("8 problems on medians": median)
+    about: str = field(default="", compare=False)
 
 
 @dataclass(frozen=True)
@@ -248,7 +257,9 @@ def _statement(sentence: str, start: int) -> Statement:
         values=values,
         cue="" if cue is None else cue.group(0).lower(),
         denied=denial is not None,
-        not_values=tuple(n for n in nots if P.tag_key(n) is not None and n not in _DESCRIBING),
+        not_values=tuple(
+            n for n in nots if (P.tag_key(n) is not None or n in _WEEKDAYS.split("|")) and n not in _DESCRIBING
+        ),
         ended=_ENDED.search(normal) is not None,
         personal=_PERSONAL.search(normal) is not None and len(keys) >= 2,
         denied_keys=frozenset() if denial is None else _denied(normal, denial.start(), keys),
@@ -389,7 +400,9 @@ def _governed(sentence: str, cues: Sequence[re.Match[str]], values: Sequence[Val
     percentage), or anywhere in the sentence when the cue opens it ("Actually, it's April 5"; "Update: …")."""
     if not cues or not values:
         return ()
-    values = [v for v in values if not _FROM.search(sentence, 0, max(0, v.at))]  # "from 300KB to …": what it was
+    values = [  # "from 300KB to …", "initially 300KB, …": what it was
+        v for v in values if not _FROM.search(sentence, 0, max(0, v.at)) and not _initially(sentence, v)
+    ]
     ends = [0, *(m.end() for m in _REACH_END.finditer(sentence)), len(sentence)]
     reach: list[tuple[int, int]] = []
     for cue in cues:
@@ -439,6 +452,11 @@ def _values(sentence: str) -> tuple[Value, ...]:
             continue  # "85% as of April 9": when it was said, not a date that changes
         text = " ".join(match.group(0).lower().replace(",", " ").split())
         values.append(Value("date", "", text, _near(sentence, *match.span()), at=match.start()))
+    for match in _WEEKDAY.finditer(sentence):
+        start, end = match.span(1)
+        if not any(a <= start < b for a, b in taken):
+            taken.append((start, end))
+            values.append(Value("date", "", match.group(1).lower(), _near(sentence, start, end), at=start))
     for match in _NUMBER.finditer(sentence):
         if any(a <= match.start() < b for a, b in taken) or _in_formula(sentence, match):
             continue
@@ -462,14 +480,43 @@ def _values(sentence: str) -> tuple[Value, ...]:
             and _COMPLETES.search(sentence, 0, match.start()) is not None
         )
         near, measure = _near(sentence, *match.span()), _measure(sentence, match.start(), match.end())
-        values.append(Value("number", word, number, near, noun, alone, match.start(), measure))
+        about = _about(sentence, match.end()) if word and word not in _SYMBOLS | _UNIT_WORDS else ""
+        values.append(Value("number", word, number, near, noun, alone, match.start(), measure, about=about))
     starts = {v.at: v for v in values}
+    first = [v for v in values if _initially(sentence, v)]
     for i, value in enumerate(values):
         span = _FROM_TO.search(sentence, 0, max(0, value.at))
         was = starts.get(span.start(1)) if span is not None else None
+        if was is None and all(v.at != value.at for v in first):  # "which was initially 800ms, and I've reduced
+            was = next((v for v in first if v.at < value.at and v.unit == value.unit), None)  # it to 300ms"
         if was is not None and was.kind == value.kind:
             values[i] = replace(value, was=was.text)
     return tuple(values)
+
+
+#: "initially", "originally", "at first" a few words before a value: what it was before the sentence's change.
+_INITIALLY = re.compile(r"\b(?:initially|originally|at\s+first)\b(?:\s+[A-Za-z]+){0,2}\s+$", re.IGNORECASE)
+#: "… problems on medians", "… questions about dice": what the things a count counts are about.
+_ABOUT = re.compile(
+    r"((?:[ \t]+[A-Za-z][A-Za-z\-]*){0,2}?)[ \t]+(?:on|about|involving|covering)[ \t]+(?:(?:the|a|an)[ \t]+)?"
+    r"([A-Za-z][A-Za-z\-]*)"
+)
+
+
+def _initially(sentence: str, value: Value) -> bool:
+    """Whether the sentence says ``value`` is what something was at first ("which was initially 800ms")."""
+    return _INITIALLY.search(sentence, max(0, value.at - 40), max(0, value.at)) is not None
+
+
+def _about(sentence: str, end: int) -> str:
+    """What the things counted by the number ending at ``end`` are about, when the words after its noun name it
+    ("8 problems on medians and altitudes": median), else ""."""
+    found = _ABOUT.match(sentence, end)
+    if found is None or any(  # the rest of the noun phrase only: "12 branches merged on …" is no topic
+        w.lower().endswith(("ed", "ing")) or P.tag_key(w.lower()) is None for w in found.group(1).split()
+    ):
+        return ""
+    return P.tag_key(found.group(2).lower()) or ""
 
 
 #: "from X to" right before a value: the sentence says what it changed from.
@@ -587,9 +634,13 @@ def _measured_in(value: Value, other: Statement) -> bool:
 def update(new: Statement, old: Statement) -> Change | None:
     """Why ``new`` (said later) updates ``old``, or None: a change cue, a shared subject, and a changed value
     of the same kind (or a "not X" naming the old one).  The reason reads like "now: 78 percent, was 65"."""
-    if not new.cue or new.asks or old.asks:
+    if new.asks or old.asks:
         return None  # a question states no value to change or be changed
     shared = new.keys & old.keys
+    if not new.cue:  # "The meeting is on Wednesday, not Tuesday": a "not X" naming a value said before corrects it
+        stated = {v.text for v in old.values} | set(old.keys)
+        gone = next((n for n in new.not_values if n in stated), None)
+        return Change(f"not {gone} any more", (gone,)) if gone is not None and shared - {gone} else None
     for gone in new.not_values:
         if gone in {v.text for v in old.values} | set(old.keys) and len(shared - {gone}) >= 1:
             return Change(f"{new.cue}: not {gone} any more", (gone,))
@@ -633,12 +684,21 @@ def _kind_said(value: Value, other: Statement) -> bool:
     return not value.noun or value.unit == value.noun or value.unit in other.keys
 
 
+def _about_said(value: Value, other: Statement) -> bool:
+    """Whether what a count's things are about ("8 problems on *medians*") is said by the other statement too."""
+    return not value.about or value.about in other.keys
+
+
 def _same_unit(value: Value, before: Value, new: Statement, old: Statement) -> str | None:
     """The unit two values share ("" for dates and plain numbers), or None when they count different things.
     A number no word follows takes what the other counts (its noun, else its unit), when that word is among the
     words around it ("the commits … reached 165" and "150 commits"; not the "4" of "4/5 correct" in a sentence
     that mentions probability elsewhere, nor a "2" that counts weeks)."""
-    if value.kind != "number" or value.unit == before.unit:
+    if value.kind != "number":
+        return value.unit
+    if not (_about_said(value, old) and _about_said(before, new)):
+        return None  # "8 problems on medians" counts no problems on the Pythagorean theorem
+    if value.unit == before.unit:
         return value.unit
     named = {value.unit, value.noun} & {before.unit, before.noun} - {""}
     if named and _kind_said(value, old) and _kind_said(before, new):
