@@ -7,7 +7,8 @@ People correct themselves in a few recognisable ways, and this module reads only
   verbs of change followed by "to" ("improved to 78%", "moved to Lisbon", "extended … to 4 hours", "reduced the
   latency from 520ms to 290ms"), "has reached", "is now";
 * **a value** — a number with its unit ("8 cards", "65%", "250ms", "1,200 calls"), a date ("April 5, 2024",
-  "2024-04-05", "16.01.2024"), or the thing a "not X" names as the old value ("Lisbon now, not Berlin");
+  "2024-04-05", "16.01.2024"), a weekday a plan is on ("on Friday"; not "last Friday"), or the thing a "not X"
+  names as the old value ("Lisbon now, not Berlin");
 * **a subject** — the content words the two sentences share (singular, lower case), beyond values and cues.
 
 A sentence *updates* an earlier one when it has a change cue, they share the subject, and it gives the same kind of
@@ -19,16 +20,17 @@ Pythagorean theorem; for a percentage, a duration or a date, the words around th
 it stands in: "the input latency, which is currently 520ms" — measures that only when the other sentence names it
 too: "the bounce rate is now below 35%" updates no success rate, "the input lag is now over 500ms" no debounce; two
 numbers in long sentences that merely share a topic are values of different things; a bare number with no unit,
-like a triangle's sides "3, 4, 5", is no value that changes) — or its "not X" names a value the earlier one states.
-The cue says which value changed: one in its own clause ("I've studied for a week now, so I want to check my 90%
-accuracy" changes no percentage), or any when it opens the sentence ("Update: …"), never the one a change is "from"
-(a verb of change changes the value after its "to", and one that says what it was, "from 60% to 85%", or "which was
-initially 800ms, … to 300ms", updates only a statement of that value). What an earlier sentence says a value
-changed to is what stood when it was said: a later figure updates that ("from 450ms to 120ms", then "now 300ms":
-was 120), and the value it was changed from only when nothing else fits. A version ("Flask 2.3.1") and the date a
-figure was true "as of" are no values. A sentence *contradicts* an earlier one, with no order between them, when
-one denies ("I've never …", "I haven't …") what the other affirms about the same subject (at least two shared
-content words, one of them a content word of the denied clause). Code blocks assert nothing here.
+like a triangle's sides "3, 4, 5", is no value that changes) — or its "not X" names a value the earlier one states
+("…, not X" alone is a correction: "on Wednesday, not Tuesday"). The cue says which value changed: one in its own
+clause ("I've studied for a week now, so I want to check my 90% accuracy" changes no percentage), or any when it
+opens the sentence ("Update: …"), never the one a change is "from" (a verb of change changes the value after its
+"to", and one that says what it was, "from 60% to 85%", or "which was initially 800ms, … to 300ms", updates only a
+statement of that value). What an earlier sentence says a value changed to is what stood when it was said: a later
+figure updates that ("from 450ms to 120ms", then "now 300ms": was 120), and the value it was changed from only when
+nothing else fits. A version ("Flask 2.3.1") and the date a figure was true "as of" are no values. A sentence
+*contradicts* an earlier one, with no order between them, when one denies ("I've never …", "I haven't …") what the
+other affirms about the same subject (at least two shared content words, one of them a content word of the denied
+clause). Code blocks assert nothing here.
 """
 
 from __future__ import annotations
