@@ -421,6 +421,8 @@ def test_malformed_input_is_422_naming_the_field(
     assert reply.json["error"] == "validation_error"
     assert reply.json["fields"] == fields
     assert all(f in reply.json["message"] for f in fields)
+    assert [d["field"] for d in reply.json["detail"]][: len(fields)] == fields  # one entry per problem, engine's too
+    assert all(d["in"] in ("body", "query", "path") and d["message"] for d in reply.json["detail"])
 
 
 def test_invalid_json_is_422(shared: World) -> None:

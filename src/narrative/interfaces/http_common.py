@@ -203,13 +203,23 @@ def error_body(status: int, kind: str, message: str, **extra: Any) -> JSONRespon
     return JSONResponse({"error": kind, "message": message, **extra}, status_code=status, headers=headers)
 
 
-def narrative_error(_request: Request, error: Exception) -> JSONResponse:
-    """NotFound → 404, ValidationError → 422 (with the field), InvalidTransition → 409, the rest → 400."""
+def narrative_error(request: Request, error: Exception) -> JSONResponse:
+    """NotFound → 404, ValidationError → 422 (with the field, and a ``detail`` entry as request checking gives
+    one per problem), InvalidTransition → 409, the rest → 400."""
     if isinstance(error, NotFound):
         return error_body(404, "not_found", str(error))
     if isinstance(error, ValidationError):
         fields = [error.field] if error.field else []
-        return error_body(422, "validation_error", str(error), field=error.field, fields=fields)
+        name = error.field or ""
+        where = (
+            "path"
+            if name in request.path_params
+            else "query"
+            if name in request.query_params or request.method in ("GET", "DELETE", "HEAD")
+            else "body"
+        )
+        detail = [{"field": name, "in": where, "message": str(error)}]
+        return error_body(422, "validation_error", str(error), field=error.field, fields=fields, detail=detail)
     if isinstance(error, ConversationAlreadyActive):
         return error_body(409, "conversation_already_active", str(error))
     if isinstance(error, InvalidTransition):
