@@ -528,7 +528,7 @@ def test_a_long_message_is_exported_and_shown_whole(run: Run, tmp_path: Path) ->
     end = "The last line says: the heron key is under the red bucket."
     paragraph = " ".join(["The garden plan covers beds, soil, watering and the order of planting."] * 4)
     reply = "\n\n".join([paragraph] * 17) + "\n\n    indented = True\n\n" + end  # about 5,000 characters
-    with Memory(tmp_path / "x.db", user="maya", embedder="none", env={}) as mem:
+    with Memory(tmp_path / "x.db", user="maya", env={}) as mem:  # the real local model
         mem.remember("How should I plan the garden?")
         made = mem.remember(reply, "assistant").memories[0]
     assert 4_800 <= len(reply) <= 5_200 and end not in made.content  # the memory quotes the first passage

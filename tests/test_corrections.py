@@ -528,7 +528,7 @@ def test_as_of_a_time_before_the_correction_returns_what_was_current_then(db: st
 def test_every_hit_says_whether_it_is_current(db: str, clock: FakeClock) -> None:
     """With include_superseded a superseded memory is a hit like any other: it says it is no longer current (when,
     and which memory superseded it) in the keys every interface shows and in its why; a current hit says null."""
-    with narrative.Memory(db, user="alice", embedder="none", clock=clock, env={}) as mem:
+    with narrative.Memory(db, user="alice", clock=clock, env={}) as mem:
         mem.remember("I live in Berlin.")
         clock.advance(days=30)
         mem.remember("Actually, I moved: I live in Lisbon now, not Berlin.")

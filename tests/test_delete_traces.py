@@ -126,8 +126,8 @@ def test_several_deletes_leave_no_copy_in_the_file(db_path: Path, clock: FakeClo
 
 
 @pytest.fixture
-def maya(db: str, clock: FakeClock) -> Iterator[narrative.Memory]:
-    memory = narrative.Memory(db, user="maya", embedder="hashing", clock=clock, env={})
+def maya(db: str, clock: FakeClock, minilm: MiniLMEmbedder) -> Iterator[narrative.Memory]:
+    memory = narrative.Memory(db, user="maya", embedder=minilm, clock=clock, env={})  # the real local model
     yield memory
     memory.close()
 

@@ -57,7 +57,7 @@ def test_the_cli_lists_the_correction_and_marks_what_it_superseded(
 
     def ok(*args: str) -> str:
         capsys.readouterr()
-        main(["--db", "notes.db", "--embedder", "none", *args])
+        main(["--db", "notes.db", *args])  # the default embedder: the real local model
         return capsys.readouterr().out
 
     ok("add", "message", "I live in Berlin.")
