@@ -264,6 +264,8 @@ def test_a_count_of_things_about_something_counts_only_those() -> None:
     assert _update("I solved 5 problems on the Pythagorean theorem, with 1 error in a length.", medians) is None
     assert _update("I solved 5 problems and got 1 error in a length calculation.", medians) is None
     assert _update("I solved 5 problems on medians last week.", medians) == "recently: 8 problem, was 5"
+    merged = "My repository now has 12 branches merged on GitLab."  # a verb between: "on GitLab" is no topic
+    assert _update("My repository has 10 branches merged on GitHub.", merged) == "now: 12 branch, was 10"
 
 
 @pytest.mark.parametrize(
