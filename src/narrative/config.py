@@ -63,7 +63,7 @@ class Settings:
     # read path
     recency_half_life_days: float = 30.0
     rrf_k: int = 10  # small k sharpens the head of each list (measured on LoCoMo dev: see bench/)
-    keyword_weight: float = 1.3  # weighted RRF: a BM25 rank counts 1.3× a vector rank (measured, as rrf_k)
+    keyword_weight: float = 1.0  # a BM25 rank counts as much as a vector rank (docs/decisions.md, thirteenth session)
     vector_weight: float = 1.0
     # a match by meaning alone needs at least this cosine; -1 = the embedder's own calibrated floor (MiniLM 0.35)
     similarity_floor: float = -1.0
