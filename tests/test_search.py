@@ -147,6 +147,16 @@ def test_hybrid_keyword_and_vector_weights(hmem: narrative.Memory) -> None:
     assert order()[0] == "apple pie recipe"
 
 
+def test_default_fusion_counts_a_keyword_rank_as_a_vector_rank(tmp_path: Path) -> None:
+    """Plain reciprocal rank fusion by default (docs/decisions.md, thirteenth session): the 1.3 weight once
+    measured for BM25 no longer held on LoCoMo and cost paraphrased questions on assistant chats."""
+    settings = narrative.Settings.resolve(env={}, db=str(tmp_path / "m.db"))
+    assert settings.keyword_weight == settings.vector_weight == 1.0
+    # 1 leads the keyword list and 2 the vector list: with equal weights neither is ahead
+    fused = fuse([[1, 2], [2, 1]], settings.rrf_k, [settings.keyword_weight, settings.vector_weight])
+    assert fused[1] == pytest.approx(fused[2])
+
+
 def test_hits_from_one_list_only_explain_themselves(hmem: narrative.Memory) -> None:
     zebras = {hmem.add_memory(f"zebra migration notes, part {i}").id for i in range(3)}
     kites = {hmem.add_memory(f"kites over the beach, day {i}").id for i in range(3)}
