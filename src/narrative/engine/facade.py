@@ -76,6 +76,7 @@ if TYPE_CHECKING:
     from narrative.read.audit import DueDecision
     from narrative.read.context import ContextBlock
     from narrative.read.decision_chain import DecisionChain
+    from narrative.read.full_text import WholeMemory
     from narrative.read.greeting import Greeting
     from narrative.read.linked import LinkedMemory
     from narrative.read.listing import Listed
@@ -331,6 +332,11 @@ class Memory:
         """The whole text a memory stands for: its ``content``, except that a memory of a long message (which
         quotes only the message's first passage, ending " …") gives the whole message.  NotFound if none."""
         return self._memories.memory_text(memory_id, user=user)
+
+    def whole_memory(self, memory_id: int, *, user: str | None = None) -> WholeMemory:
+        """The memory as :meth:`get_memory` gives it, with ``text`` beside ``content``: the whole text it stands
+        for, as :meth:`memory_text` gives it (in one read of the memory).  NotFound if none."""
+        return self._memories.whole_memory(memory_id, user=user)
 
     def list_memories(
         self,

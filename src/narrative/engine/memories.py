@@ -23,7 +23,7 @@ from narrative.engine.core import Runtime
 from narrative.errors import ValidationError
 from narrative.model import Narrative, Source, Stream
 from narrative.read import chain, listing
-from narrative.read.full_text import full_text
+from narrative.read.full_text import WholeMemory, whole_memory
 from narrative.read.listing import Listed
 from narrative.store.filter_tree import parse_filters
 from narrative.store.filters import MemoryFilter
@@ -164,8 +164,11 @@ class Memories:
         return self.rt.store.get_memory(self.rt.user_id(user), memory_id)
 
     def memory_text(self, memory_id: int, *, user: str | None = None) -> str:
+        return self.whole_memory(memory_id, user=user).text
+
+    def whole_memory(self, memory_id: int, *, user: str | None = None) -> WholeMemory:
         user_id = self.rt.user_id(user)
-        return full_text(self.rt.store, user_id, self.rt.store.get_memory(user_id, memory_id))
+        return whole_memory(self.rt.store, user_id, self.rt.store.get_memory(user_id, memory_id))
 
     def list_memories(
         self,

@@ -141,9 +141,14 @@ def delete_memories(
     return ok({"deleted": deleted, "result": result})
 
 
-@router.get("/memories/{memory_id}", tags=["memories"], summary="One memory", response_model=S.MemoryItem)
+@router.get(
+    "/memories/{memory_id}",
+    tags=["memories"],
+    summary="One memory, with `text`: the whole text it holds (a long message whole; `content` may be an excerpt)",
+    response_model=S.WholeMemory,
+)
 def get_memory(who: Who, memory_id: int) -> JSONResponse:
-    return ok(who.memory.get_memory(memory_id, user=who.user))
+    return ok(who.memory.whole_memory(memory_id, user=who.user))
 
 
 @router.patch(

@@ -2,7 +2,8 @@
 
 The routes answer with the engine's own values (``out()`` of dataclasses and ``to_dict()``); these models
 describe those shapes.  The store's records (memory, conversation, storyline, link, entity, use, message)
-are the model's dataclasses themselves, so the description cannot drift from them.  The review step's and
+are the model's dataclasses themselves, and one memory fetched by id the read path's ``WholeMemory`` (the
+memory with its whole ``text``), so the description cannot drift from them.  The review step's and
 the read path's composite results name their top-level fields and allow more (``additionalProperties``):
 the engine may add a field without breaking a client.  ``tests/test_http_openapi.py`` validates live
 responses against this description.
@@ -16,6 +17,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from narrative import model
+from narrative.read import full_text
 
 T = TypeVar("T")
 
@@ -27,6 +29,7 @@ Entity = model.Entity
 Use = model.Use
 Message = model.Message
 MemoryEvent = model.MemoryEvent
+WholeMemory = full_text.WholeMemory  # a memory with `text`: the whole text it stands for (GET /memories/{id})
 
 
 class Closed(BaseModel):

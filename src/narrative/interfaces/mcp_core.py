@@ -61,8 +61,10 @@ class CoreTools:
     @tool(read_only=True)
     def get_memory(self, memory_id: Annotated[Int, Field(description="The memory to read.")]) -> dict[str, Any]:
         """Read one memory by id: its text, stream, importance, metadata, storyline, source messages and whether
-        it is current (valid_to null) or was superseded (superseded_by). Returns {memory: {...}}."""
-        return {"memory": plain_dict(self.memory.get_memory(memory_id))}
+        it is current (valid_to null) or was superseded (superseded_by). `text` is everything the memory holds:
+        a long message whole, where `content` quotes only its first passage (ending " …"). Returns {memory:
+        {...}}."""
+        return {"memory": plain_dict(self.memory.whole_memory(memory_id))}
 
     @tool(read_only=True, aliases={"act_id": "storyline_id"})
     def list_memories(

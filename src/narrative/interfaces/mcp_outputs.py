@@ -1,10 +1,11 @@
 """What each MCP tool returns, as a typed output schema (``outputSchema``) a client can check and generate from.
 
 The records are the model's dataclasses themselves without ``user_id`` (a server serves one user and leaves it
-out of every result), so a schema cannot drift from what the engine returns.  Composite results (a turn's
-result, a preview, a context block) name their top-level fields and allow more, as the HTTP API's
-``http_schemas`` do.  The server validates every structured result against its tool's model before sending
-it, and the SDK's client validates it again against the published schema.
+out of every result), so a schema cannot drift from what the engine returns; one memory fetched by id is the
+read path's ``WholeMemory``, the memory with ``text`` (the whole text it stands for) beside ``content``.
+Composite results (a turn's result, a preview, a context block) name their top-level fields and allow more, as
+the HTTP API's ``http_schemas`` do.  The server validates every structured result against its tool's model
+before sending it, and the SDK's client validates it again against the published schema.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from narrative import model
+from narrative.read import full_text
 
 __all__ = ["OUTPUTS", "lean"]
 
@@ -30,10 +32,15 @@ _LEAN: dict[type, type[BaseModel]] = {}
 
 
 def lean(cls: type) -> type[BaseModel]:
-    """A pydantic model of a model dataclass with every field but ``user_id`` (all present in a result)."""
+    """A pydantic model of a model dataclass with every field but ``user_id`` (all present in a result; a
+    field's ``description`` in its metadata describes it)."""
     if cls not in _LEAN:
         hints = typing.get_type_hints(cls, vars(model))
-        fields: dict[str, Any] = {f.name: (hints[f.name], ...) for f in dataclasses.fields(cls) if f.name != "user_id"}
+        fields: dict[str, Any] = {
+            f.name: (hints[f.name], Field(..., description=f.metadata.get("description")))
+            for f in dataclasses.fields(cls)
+            if f.name != "user_id"
+        }
         _LEAN[cls] = create_model(cls.__name__, __config__=ConfigDict(extra="allow"), **fields)
     return _LEAN[cls]
 
@@ -49,6 +56,7 @@ Event = lean(model.MemoryEvent)
 Binding = lean(model.Binding)
 Link = lean(model.MemoryLink)
 Review = lean(model.DecisionReview)
+WholeMemory = lean(full_text.WholeMemory)  # a memory with `text`, the whole text it stands for
 
 
 class Hit(Open):
@@ -182,6 +190,10 @@ class OneMemory(BaseModel):
     memory: Memory  # type: ignore[valid-type]
 
 
+class WholeOne(BaseModel):
+    memory: WholeMemory  # type: ignore[valid-type]
+
+
 class Memories(BaseModel):
     items: list[Memory]  # type: ignore[valid-type]
     limit: int
@@ -311,7 +323,7 @@ OUTPUTS: dict[str, type[BaseModel]] = {
     "record_outcome": Outcome,
     "forget_memory": Forgotten,
     "add_memory": OneMemory,
-    "get_memory": OneMemory,
+    "get_memory": WholeOne,
     "list_memories": Memories,
     "update_memory": OneMemory,
     "delete_memories": Deleted,

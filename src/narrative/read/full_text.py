@@ -8,19 +8,22 @@ memory's text with each cut turn put back whole, read from its source messages.
 Only a memory whose text is still exactly what the excerpts of its messages make is given back whole; any other
 (a memory edited by hand, a decision or note in its own words, a summary, a message shortened since) is its own
 text, as it is.
+
+One memory fetched by id (``GET /memories/{id}``, MCP ``get_memory``) is a :class:`WholeMemory`: the memory as
+stored, ``content`` unchanged, with ``text`` beside it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, fields, replace
 
 from narrative.model import MemoryItem, Message, Stream
 from narrative.store.protocol import Store
 from narrative.text.lines import exchange_text
 from narrative.text.passages import excerpt
 
-__all__ = ["full_text", "full_texts"]
+__all__ = ["WholeMemory", "full_text", "full_texts", "whole_memory"]
 
 _CUT = " …"  # what an excerpt ends with when it left something out
 
@@ -36,6 +39,24 @@ def full_texts(store: Store, user_id: str, memories: Sequence[MemoryItem]) -> di
 def full_text(store: Store, user_id: str, memory: MemoryItem) -> str:
     """One memory's whole text (see :func:`full_texts`)."""
     return full_texts(store, user_id, [memory])[memory.id]
+
+
+@dataclass(frozen=True, kw_only=True)
+class WholeMemory(MemoryItem):
+    """A memory as stored (``content`` its own text) and ``text``, the whole text it stands for."""
+
+    text: str = field(  # the metadata's description is what the HTTP and MCP schemas say of the field
+        metadata={
+            "description": "The whole text the memory holds: `content`, except that a memory of a long message"
+            " (whose `content` quotes only its first passage, ending ' …') gives the message whole."
+        }
+    )
+
+
+def whole_memory(store: Store, user_id: str, memory: MemoryItem) -> WholeMemory:
+    """``memory`` with its whole text (one read of its messages when it may be an excerpt, none otherwise)."""
+    held = {f.name: getattr(memory, f.name) for f in fields(MemoryItem)}  # a WholeMemory given: its text is new
+    return WholeMemory(**held, text=full_text(store, user_id, memory))
 
 
 def _may_be_cut(m: MemoryItem) -> bool:

@@ -340,10 +340,9 @@ def _details(m: MemoryItem, storyline: str | None, text: str) -> str:
 @pass_ctx
 def memory_show(ctx: Context, memory_id: int) -> None:
     mem = ctx.reading
-    m = mem.get_memory(memory_id)
+    m = mem.whole_memory(memory_id)  # the memory and its whole text (``text``), in one read of the memory
     storyline = mem.get_storyline(m.storyline_id).name if m.storyline_id is not None else None
-    text = mem.memory_text(memory_id)
-    ctx.emit({**plain(m), "text": text}, lambda: _details(m, storyline, text))
+    ctx.emit(plain(m), lambda: _details(m, storyline, m.text))
 
 
 @memory.command("edit", help="Change a memory's text, importance, emotions or metadata (its history records it).")
