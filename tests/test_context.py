@@ -242,7 +242,9 @@ def test_record_false_stores_no_use(maya: narrative.Memory) -> None:
 def test_an_empty_memory_gives_an_empty_frame(mem: narrative.Memory) -> None:
     block = mem.context("anything at all", 1000)
     assert block.text == "<context>\n</context>"
-    assert block.memories == () and block.use_id is not None
+    assert block.memories == () and block.use_id is None  # nobody wrote for alice: nothing is recorded
+    mem.add_memory("Water the tomatoes.")
+    assert mem.context("anything at all", 1000).use_id is not None  # now she exists: her use is recorded
 
 
 @pytest.mark.parametrize(("query", "budget"), [("", 2000), ("ok", 49), ("ok", 2_000_000), ("ok", "many"), ("ok", True)])

@@ -426,6 +426,7 @@ def test_a_storyline_counts_only_the_messages_it_still_has_after_a_delete(mem: n
 
 
 def test_a_deleted_default_storyline_comes_back_when_needed(mem: narrative.Memory) -> None:
+    mem.your_story()  # makes alice, with her default storylines (a read would make nothing)
     small_talk = next(s for s in mem.list_storylines() if s.kind is StorylineKind.DEFAULT)
     mem.delete_storyline(small_talk.id)
     mem.start_conversation()

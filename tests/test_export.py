@@ -141,6 +141,7 @@ def test_import_refuses_a_user_whose_default_storyline_was_renamed(
     """ "Chit-chat" (once "Small talk") is the person's: an import would silently make it "Small talk" again."""
     text = maya.export("json")
     with fresh(tmp_path, clock) as target:
+        target.your_story()  # makes maya with her default storylines (a read would make nothing)
         [small_talk] = [s for s in target.list_storylines() if s.name == "Small talk"]
         target.rename_storyline(small_talk.id, "Chit-chat")
         with pytest.raises(InvalidTransition, match=r"already has data \(1 storylines\)"):

@@ -77,12 +77,12 @@ class Bindings:
         history: bool = False,
         user: str | None = None,
     ) -> list[Binding]:
-        user_id = self.rt.user_id(user)
+        user_id = self.rt.reader_id(user)
         kinds = None if kind is None else [require_choice(BindingKind, kind, "kind")]
         return agenda.bindings_of(self.rt.store, user_id, storyline_id, kinds, history)
 
     def stale_goals(self, days: int | None = None, *, user: str | None = None) -> list[GoalReminder]:
-        user_id = self.rt.user_id(user)
+        user_id = self.rt.reader_id(user)
         wait = self.rt.settings.goal_stale_days if days is None else days
         return agenda.stale_goals(self.rt.store, user_id, self.rt.clock(), wait)
 

@@ -144,7 +144,7 @@ class Closing:
 
     def get_memory_preview(self, conversation_id: int | None = None, *, user: str | None = None) -> Preview:
         """The preview of a ready_to_close conversation (recomputed if it was closed without one)."""
-        user_id = self.rt.user_id(user)
+        user_id = self.rt.reader_id(user)
         conversation = self._ready(user_id, conversation_id)
         if (
             conversation.status is ConversationStatus.READY_TO_CLOSE
@@ -175,7 +175,7 @@ class Closing:
     def preview_edits(self, conversation_id: int | None = None, *, user: str | None = None) -> list[str]:
         """What you changed in the waiting preview (reworded, items removed, another storyline): what
         ``resume_conversation`` would throw away.  Empty when nothing was changed or nothing waits."""
-        user_id = self.rt.user_id(user)
+        user_id = self.rt.reader_id(user)
         try:
             conversation = self._ready(user_id, conversation_id)
             preview = close.load_preview(self.rt.store, user_id, conversation)
@@ -275,13 +275,13 @@ class Closing:
         self, entity_type: str | None = None, storyline_id: int | None = None, *, user: str | None = None
     ) -> list[Entity]:
         """Unresolved items (open questions, tasks, waiting-ons; or one given type), oldest first."""
-        user_id = self.rt.user_id(user)
+        user_id = self.rt.reader_id(user)
         kind = None if entity_type is None else require_choice(EntityType, entity_type, "entity_type")
         return open_entities(self.rt.store, user_id, kind, storyline_id)
 
     def stale_threads(self, days: int | None = None, *, user: str | None = None) -> list[Entity]:
         """Open items nothing has moved for ``days`` days (default ``Settings.stale_after_days``)."""
-        user_id = self.rt.user_id(user)
+        user_id = self.rt.reader_id(user)
         wait = self.rt.settings.stale_after_days if days is None else days
         return stale_entities(self.rt.store, user_id, self.rt.clock(), wait)
 
@@ -294,7 +294,7 @@ class Closing:
 
     def greet(self, *, user: str | None = None) -> Greeting:
         """Resume the active conversation, or say what is open, waiting, decided and stale."""
-        user_id = self.rt.user_id(user)
+        user_id = self.rt.reader_id(user)
         now = self.rt.clock()
         rules = agenda.AgendaRules.from_settings(self.rt.settings)
         return greeting.build_greeting(
@@ -307,7 +307,7 @@ class Closing:
 
     def idle_check(self, *, user: str | None = None) -> str | None:
         """An invitation after a long quiet in the active conversation; once per quiet spell."""
-        user_id = self.rt.user_id(user)
+        user_id = self.rt.reader_id(user)
         now = self.rt.clock()
         active = self.rt.store.active_conversation(user_id)
         if active is None or not greeting.idle_due(active, now, self.rt.settings.idle_after_minutes):
@@ -319,7 +319,7 @@ class Closing:
 
     def get_conversation_archive(self, conversation_id: int, *, user: str | None = None) -> dict[str, Any]:
         """The conversation, its full transcript, the memories made from it, its entities and changes."""
-        user_id = self.rt.user_id(user)
+        user_id = self.rt.reader_id(user)
         conversation = self.rt.store.get_conversation(user_id, conversation_id)
         made = self.rt.store.list_memories(user_id, MemoryFilter(conversation_ids=[conversation_id]))
         return {

@@ -80,8 +80,11 @@ class Context:
 
         return of
 
-    def _recording(self, record: bool | None) -> bool:
-        return self.rt.settings.record_uses if record is None else record
+    def _recording(self, record: bool | None, user_id: str, used: bool) -> bool:
+        """Whether this read records a use: as asked (or as settings say), and only for a user with a row (a use
+        naming memories proves one) so that a read for a user nobody wrote for stores nothing."""
+        wanted = self.rt.settings.record_uses if record is None else record
+        return wanted and (used or self.rt.holds(user_id))
 
     # --- context ---------------------------------------------------------------------------------------
 
@@ -92,7 +95,7 @@ class Context:
 
         Records a use of kind ``context`` naming every memory shown (``record=False`` to skip).
         """
-        user_id = self.rt.user_id(user)
+        user_id = self.rt.reader_id(user)
         block = build_context(
             self.rt.store,
             user_id,
@@ -102,7 +105,7 @@ class Context:
             counter=self.token_counter,
             agenda=self._agenda(user_id),
         )
-        if not self._recording(record):
+        if not self._recording(record, user_id, bool(block.memories)):
             return block
         references = [
             UseReference(r.memory.id, InfluenceType.RETRIEVAL, round(r.score, 6), r.why, rank)
@@ -130,7 +133,7 @@ class Context:
 
         Records a use of that kind; each reference carries its influence type (rule in read/reasoning.py).
         """
-        user_id = self.rt.user_id(user)
+        user_id = self.rt.reader_id(user)
         found = build_reasoning(
             self.rt.store,
             user_id,
@@ -140,7 +143,7 @@ class Context:
             search=self._searcher(user_id),
             include_active_entities=include_active_entities,
         )
-        if not self._recording(record):
+        if not self._recording(record, user_id, bool(found.memories)):
             return found
         meta = {"top_k": top_k, "include_active_entities": include_active_entities}
         use = self._insert_use(user_id, found.kind, request, found.references(), meta)
@@ -187,18 +190,18 @@ class Context:
         """Uses, newest first."""
         require_positive(limit, "limit")
         require_positive(offset, "offset", allow_zero=True)
-        return self.rt.store.list_uses(self.rt.user_id(user), limit=limit, offset=offset)
+        return self.rt.store.list_uses(self.rt.reader_id(user), limit=limit, offset=offset)
 
     def get_use(self, use_id: int, *, user: str | None = None) -> Use:
-        return self.rt.store.get_use(self.rt.user_id(user), use_id)
+        return self.rt.store.get_use(self.rt.reader_id(user), use_id)
 
     def explain(self, use_id: int, *, user: str | None = None) -> dict[str, Any]:
         """Which memories a use drew on, why, and from which messages (provenance), plus its outcomes."""
-        return explain.explain_use(self.rt.store, self.rt.user_id(user), use_id)
+        return explain.explain_use(self.rt.store, self.rt.reader_id(user), use_id)
 
     def influence_chain(self, memory_id: int, limit: int = 20, *, user: str | None = None) -> list[Use]:
         """Every use of a memory since it was made, newest first."""
-        return explain.influence_chain(self.rt.store, self.rt.user_id(user), memory_id, limit)
+        return explain.influence_chain(self.rt.store, self.rt.reader_id(user), memory_id, limit)
 
     def learn_from_outcome(
         self, use_id: int, outcome: str, correction: str | None = None, *, user: str | None = None

@@ -26,16 +26,16 @@ class Conversations:
         return lifecycle.start(self.rt.store, user_id, at or self.rt.clock(), title=title)
 
     def active_conversation(self, *, user: str | None = None) -> Conversation | None:
-        return self.rt.store.active_conversation(self.rt.user_id(user))
+        return self.rt.store.active_conversation(self.rt.reader_id(user))
 
     def get_conversation(self, conversation_id: int, *, user: str | None = None) -> Conversation:
-        return self.rt.store.get_conversation(self.rt.user_id(user), conversation_id)
+        return self.rt.store.get_conversation(self.rt.reader_id(user), conversation_id)
 
     def list_conversations(
         self, status: str | None = None, *, limit: int = 50, offset: int = 0, user: str | None = None
     ) -> list[Conversation]:
         wanted = None if status is None else require_choice(ConversationStatus, status, "status")
-        return self.rt.store.list_conversations(self.rt.user_id(user), status=wanted, limit=limit, offset=offset)
+        return self.rt.store.list_conversations(self.rt.reader_id(user), status=wanted, limit=limit, offset=offset)
 
     def add_message(
         self,
@@ -65,7 +65,7 @@ class Conversations:
         self, conversation_id: int | None = None, *, limit: int | None = None, user: str | None = None
     ) -> list[Message]:
         """Messages in order: of one conversation, or the user's latest ``limit`` across all."""
-        return status.messages(self.rt.store, self.rt.user_id(user), conversation_id, limit)
+        return status.messages(self.rt.store, self.rt.reader_id(user), conversation_id, limit)
 
     def pause_conversation(self, conversation_id: int | None = None, *, user: str | None = None) -> Conversation:
         return lifecycle.pause(self.rt.store, self.rt.user_id(user), conversation_id, self.rt.clock())
@@ -79,7 +79,7 @@ class Conversations:
 
     def describe(self, *, user: str | None = None) -> dict[str, Any]:
         """Where the memory lives and what it holds (for ``narrative init`` and status pages)."""
-        return status.describe(self.rt.store, self.rt.settings.db, self.rt.user_id(user))
+        return status.describe(self.rt.store, self.rt.settings.db, self.rt.reader_id(user))
 
     def users(self) -> dict[str, dict[str, int]]:
         """Every user of this file with what they hold beyond a fresh start (rows per table; empty for a user

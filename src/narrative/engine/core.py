@@ -138,7 +138,7 @@ class Runtime:
         return self.settings.user
 
     def user_id(self, user: str | None) -> str:
-        """Resolve and validate the user; first sight creates the user and Your Story.
+        """Resolve and validate the user of a write; first sight creates the user and Your Story.
 
         A user this memory has seen is looked up again (one indexed read): when another process deleted it
         meanwhile, what is cached about it is dropped and the user is made again, as on first sight, instead
@@ -148,17 +148,21 @@ class Runtime:
         if user_id in self.known_users and not self._still_there(user_id):
             log.info("user %r was deleted by another connection: starting it afresh", user_id)
             self.forget_user(user_id, known=False)
-        return self.reader_id(user_id)
-
-    def reader_id(self, user: str | None) -> str:
-        """Resolve and validate the user of a read that writes nothing: made on first sight, but not looked up
-        again (a round trip on PostgreSQL).  A read of a user another connection deleted finds nothing; the
-        next write (through :meth:`user_id`) starts it afresh."""
-        user_id = require_user(self.settings.user if user is None else user)
         if user_id not in self.known_users:
             self.bootstrap_user(user_id)
             self.known_users.add(user_id)
         return user_id
+
+    def reader_id(self, user: str | None) -> str:
+        """Resolve and validate the user of a read: nothing is created and nothing is looked up (a round trip on
+        PostgreSQL).  A user nobody wrote for has no rows, so a read of theirs finds nothing: empty results, or
+        NotFound for an id it names.  A write (through :meth:`user_id`) makes the user."""
+        return require_user(self.settings.user if user is None else user)
+
+    def holds(self, user_id: str) -> bool:
+        """Whether the user has a row (one indexed read): a read that records what it used (a use) records only
+        then, so a read for a user nobody wrote for stores nothing."""
+        return self._still_there(user_id)
 
     def _still_there(self, user_id: str) -> bool:
         try:

@@ -35,10 +35,10 @@ class Decisions:
             return chains.link(self.rt.store, user_id, memory_id, earlier_id, chosen, note, self.rt.clock())
 
     def decision_chain(self, memory_id: int, *, user: str | None = None) -> DecisionChain:
-        return decision_chain(self.rt.store, self.rt.user_id(user), memory_id)
+        return decision_chain(self.rt.store, self.rt.reader_id(user), memory_id)
 
     def decisions_to_review(self, *, limit: int = 10, user: str | None = None) -> list[DueDecision]:
-        user_id = self.rt.user_id(user)
+        user_id = self.rt.reader_id(user)
         require_positive(limit, "limit")
         s = self.rt.settings
         due = audit.due_decisions(

@@ -161,13 +161,13 @@ class Memories:
         by_hand.put_vectors(self.rt.store, user_id, memories, self._embedder())
 
     def get_memory(self, memory_id: int, *, user: str | None = None) -> model.MemoryItem:
-        return self.rt.store.get_memory(self.rt.user_id(user), memory_id)
+        return self.rt.store.get_memory(self.rt.reader_id(user), memory_id)
 
     def memory_text(self, memory_id: int, *, user: str | None = None) -> str:
         return self.whole_memory(memory_id, user=user).text
 
     def whole_memory(self, memory_id: int, *, user: str | None = None) -> WholeMemory:
-        user_id = self.rt.user_id(user)
+        user_id = self.rt.reader_id(user)
         return whole_memory(self.rt.store, user_id, self.rt.store.get_memory(user_id, memory_id))
 
     def list_memories(
@@ -186,11 +186,11 @@ class Memories:
         (:mod:`narrative.store.filter_tree`); ``current_only``: leave out what a later statement superseded."""
         where = self.where(stream, storyline_id, conversation_id, filters, current_only=current_only)
         paged = replace(where, limit=require_positive(limit, "limit"), offset=require_positive(offset, "offset", True))
-        return self.rt.store.list_memories(self.rt.user_id(user), paged)
+        return self.rt.store.list_memories(self.rt.reader_id(user), paged)
 
     def count_memories(self, *, filters: Mapping[str, Any] | None = None, user: str | None = None) -> int:
         """How many memories match ``filters`` (all of the user's without)."""
-        return self.rt.store.count_memories(self.rt.user_id(user), self.where(None, None, None, filters))
+        return self.rt.store.count_memories(self.rt.reader_id(user), self.where(None, None, None, filters))
 
     @staticmethod
     def where(
@@ -212,7 +212,7 @@ class Memories:
     def one_fact_once(self, memory_ids: Sequence[int], *, user: str | None = None) -> list[Listed]:
         """The memories ``memory_ids`` names, in that order, each with the text it shows in a list and what it
         folds in (an id of no memory of the user is left out)."""
-        user_id = self.rt.user_id(user)
+        user_id = self.rt.reader_id(user)
         wanted = list(dict.fromkeys(memory_ids))
         found = {m.id: m for m in self.rt.store.get_memories(user_id, wanted)}
         return listing.one_fact_once(self.rt.store, user_id, [found[i] for i in wanted if i in found])
@@ -295,7 +295,7 @@ class Memories:
 
     def history(self, memory_id: int, *, user: str | None = None) -> list[model.MemoryEvent]:
         """Every change to a memory, oldest first; after a delete, its tombstone (kinds and times, no text)."""
-        return events_of(self.rt.store, self.rt.user_id(user), memory_id)
+        return events_of(self.rt.store, self.rt.reader_id(user), memory_id)
 
     # --- the narrative chain (Koshi) ------------------------------------------------
 
@@ -326,28 +326,28 @@ class Memories:
         self, narrative_id: int | None = None, query: str | None = None, *, limit: int = 10, user: str | None = None
     ) -> list[Narrative]:
         """By id, by keyword, or (no arguments) the latest link: "where was I?"."""
-        return chain.narrative_search(self.rt.store, self.rt.user_id(user), narrative_id, query, limit)
+        return chain.narrative_search(self.rt.store, self.rt.reader_id(user), narrative_id, query, limit)
 
     def narratives_after(self, narrative_id: int, *, user: str | None = None) -> list[Narrative]:
         """Forward traversal: the links whose previous link is this one."""
-        user_id = self.rt.user_id(user)
+        user_id = self.rt.reader_id(user)
         self.rt.store.get_narrative(user_id, narrative_id)
         return self.rt.store.narratives_after(user_id, narrative_id)
 
     def walk_back(self, narrative_id: int, depth: int | None = None, *, user: str | None = None) -> list[Narrative]:
-        return chain.walk_back(self.rt.store, self.rt.user_id(user), narrative_id, depth)
+        return chain.walk_back(self.rt.store, self.rt.reader_id(user), narrative_id, depth)
 
     def walk_forward(self, narrative_id: int, depth: int | None = None, *, user: str | None = None) -> list[Narrative]:
-        return chain.walk_forward(self.rt.store, self.rt.user_id(user), narrative_id, depth)
+        return chain.walk_forward(self.rt.store, self.rt.reader_id(user), narrative_id, depth)
 
     def recall_chain(self, memory_id: int, depth: int = 3, *, user: str | None = None) -> chain.RecallChain:
         """memory → narrative → sibling memories → earlier links."""
-        return chain.recall_chain(self.rt.store, self.rt.user_id(user), memory_id, depth)
+        return chain.recall_chain(self.rt.store, self.rt.reader_id(user), memory_id, depth)
 
     def list_narratives(
         self, *, storyline_id: int | None = None, limit: int = 50, offset: int = 0, user: str | None = None
     ) -> list[Narrative]:
-        user_id = self.rt.user_id(user)
+        user_id = self.rt.reader_id(user)
         return self.rt.store.list_narratives(user_id, storyline_id=storyline_id, limit=limit, offset=offset)
 
 

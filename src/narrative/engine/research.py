@@ -46,7 +46,7 @@ class Research:
     def linked_memories(
         self, memory_id: int, *, kinds: Sequence[str] | None = None, user: str | None = None
     ) -> list[LinkedMemory]:
-        user_id = self.rt.user_id(user)
+        user_id = self.rt.reader_id(user)
         self.rt.store.get_memory(user_id, memory_id)
         chosen = None if kinds is None else [require_choice(LinkKind, k, "kinds") for k in kinds]
         return linked_memories(self.rt.store, user_id, memory_id, chosen)
@@ -60,7 +60,7 @@ class Research:
         limit: int = 10,
         user: str | None = None,
     ) -> list[SourceUse]:
-        user_id = self.rt.user_id(user)
+        user_id = self.rt.reader_id(user)
         require_positive(limit, "limit")
         since, until = _utc(since), _utc(until)
         if since is None and days != 0:

@@ -87,7 +87,7 @@ class Search:
         :mod:`narrative.store.filter_tree`); they hold with the flat filters above (all must pass).
         """
         recording = self.rt.settings.record_uses if record is None else record
-        user_id = self.rt.user_id(user) if recording else self.rt.reader_id(user)
+        user_id = self.rt.reader_id(user)
         require_text(query, "query", max_length=10_000)
         ids = list(conversation_ids or []) + ([conversation_id] if conversation_id is not None else [])
         where = MemoryFilter(
@@ -109,7 +109,7 @@ class Search:
         )
         embed = self.embed_query if self.rt.embedder is not None else None
         hits = hybrid_search(self.rt.store, user_id, query, self.rt.clock(), params, where, embed)
-        if recording:
+        if recording and (hits or self.rt.holds(user_id)):  # a user nobody wrote for: nothing is stored
             self._record_hits(user_id, UseKind.RECALL, query, hits)
         return hits
 
@@ -118,7 +118,7 @@ class Search:
     ) -> list[tuple[SearchHit, chain.RecallChain]]:
         """Search, then open each hit into its recall chain (narrative, siblings, earlier links)."""
         hits = self.search(query, k, user=user, **filters)  # type: ignore[arg-type]
-        user_id = self.rt.user_id(user)
+        user_id = self.rt.reader_id(user)
         return [(hit, chain.recall_chain(self.rt.store, user_id, hit.memory.id, depth)) for hit in hits]
 
     def _record_hits(

@@ -42,7 +42,7 @@ class Sovereignty:
     def export(self, format: str = "json", *, user: str | None = None) -> str:
         """Everything of one user: ``json`` (lossless, re-importable) or ``markdown`` (readable); or the
         memories alone, one a line: ``jsonl`` or ``csv`` (columns ``read.export.MEMORY_COLUMNS``)."""
-        user_id = self.rt.user_id(user)
+        user_id = self.rt.reader_id(user)
         kind = require_choice(_Format, format, "format")
         writers = {
             _Format.JSON: export.export_json,

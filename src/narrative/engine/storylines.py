@@ -16,12 +16,14 @@ class Storylines:
 
     def list_storylines(self, *, include_archived: bool = False, user: str | None = None) -> list[Storyline]:
         """Your Story, the defaults and every topic storyline, most recently active first."""
-        return self.rt.store.list_storylines(self.rt.user_id(user), include_archived=include_archived)
+        return self.rt.store.list_storylines(self.rt.reader_id(user), include_archived=include_archived)
 
     def get_storyline(self, storyline_id: int, *, user: str | None = None) -> Storyline:
-        return self.rt.store.get_storyline(self.rt.user_id(user), storyline_id)
+        return self.rt.store.get_storyline(self.rt.reader_id(user), storyline_id)
 
     def your_story(self, *, user: str | None = None) -> Storyline:
+        """The user's Your Story, made with the user when missing: it is the id writes file under (``add_memory(...,
+        storyline_id=mem.your_story().id)``), so, unlike the reads, it creates the user on first sight."""
         return storylines.your_story(self.rt.store, self.rt.user_id(user), self.rt.clock())
 
     def create_storyline(
@@ -44,4 +46,4 @@ class Storylines:
         self, message_id: int | None = None, *, limit: int = 50, user: str | None = None
     ) -> list[RoutingDecision]:
         """Why messages went to their storylines: decision, candidates and scores."""
-        return self.rt.store.routing_decisions(self.rt.user_id(user), message_id=message_id, limit=limit)
+        return self.rt.store.routing_decisions(self.rt.reader_id(user), message_id=message_id, limit=limit)

@@ -263,7 +263,7 @@ class Turns:
 
     def pending_messages(self, *, user: str | None = None) -> list[Message]:
         """Messages whose derived work failed (stored, never routed): retry with process_pending."""
-        user_id = self.rt.user_id(user)
+        user_id = self.rt.reader_id(user)
         return [m for m in self.rt.store.list_messages(user_id) if m.storyline_id is None and m.role is not Role.SYSTEM]
 
     def process_pending(self, *, user: str | None = None) -> list[TurnResult]:
