@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ import narrative
 from conftest import FakeClock
 from http_server import Client, LiveServer, Reply
 from narrative.interfaces.http import create_app
+from narrative.model import DecisionDetails, ResearchDetails
 from test_http import World, build_user
 
 API = "/api/v1"
@@ -335,5 +337,70 @@ def test_docs_off_without_the_bundle(monkeypatch: pytest.MonkeyPatch, tmp_path: 
     try:
         app = create_app(engine)
         assert "/docs" not in {getattr(route, "path", "") for route in app.routes}
+    finally:
+        engine.close()
+
+
+def _item_schema(spec: dict[str, Any], path: str) -> dict[str, Any]:
+    """The schema /openapi.json gives one item of a list route's ``items`` (its 200 reply)."""
+    components = spec["components"]["schemas"]
+
+    def resolve(schema: dict[str, Any]) -> dict[str, Any]:
+        while "$ref" in schema:
+            schema = components[schema["$ref"].rsplit("/", 1)[-1]]
+        return schema
+
+    body = spec["paths"][API + path]["get"]["responses"]["200"]["content"]["application/json"]["schema"]
+    return resolve(resolve(body)["properties"]["items"]["items"])
+
+
+def test_every_field_a_list_item_answers_with_is_declared(tmp_path: Path) -> None:
+    """A list item's schema names every key a live item has, typed and described where the list adds it: the
+    validation above passes undeclared keys (a record allows more), so a generated client would never see them."""
+    clock = FakeClock()
+    engine = narrative.Memory(tmp_path / "lists.db", user="erin", embedder="none", clock=clock, env={})
+    engine.remember("I live in Berlin.")
+    engine.remember("Noted: you live in Berlin.", role="assistant")
+    engine.remember("Actually, I moved: I live in Lisbon now, not Berlin.")
+    garden = engine.create_storyline("Garden app").id
+    engine.bind(garden, "goal", "Launch before spring")
+    engine.add_memory(
+        "water in the evening",
+        stream="decision",
+        details=DecisionDetails("water in the evening", rationale="less evaporation"),
+        event_at=clock.now - timedelta(days=40),
+    )
+    details = ResearchDetails(source_type="citation", work_title="Thinking in Systems", author="Donella Meadows")
+    cite = engine.add_memory("Meadows on stocks", stream="research", details=details)
+    engine.add_memory(
+        "bathtubs", stream="research", details=ResearchDetails(source_type="quote", work_title="Thinking in Systems")
+    )
+    clock.advance(days=8)
+    key = engine.create_api_key(user="erin")
+    try:
+        with LiveServer(create_app(engine, web=False)) as server, Client(server.port, key) as client:
+            spec = client.get("/openapi.json").json
+            routes = (
+                "/memories",
+                "/search?q=Lisbon",
+                "/goals/stale",
+                "/decisions/review",
+                f"/memories/{cite.id}/linked",
+                "/sources/popular?days=0",
+            )
+            for route in routes:
+                items = client.get(API + route).json["items"]
+                assert items, route
+                declared = _item_schema(spec, route.split("?")[0].replace(str(cite.id), "{memory_id}"))
+                for item in items:
+                    missing = sorted(set(item) - set(declared["properties"]))
+                    assert not missing, f"GET {route}: items answer {missing}, not in /openapi.json"
+            listed = _item_schema(spec, "/memories")["properties"]
+            assert all(listed[name].get("description") for name in ("text", "folded_into", "also"))
+            for route in ("/goals/stale", "/decisions/review", "/memories/{memory_id}/linked", "/sources/popular"):
+                undescribed = [
+                    n for n, s in _item_schema(spec, route)["properties"].items() if not s.get("description")
+                ]
+                assert not undescribed, (route, undescribed)
     finally:
         engine.close()

@@ -55,7 +55,7 @@ Filters = Annotated[
     "/memories",
     tags=["memories"],
     summary="List memories, newest first; each fact once (`text`, `folded_into`, `also`)",
-    response_model=S.Page[S.MemoryItem],
+    response_model=S.Page[S.ListedMemory],
 )
 def list_memories(
     who: Who,

@@ -2,8 +2,9 @@
 
 The routes answer with the engine's own values (``out()`` of dataclasses and ``to_dict()``); these models
 describe those shapes.  The store's records (memory, conversation, storyline, link, entity, use, message)
-are the model's dataclasses themselves, and one memory fetched by id the read path's ``WholeMemory`` (the
-memory with its whole ``text``), so the description cannot drift from them.  The review step's and
+are the model's dataclasses themselves, one memory fetched by id the read path's ``WholeMemory`` (the
+memory with its whole ``text``) and a listed memory its ``ListedMemory`` (with what the list shows), so the
+description cannot drift from them.  The review step's and
 the read path's composite results name their top-level fields and allow more (``additionalProperties``):
 the engine may add a field without breaking a client.  ``tests/test_http_openapi.py`` validates live
 responses against this description.
@@ -17,7 +18,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from narrative import model
-from narrative.read import full_text
+from narrative.read import full_text, listing
 
 T = TypeVar("T")
 
@@ -30,6 +31,7 @@ Use = model.Use
 Message = model.Message
 MemoryEvent = model.MemoryEvent
 WholeMemory = full_text.WholeMemory  # a memory with `text`: the whole text it stands for (GET /memories/{id})
+ListedMemory = listing.ListedMemory  # a memory as a list shows it: `text`, `folded_into`, `also` (GET /memories)
 
 
 class Closed(BaseModel):

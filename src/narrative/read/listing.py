@@ -21,7 +21,33 @@ from narrative.store.filters import MemoryFilter
 from narrative.store.protocol import Store
 from narrative.text.lines import turn_line
 
-__all__ = ["Listed", "count_in_conversations", "one_fact_once"]
+__all__ = ["Listed", "ListedMemory", "count_in_conversations", "one_fact_once"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ListedMemory(MemoryItem):
+    """A memory as a list gives it (``Listed.to_dict``): the memory as stored, and what the list shows of it.
+
+    The type the HTTP list's schema is made of; the metadata's descriptions are what that schema says."""
+
+    text: str = field(
+        metadata={
+            "description": "What the list shows of the memory: its text, or only its turns no memory above it in"
+            " the list shows (each fact once). Not the whole text: GET /memories/{id} gives that."
+        }
+    )
+    folded_into: int | None = field(
+        default=None,
+        metadata={
+            "description": "The memory above it in this list that shows all its messages (null when it shows"
+            " something of its own); it is still listed, to be opened, edited or deleted."
+        },
+    )
+    also: list[int] = field(
+        default_factory=list,
+        hash=False,
+        metadata={"description": "The memories of this list folded into this one: they show the same messages."},
+    )
 
 
 @dataclass
@@ -34,8 +60,9 @@ class Listed:
     also: list[int] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        memory = {f.name: getattr(self.memory, f.name) for f in fields(self.memory)}
-        return {**memory, "text": self.text, "folded_into": self.folded_into, "also": self.also}
+        """The fields of :class:`ListedMemory`, in its order: the memory's, then ``text``, ``folded_into``, ``also``."""
+        memory = {f.name: getattr(self.memory, f.name) for f in fields(MemoryItem)}
+        return {f.name: memory[f.name] if f.name in memory else getattr(self, f.name) for f in fields(ListedMemory)}
 
 
 def one_fact_once(store: Store, user_id: str, memories: Sequence[MemoryItem]) -> list[Listed]:
