@@ -127,6 +127,65 @@ def test_markdown_is_readable_and_links_to_the_archive(maya: narrative.Memory) -
     assert "- **maya** (09:15): Morning! I want to start the community garden app this week." in text
 
 
+FENCE_LEFT_OPEN = "The start of some code:\n```python\nprint('hi')\n\nprint('never closed')"
+MESSAGES = [
+    "Here is the plan:\n\n- beds first\n- then water\n\nSecond paragraph, after a blank line.",
+    "```python\nprint('a message that opens with a fence')\n```",
+    FENCE_LEFT_OPEN,
+    "After the fence: an item of its own.",
+    "One line.",
+]
+
+
+def _items(section: list[str]) -> list[list[str]]:
+    """The top-level list items of a Markdown section: each a ``- `` line and the lines after it up to the next
+    line at the left margin (an unindented line ends the item in CommonMark, whatever it says)."""
+    items: list[list[str]] = []
+    for line in section:
+        if line.startswith("- "):
+            items.append([line])
+        elif items and (not line or line.startswith("  ")):
+            items[-1].append(line)
+        elif items:
+            break
+    while items and items[-1][-1] == "":
+        items[-1].pop()
+    return items
+
+
+def _said(item: list[str], head: str) -> str:
+    """What an item says after ``head``: its first line's rest and its later lines with the item's indent taken
+    off (every later line must carry it, so a blank line, a list or a fence stays in the item)."""
+    assert item[0].startswith(head), item
+    assert all(not line or line.startswith("  ") for line in item[1:]), item
+    first = item[0].removeprefix(head).removeprefix(" ")
+    later = [line.removeprefix("  ") for line in item[1:]]
+    return "\n".join([first, *later] if first else later)
+
+
+def test_markdown_keeps_every_message_in_its_list_item(mem: narrative.Memory) -> None:
+    """A message of several paragraphs, a list or a code fence is one list item of the transcript, its words
+    whole; a fence it leaves open is closed inside the item, so the next message is an item of its own.  The same
+    for a note of several lines under "Also remembered"."""
+    for text in MESSAGES:
+        mem.remember(text, speaker="Maya")
+    mem.add_memory("A note\n\n```\nits fence left open", stream="decision")
+    mem.add_memory("The next note.", stream="decision")
+    lines = mem.export("markdown").splitlines()
+    transcript = _items(lines[lines.index("## Archived conversations") :])
+    assert len(transcript) == len(MESSAGES)
+    said = [_said(item, item[0][: item[0].index("):") + 2]) for item in transcript]
+    assert said[:2] == MESSAGES[:2] and said[3:] == MESSAGES[3:]
+    assert said[2] == FENCE_LEFT_OPEN + "\n```"  # closed within its item: the words are the message's
+    assert transcript[1][0].endswith("):") and transcript[1][1] == "  ```python"  # a fence opens a line
+    assert transcript[3][0].endswith("): After the fence: an item of its own.")
+    notes = _items(lines[lines.index("Also remembered:") :])
+    assert [_said(item, item[0][: item[0].index("]") + 1]) for item in notes] == [
+        "A note\n\n```\nits fence left open\n```",
+        "The next note.",
+    ]
+
+
 def test_import_refuses_a_user_with_data(maya: narrative.Memory, snapshot: Snap) -> None:
     text = maya.export("json")
     before = snapshot(maya.store)

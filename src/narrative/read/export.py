@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -107,23 +108,74 @@ def _link(conversations: dict[int, Conversation], conversation_id: int | None) -
     return f"[conversation #{c.id}{title}](#{_anchor(c.id)})"
 
 
-def _entity_line(e: Entity) -> str:
+_LINE_END = re.compile(r"\r\n|\r|\n")  # what CommonMark takes for the end of a line
+_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")  # a code fence: ``` or ~~~ (three or more), up to 3 spaces in
+
+
+def _opening(line: str) -> str | None:
+    """The fence ``line`` opens a code block with (``` or ~~~, as long as it is), else None."""
+    found = _FENCE.fullmatch(line)
+    if found is None or (found[1][0] == "`" and "`" in found[2]):  # ``` with a backtick after it is inline code
+        return None
+    return found[1]
+
+
+def _closes(found: re.Match[str], fence: str) -> bool:
+    """A fence line closes ``fence``: the same character, at least as many, nothing after it."""
+    return found[1][0] == fence[0] and len(found[1]) >= len(fence) and not found[2].strip()
+
+
+def _fences_closed(lines: list[str]) -> list[str]:
+    """``lines`` with a code fence they leave open closed after them: an open fence would make code of all that
+    follows it in the export."""
+    open_fence: str | None = None
+    for line in lines:
+        if open_fence is None:
+            open_fence = _opening(line)
+        elif (found := _FENCE.fullmatch(line)) and _closes(found, open_fence):
+            open_fence = None
+    return lines if open_fence is None else [*lines, open_fence]
+
+
+def _text_lines(head: str, text: str, pad: str, tail: str = "") -> list[str]:
+    """``head`` followed by ``text`` (a message, a memory: any number of lines, words unchanged) as Markdown lines
+    that stay in the block ``head`` opens: every later line indented by ``pad`` (a list item's content column, so
+    a blank line, a list or a fence does not end the item), a fence left open closed, and ``tail`` after the last
+    line (on a line of its own after a fence or an empty line).  Text that opens with a fence starts on the line
+    after ``head``: on ``head``'s line it would read as inline code, and its closing fence would open one."""
+    lines = _fences_closed(_LINE_END.split(text))
+    first, rest = ("", lines) if _opening(lines[0]) else (lines[0], lines[1:])
+    out = [f"{head} {first}" if first else head, *(pad + line if line else "" for line in rest)]
+    if tail:
+        last = out[-1]
+        ends_apart = len(out) > 1 and (not last or _FENCE.fullmatch(last.removeprefix(pad)))
+        out = [*out, pad + tail.strip()] if ends_apart else [*out[:-1], last + tail]
+    return out
+
+
+def _item(head: str, text: str, indent: str = "", tail: str = "") -> list[str]:
+    """One list item, ``indent`` deep: ``- head text tail``, every line of ``text`` inside the item."""
+    return _text_lines(f"{indent}- {head}", text, indent + "  ", tail)
+
+
+def _entity_lines(e: Entity) -> list[str]:
     label = entity_label(e.entity_type, e.name, e.data).removeprefix("waiting on ")
     kind = e.entity_type.value.replace("_", " ")
     state = "" if e.is_active else f" — resolved {e.resolved_at:%Y-%m-%d}" if e.resolved_at else " — resolved"
-    return f"  - {kind}: {label}{state}"
+    return _item(f"{kind}:", label, indent="  ", tail=state)
 
 
 def _memory_block(store: Store, user_id: str, m: MemoryItem, conversations: dict[int, Conversation]) -> list[str]:
     when = m.event_at or m.created_at
     source = _link(conversations, m.conversation_id)
-    lines = [f"### {when:%Y-%m-%d}" + (f" · from {source}" if source else ""), "", m.content]
+    lines = [f"### {when:%Y-%m-%d}" + (f" · from {source}" if source else ""), ""]
+    lines += _fences_closed(_LINE_END.split(m.content))
     if m.user_edited and m.original_content:
-        lines += ["", f"_Edited by you; first proposed as:_ {m.original_content}"]
+        lines += ["", *_text_lines("_Edited by you; first proposed as:_", m.original_content, "")]
     entities = store.list_entities(user_id, memory_id=m.id)
     if entities:
         lines += ["", "Extracted:"]
-        lines += [_entity_line(e) for e in sorted(entities, key=lambda e: e.id)]
+        lines += [line for e in sorted(entities, key=lambda e: e.id) for line in _entity_lines(e)]
     return [*lines, ""]
 
 
@@ -146,10 +198,8 @@ def _storyline_section(
         lines += ["Also remembered:", ""]
         for m in sorted(others, key=lambda m: (m.event_at or m.created_at, m.id)):
             source = _link(conversations, m.conversation_id)
-            lines.append(
-                f"- {(m.event_at or m.created_at):%Y-%m-%d} [{m.stream.value}] {m.content}"
-                + (f" ({source})" if source else "")
-            )
+            head = f"{(m.event_at or m.created_at):%Y-%m-%d} [{m.stream.value}]"
+            lines += _item(head, m.content, tail=f" ({source})" if source else "")
         lines.append("")
     return lines
 
@@ -170,7 +220,7 @@ def _transcripts(store: Store, user_id: str, conversations: dict[int, Conversati
         ]
         for message in store.list_messages(user_id, conversation_id=c.id):
             who = message.speaker or message.role.value
-            lines.append(f"- **{who}** ({message.created_at:%H:%M}): {message.content}")
+            lines += _item(f"**{who}** ({message.created_at:%H:%M}):", message.content)
         lines.append("")
     return lines
 
@@ -204,7 +254,7 @@ def export_markdown(store: Store, user_id: str) -> str:
             label = entity_label(e.entity_type, e.name, e.data)
             kind = "waiting on" if e.entity_type is EntityType.WAITING_ON else e.entity_type.value.replace("_", " ")
             source = _link(conversations, e.conversation_id)
-            lines.append(f"- {kind}: {label.removeprefix('waiting on ')}" + (f" ({source})" if source else ""))
+            lines += _item(f"{kind}:", label.removeprefix("waiting on "), tail=f" ({source})" if source else "")
         lines.append("")
     lines += _transcripts(store, user_id, conversations)
     return "\n".join(lines).rstrip() + "\n"
