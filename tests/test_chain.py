@@ -63,7 +63,7 @@ def test_narrative_update_appends_a_sealed_link(mem: narrative.Memory) -> None:
 
 
 def test_narrative_update_inherits_the_storyline_of_its_previous_link(mem: narrative.Memory) -> None:
-    mem.list_narratives()  # first sight of alice creates her Your Story storyline
+    mem.your_story()  # makes alice (a read no longer does)
     story = mem.store.your_story("alice")
     assert story is not None
     first = mem.narrative_update("Began", [], None, "t", storyline_id=story.id)
@@ -73,7 +73,7 @@ def test_narrative_update_inherits_the_storyline_of_its_previous_link(mem: narra
 
 @pytest.mark.parametrize("summary", ["", "   ", "x" * 2001])
 def test_narrative_update_refuses_a_bad_summary(mem: narrative.Memory, snapshot: Snap, summary: str) -> None:
-    mem.list_narratives()  # alice exists
+    mem.your_story()  # makes alice (a read no longer does)
     before = snapshot(mem.store)
     with pytest.raises(ValidationError) as caught:
         mem.narrative_update(summary, [], None, "t")
@@ -92,7 +92,7 @@ def test_narrative_update_refuses_an_unknown_memory(mem: narrative.Memory, snaps
 
 def test_narrative_update_refuses_another_users_memory(mem: narrative.Memory, snapshot: Snap) -> None:
     bobs = mem.add_memory("Bob's fact", user="bob")
-    mem.list_narratives()
+    mem.your_story()  # makes alice (a read no longer does)
     before = snapshot(mem.store)
     with pytest.raises(NotFound):
         mem.narrative_update("Borrowing bob's fact", [bobs.id], None, "t")
@@ -101,7 +101,7 @@ def test_narrative_update_refuses_another_users_memory(mem: narrative.Memory, sn
 
 def test_narrative_update_refuses_another_users_previous_link(mem: narrative.Memory, snapshot: Snap) -> None:
     bobs = mem.narrative_update("Bob's thread", [], None, "t", user="bob")
-    mem.list_narratives()
+    mem.your_story()  # makes alice (a read no longer does)
     before = snapshot(mem.store)
     with pytest.raises(NotFound):
         mem.narrative_update("Continuing bob's thread", [], bobs.id, "t")
@@ -121,7 +121,7 @@ def test_narrative_update_refuses_non_integer_ids(mem: narrative.Memory, snapsho
 
 def test_narrative_update_pipeline_can_leave_a_link_open(mem: narrative.Memory) -> None:
     """The write path keeps a running link unsealed; narrative_update's default seals."""
-    mem.list_narratives()
+    mem.your_story()  # makes alice (a read no longer does)
     running = narrate.narrative_update(mem.store, "alice", "Running", [], None, "t", mem.clock(), sealed=False)
     assert not running.sealed
     updated = mem.store.update_narrative("alice", running.id, summary="Running, updated")
@@ -241,7 +241,7 @@ def test_memory_is_stamped_with_the_active_link(mem: narrative.Memory, thread: T
 
 
 def test_stamping_prefers_the_running_link_of_the_storyline(mem: narrative.Memory, thread: Thread) -> None:
-    mem.list_narratives()
+    mem.your_story()  # makes alice (a read no longer does)
     story = mem.store.your_story("alice")
     assert story is not None
     running = narrate.narrative_update(

@@ -34,7 +34,7 @@ class Bindings:
         at: datetime | None = None,
         user: str | None = None,
     ) -> Binding:
-        user_id = self.rt.user_id(user)
+        user_id = self.rt.owner_id(user)
         chosen = require_choice(BindingKind, kind, "kind")
         with self.rt.store.transaction():
             return bindings.bind(
@@ -51,7 +51,7 @@ class Bindings:
         at: datetime | None = None,
         user: str | None = None,
     ) -> Binding:
-        user_id = self.rt.user_id(user)
+        user_id = self.rt.owner_id(user)
         with self.rt.store.transaction():
             found = self.rt.store.get_binding(user_id, binding_id)
             return bindings.update(
@@ -61,13 +61,13 @@ class Bindings:
     def complete_binding(
         self, binding_id: int, *, status: str | None = None, at: datetime | None = None, user: str | None = None
     ) -> Binding:
-        user_id = self.rt.user_id(user)
+        user_id = self.rt.owner_id(user)
         with self.rt.store.transaction():
             found = self.rt.store.get_binding(user_id, binding_id)
             return bindings.complete(self.rt.store, user_id, found, at or self.rt.clock(), status)
 
     def delete_binding(self, binding_id: int, *, user: str | None = None) -> dict[str, int]:
-        return bindings.delete(self.rt.store, self.rt.user_id(user), binding_id)
+        return bindings.delete(self.rt.store, self.rt.owner_id(user), binding_id)
 
     def list_bindings(
         self,

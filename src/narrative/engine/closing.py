@@ -126,7 +126,7 @@ class Closing:
         self, conversation_id: int | None = None, *, at: datetime | None = None, user: str | None = None
     ) -> Preview:
         """active → ready_to_close, with a preview of what confirming would remember (nothing final yet)."""
-        user_id = self.rt.user_id(user)
+        user_id = self.rt.owner_id(user)
         now = at or self.rt.clock()
         if conversation_id is None:
             conversation = self.rt.store.active_conversation(user_id)
@@ -163,7 +163,7 @@ class Closing:
         user: str | None = None,
     ) -> Preview:
         """Rewrite the narrative (the proposal is kept as the original) and/or drop entities by key."""
-        user_id = self.rt.user_id(user)
+        user_id = self.rt.owner_id(user)
         conversation = self._ready(user_id, conversation_id)
         preview = close.load_preview(self.rt.store, user_id, conversation)
         removed_before = set(preview.removed)
@@ -185,7 +185,7 @@ class Closing:
 
     def redirect_preview(self, conversation_id: int | None, storyline_id: int, *, user: str | None = None) -> Preview:
         """Send the memory to another storyline (Your Story included)."""
-        user_id = self.rt.user_id(user)
+        user_id = self.rt.owner_id(user)
         preview = close.load_preview(self.rt.store, user_id, self._ready(user_id, conversation_id))
         preview.destination = destination_for(self.rt.store, user_id, storyline_id, "chosen by you")
         return self._save(user_id, preview)
@@ -200,7 +200,7 @@ class Closing:
         user: str | None = None,
     ) -> ConfirmResult:
         """Accept the preview (optionally edited or redirected): ready_to_close → compressing → archived."""
-        user_id = self.rt.user_id(user)
+        user_id = self.rt.owner_id(user)
         now = at or self.rt.clock()
         preview = close.load_preview(self.rt.store, user_id, self._ready(user_id, conversation_id))
         if edited_narrative is not None:
@@ -242,7 +242,7 @@ class Closing:
         entity ids are stored entity ids or preview keys ("e3"); unassigned entities follow their
         storyline, else go to the first part.
         """
-        user_id = self.rt.user_id(user)
+        user_id = self.rt.owner_id(user)
         preview = close.load_preview(self.rt.store, user_id, self._ready(user_id, conversation_id))
         if not isinstance(parts, Sequence) or isinstance(parts, str | bytes) or len(parts) < 2:
             raise ValidationError("a split needs at least two parts (use confirm_memory for one)", field="parts")
@@ -287,7 +287,7 @@ class Closing:
 
     def resolve_thread(self, entity_id: int, *, by_memory_id: int | None = None, user: str | None = None) -> Entity:
         """Mark an open item resolved by hand (optionally naming the memory that settled it)."""
-        user_id = self.rt.user_id(user)
+        user_id = self.rt.owner_id(user)
         return resolve.resolve_entity(self.rt.store, user_id, entity_id, self.rt.clock(), by_memory_id=by_memory_id)
 
     # --- greeting and idle awareness -------------------------------------------------------------

@@ -179,11 +179,12 @@ class Context:
         optional), dicts with those keys, or ``UseReference``s. Unknown memories raise NotFound, a bad
         influence type or score ValidationError; nothing is stored then.
         """
-        user_id = self.rt.user_id(user)
+        user_id = self.rt.reader_id(user)
         chosen = require_choice(UseKind, kind, "kind")
         require_text(query, "query", max_length=10_000)
         with self.rt.store.transaction():
             refs = explain.check_references(self.rt.store, user_id, references)
+            self.rt.user_id(user_id)  # the use is stored: its user is made now that what it names was found
             return self._insert_use(user_id, chosen, query, refs, {})
 
     def list_uses(self, limit: int = 50, *, offset: int = 0, user: str | None = None) -> list[Use]:
@@ -212,7 +213,7 @@ class Context:
         references; when a conversation is active, also appends a system message describing the outcome
         to it (so the transcript keeps it and the close path compresses it with the rest).
         """
-        user_id = self.rt.user_id(user)
+        user_id = self.rt.owner_id(user)
         verdict = require_choice(explain.Outcome, outcome, "outcome")
         note = None
         if correction is not None:

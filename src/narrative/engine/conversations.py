@@ -49,7 +49,7 @@ class Conversations:
         user: str | None = None,
     ) -> Message:
         """Store one message in the active conversation (started if none) without derived work."""
-        user_id = self.rt.user_id(user)
+        user_id = self.rt.user_id(user) if conversation_id is None else self.rt.owner_id(user)
         return lifecycle.add_message(
             self.rt.store,
             user_id,
@@ -68,14 +68,14 @@ class Conversations:
         return status.messages(self.rt.store, self.rt.reader_id(user), conversation_id, limit)
 
     def pause_conversation(self, conversation_id: int | None = None, *, user: str | None = None) -> Conversation:
-        return lifecycle.pause(self.rt.store, self.rt.user_id(user), conversation_id, self.rt.clock())
+        return lifecycle.pause(self.rt.store, self.rt.owner_id(user), conversation_id, self.rt.clock())
 
     def unpause_conversation(self, conversation_id: int | None = None, *, user: str | None = None) -> Conversation:
-        return lifecycle.unpause(self.rt.store, self.rt.user_id(user), conversation_id)
+        return lifecycle.unpause(self.rt.store, self.rt.owner_id(user), conversation_id)
 
     def resume_conversation(self, conversation_id: int | None = None, *, user: str | None = None) -> Conversation:
         """ready_to_close → active: cancel the closure, nothing is stored."""
-        return lifecycle.resume(self.rt.store, self.rt.user_id(user), conversation_id)
+        return lifecycle.resume(self.rt.store, self.rt.owner_id(user), conversation_id)
 
     def describe(self, *, user: str | None = None) -> dict[str, Any]:
         """Where the memory lives and what it holds (for ``narrative init`` and status pages)."""

@@ -148,6 +148,22 @@ class Runtime:
         if user_id in self.known_users and not self._still_there(user_id):
             log.info("user %r was deleted by another connection: starting it afresh", user_id)
             self.forget_user(user_id, known=False)
+        return self._made(user_id)
+
+    def owner_id(self, user: str | None) -> str:
+        """Resolve and validate the user of a write on something the user already holds (an id, the active or
+        waiting conversation, their pending messages): as :meth:`user_id` for a user with a row (one indexed
+        read), else nothing is made.  A user nobody wrote for holds nothing, so such a write finds nothing to
+        change and fails as for another user's id (NotFound, InvalidTransition) or does nothing, and the file is
+        left as it was: no user row, no Your Story, no default storyline."""
+        user_id = require_user(self.settings.user if user is None else user)
+        if not self._still_there(user_id):
+            if user_id in self.known_users:  # another connection deleted it: drop what is cached about it
+                self.forget_user(user_id, known=False)
+            return user_id
+        return self._made(user_id)
+
+    def _made(self, user_id: str) -> str:
         if user_id not in self.known_users:
             self.bootstrap_user(user_id)
             self.known_users.add(user_id)
@@ -156,7 +172,8 @@ class Runtime:
     def reader_id(self, user: str | None) -> str:
         """Resolve and validate the user of a read: nothing is created and nothing is looked up (a round trip on
         PostgreSQL).  A user nobody wrote for has no rows, so a read of theirs finds nothing: empty results, or
-        NotFound for an id it names.  A write (through :meth:`user_id`) makes the user."""
+        NotFound for an id it names.  A write that adds (through :meth:`user_id`) makes the user; a write on what
+        the user holds goes through :meth:`owner_id`, which makes nothing for a user without a row."""
         return require_user(self.settings.user if user is None else user)
 
     def holds(self, user_id: str) -> bool:

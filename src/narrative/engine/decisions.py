@@ -28,7 +28,7 @@ class Decisions:
     def link_decision(
         self, memory_id: int, earlier_id: int, kind: str = "builds_on", *, reason: str = "", user: str | None = None
     ) -> MemoryLink:
-        user_id = self.rt.user_id(user)
+        user_id = self.rt.owner_id(user)
         chosen = require_choice(LinkKind, kind, "kind")
         note = _optional_text(reason, "reason", 1000)
         with self.rt.store.transaction():
@@ -53,7 +53,7 @@ class Decisions:
     def review_decision(
         self, memory_id: int, outcome: str = "kept", *, note: str = "", user: str | None = None
     ) -> DecisionReview:
-        user_id = self.rt.user_id(user)
+        user_id = self.rt.owner_id(user)
         verdict = require_choice(ReviewOutcome, outcome, "outcome")
         text = _optional_text(note, "note", 4000)
         memory = self.rt.store.get_memory(user_id, memory_id)

@@ -65,7 +65,8 @@ class Memories:
         user: str | None = None,
     ) -> model.MemoryItem:
         """Store one memory, stamped with the narrative active now, embedded when an embedder is set."""
-        user_id = self.rt.user_id(user)
+        held = _names_held(storyline_id, conversation_id, message_ids)  # then the user must hold them: made by now
+        user_id = self.rt.owner_id(user) if held else self.rt.user_id(user)
         memory = self._new_memory(
             user_id,
             content,
@@ -94,7 +95,12 @@ class Memories:
         Each item takes :meth:`add_memory`'s keyword arguments (``content`` required).
         ``vectors`` (one row per item, made by this engine's embedder) skips embedding.
         """
-        user_id = self.rt.user_id(user)
+        held = any(
+            _names_held(i.get("storyline_id"), i.get("conversation_id"), i.get("message_ids"))
+            for i in items
+            if isinstance(i, Mapping)
+        )
+        user_id = self.rt.owner_id(user) if held else self.rt.user_id(user)
         for index, item in enumerate(items):
             unknown = set(item) - _ITEM_KEYS if isinstance(item, Mapping) else {"(not an object)"}
             if unknown or "content" not in item:
@@ -219,7 +225,7 @@ class Memories:
 
     def restore_memory(self, memory_id: int, *, user: str | None = None) -> model.MemoryItem:
         """Make a superseded memory current again (undo a correction the detector made); nothing else changes."""
-        user_id = self.rt.user_id(user)
+        user_id = self.rt.owner_id(user)
         with self.rt.store.transaction():
             supersede.restore(self.rt.store, user_id, memory_id, self.rt.clock())
         return self.rt.store.get_memory(user_id, memory_id)
@@ -241,7 +247,7 @@ class Memories:
 
         ``entities_to_add``: ``[{"type": "task", "name": "…", "data": {...}}]``.
         """
-        user_id = self.rt.user_id(user)
+        user_id = self.rt.owner_id(user)
         entities_to_remove, entities_to_add = list(entities_to_remove), list(entities_to_add)
         if (content, importance, emotions, metadata) == (None, None, None, None) and not (
             entities_to_remove or entities_to_add
@@ -268,7 +274,7 @@ class Memories:
     ) -> list[model.MemoryItem]:
         """Edit several memories in one transaction, each as :meth:`edit_memory` edits one (``{"id": N,
         "content"?, "importance"?, "emotions"?, "metadata"?}``): all of them, or none when one is refused."""
-        user_id = self.rt.user_id(user)
+        user_id = self.rt.owner_id(user)
         if isinstance(updates, str | bytes | Mapping) or not isinstance(updates, Sequence) or not updates:
             raise ValidationError("updates must be a non-empty list of {id, content?, ...} objects", field="updates")
         plans: list[tuple[int, dict[str, Any]]] = []
@@ -310,7 +316,8 @@ class Memories:
         user: str | None = None,
     ) -> Narrative:
         """Append a sealed link: one-sentence summary, the memories it connects, the previous link."""
-        user_id = self.rt.user_id(user)
+        named = bool(memory_ids) or previous_narrative_id is not None or storyline_id is not None
+        user_id = self.rt.owner_id(user) if named else self.rt.user_id(user)
         return narrate.narrative_update(
             self.rt.store,
             user_id,
@@ -355,3 +362,9 @@ class Memories:
 _UPDATE_KEYS = frozenset({"id", "memory_id", "content", "importance", "emotions", "metadata"})
 #: The keys an ``add_memories`` item may carry (``add_memory``'s arguments).
 _ITEM_KEYS = frozenset(inspect.signature(Memories._new_memory).parameters) - {"self", "user_id"}
+
+
+def _names_held(storyline_id: object, conversation_id: object, message_ids: object) -> bool:
+    """Whether a new memory names what its user must hold already (a storyline, a conversation, messages): then
+    the user is resolved with ``Runtime.owner_id``, so a user without a row fails on the name and is not made."""
+    return storyline_id is not None or conversation_id is not None or bool(message_ids)

@@ -30,7 +30,7 @@ class Research:
 
     def consolidate(self, *, since: datetime | None = None, user: str | None = None) -> dict[str, Any]:
         """Link related research items (the items made ``since`` a time, or all) to the earlier ones."""
-        user_id = self.rt.user_id(user)
+        user_id = self.rt.owner_id(user)
         since = _utc(since)
         pool = consolidate.research_items(self.rt.store, user_id)
         new = [m for m in pool if since is None or (m.event_at or m.created_at) >= since]

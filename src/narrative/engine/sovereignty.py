@@ -78,7 +78,7 @@ class Sovereignty:
 
     def delete_memory(self, memory_id: int, *, user: str | None = None) -> dict[str, int]:
         """Delete one memory with its entities, deltas, sources, vector and full-text entry."""
-        return forget.delete_memory(self.rt.store, self.rt.user_id(user), memory_id, self.rt.clock())
+        return forget.delete_memory(self.rt.store, self.rt.owner_id(user), memory_id, self.rt.clock())
 
     def delete_memories(
         self,
@@ -89,7 +89,7 @@ class Sovereignty:
     ) -> dict[str, Any]:
         """Delete several memories at once, by id or by filter (one of the two), all or none: an unknown id
         deletes nothing.  Returns the counts and the ``ids`` deleted."""
-        user_id = self.rt.user_id(user)
+        user_id = self.rt.owner_id(user)
         if (memory_ids is None) == (filters is None):
             raise ValidationError("give memory_ids or filters (one of the two)", field="memory_ids")
         if filters is not None:
@@ -113,7 +113,7 @@ class Sovereignty:
         embedder = self.rt.embedder
         embed, model = (None, None) if embedder is None else (embedder.embed_batch, embedder.identity)
         return forget.delete_conversation(
-            self.rt.store, self.rt.user_id(user), conversation_id, embed, model, self.rt.clock()
+            self.rt.store, self.rt.owner_id(user), conversation_id, embed, model, self.rt.clock()
         )
 
     def delete_storyline(
@@ -125,7 +125,7 @@ class Sovereignty:
         entities and the messages routed to it are deleted too, and the conversations left without a message
         (but the active one).
         """
-        user_id = self.rt.user_id(user)
+        user_id = self.rt.owner_id(user)
         storyline, counts = forget.delete_storyline(
             self.rt.store, user_id, storyline_id, move_to_your_story=move_to_your_story, now=self.rt.clock()
         )

@@ -35,12 +35,12 @@ class Storylines:
         return storylines.create_by_hand(self.rt.store, user_id, name, description, keywords, self.rt.clock())
 
     def rename_storyline(self, storyline_id: int, name: str, *, user: str | None = None) -> Storyline:
-        user_id = self.rt.user_id(user)
+        user_id = self.rt.owner_id(user)
         name = require_text(name, "name", 200).strip()
         return storylines.rename(self.rt.store, user_id, storyline_id, name, self.rt.clock())
 
     def archive_storyline(self, storyline_id: int, *, user: str | None = None) -> Storyline:
-        return storylines.archive(self.rt.store, self.rt.user_id(user), storyline_id, self.rt.clock())
+        return storylines.archive(self.rt.store, self.rt.owner_id(user), storyline_id, self.rt.clock())
 
     def routing_decisions(
         self, message_id: int | None = None, *, limit: int = 50, user: str | None = None

@@ -268,8 +268,9 @@ class Turns:
 
     def process_pending(self, *, user: str | None = None) -> list[TurnResult]:
         """Run the write path again for messages whose derived work did not complete."""
-        user_id = self.rt.user_id(user)
-        return self._followed(user_id, self._process(user_id, self.pending_messages(user=user_id)))
+        user_id = self.rt.owner_id(user)
+        pending = self.pending_messages(user=user_id)
+        return self._followed(user_id, self._process(user_id, pending)) if pending else []
 
 
 def _derived_texts(message: Message, extraction: Any) -> list[str]:
