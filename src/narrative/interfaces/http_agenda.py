@@ -66,71 +66,6 @@ class ConsolidateIn(BodyModel):
 # --- response shapes -------------------------------------------------------------------------------
 
 
-class GoalReminder(S.Open):
-    """A stale goal: every field ``read.agenda.GoalReminder.to_dict`` gives."""
-
-    binding_id: int = Field(description="The goal's binding (PATCH /bindings/{id} touches it).")
-    goal: str = Field(description="The goal's name.")
-    status: str = Field(description="The binding's status (an ongoing goal's).")
-    storyline_id: int = Field(description="The storyline the goal is bound to.")
-    storyline: str = Field(description="That storyline's name.")
-    payload: dict[str, Any] = Field(description="The binding's payload, as the agent that bound it gave it.")
-    why: dict[str, Any] = Field(description="The rule, when and by what it was last touched, and how many days ago.")
-
-
-class DueDecision(S.Open):
-    """A decision due for review: every field ``read.audit.DueDecision.to_dict`` gives."""
-
-    memory_id: int = Field(description="The decision's memory.")
-    decision: str = Field(description="What was decided (the memory's text when no decision was extracted).")
-    content: str = Field(description="The memory's own text.")
-    rationale: str = Field(description="Why it was decided (empty when nobody said).")
-    alternatives: list[str] = Field(description="The alternatives it was chosen over.")
-    decision_type: str = Field(description="methodological, interpretive or scope.")
-    reversible: bool = Field(description="Whether the decision can be undone.")
-    decided_at: datetime = Field(description="When it was decided (its event time, else when it was stored).")
-    storyline_id: int | None = Field(description="The storyline the decision is filed in.")
-    question: str = Field(description="The review question to put to the person.")
-    why: dict[str, Any] = Field(description="The rule that made it due (age or reversible), since when, last review.")
-
-
-class DecisionChain(S.Open):
-    memory_id: int
-    stands: bool
-    earlier: list[dict[str, Any]]
-    later: list[dict[str, Any]]
-    text: str
-
-
-class LinkedMemory(S.Open):
-    """A memory linked to the one asked about: every field ``read.linked.LinkedMemory.to_dict`` gives."""
-
-    memory_id: int = Field(description="The linked memory.")
-    content: str = Field(description="Its text.")
-    stream: str = Field(description="Its stream (research, decision, ...).")
-    created_at: datetime = Field(description="When it happened (its event time, else when it was stored).")
-    direction: str = Field(description="earlier: the asked memory links to it; later: it links to the asked one.")
-    kind: str = Field(description="same_work, same_author, same_idea, builds_on or reverses.")
-    why: dict[str, Any] = Field(description="The link's kind, origin, reason and score.")
-
-
-class SourceUse(S.Open):
-    """One source's use over the period: every field ``read.popularity.SourceUse.to_dict`` gives."""
-
-    source: str = Field(description="How the source reads: its title (and author), a reference, or its item's words.")
-    author: str | None = Field(description="Its author, when its research item names one.")
-    work_title: str | None = Field(description="Its title, when its research item names one.")
-    score: int = Field(description="2·cited + 2·annotated + 2·quoted + noted + recalled.")
-    cited: int = Field(description="Its items of the period that cite it.")
-    annotated: int = Field(description="Its items of the period that annotate it.")
-    quoted: int = Field(description="Its items of the period that quote it.")
-    noted: int = Field(description="Its items of the period that note it.")
-    recalled: int = Field(description="Recorded uses of the period (searches, context blocks) that recalled its items.")
-    last_used: datetime | None = Field(description="When its newest item of the period was made (null: only recalled).")
-    memory_ids: list[int] = Field(description="The research items it is made of.")
-    why: dict[str, Any] = Field(description="The counts, the score and the rule that makes it.")
-
-
 class Consolidated(S.Open):
     items: int
     links: int
@@ -202,7 +137,7 @@ def delete_binding(who: Who, binding_id: int) -> JSONResponse:
     "/goals/stale",
     tags=["bindings"],
     summary="Ongoing goals nothing touched for `days` days (default the setting), with why",
-    response_model=S.Items[GoalReminder],
+    response_model=S.Items[S.GoalReminder],
 )
 def stale_goals(who: Who, days: Annotated[int | None, Query(ge=0, le=36500)] = None) -> JSONResponse:
     return ok({"items": who.memory.stale_goals(days, user=who.user)})
@@ -227,7 +162,7 @@ def link_decision(who: Who, memory_id: int, body: DecisionLinkIn) -> JSONRespons
     "/decisions/{memory_id}/chain",
     tags=["decisions"],
     summary="The decision chain through a decision, both ways",
-    response_model=DecisionChain,
+    response_model=S.DecisionChain,
 )
 def decision_chain(who: Who, memory_id: int) -> JSONResponse:
     return ok(who.memory.decision_chain(memory_id, user=who.user))
@@ -237,7 +172,7 @@ def decision_chain(who: Who, memory_id: int) -> JSONResponse:
     "/decisions/review",
     tags=["decisions"],
     summary="Decisions due for review (old, or reversible and never revisited)",
-    response_model=S.Items[DueDecision],
+    response_model=S.Items[S.DueDecision],
 )
 def decisions_to_review(who: Who, limit: Annotated[int, Query(ge=1, le=200)] = 10) -> JSONResponse:
     return ok({"items": who.memory.decisions_to_review(limit=limit, user=who.user)})
@@ -282,7 +217,7 @@ def _link(link: MemoryLink) -> dict[str, Any]:
     "/memories/{memory_id}/linked",
     tags=["research"],
     summary="Open a memory's links (related research items, decision chain neighbours)",
-    response_model=S.Items[LinkedMemory],
+    response_model=S.Items[S.LinkedMemory],
 )
 def linked(who: Who, memory_id: int, kind: LinkKindName | None = None) -> JSONResponse:
     kinds = None if kind is None else [kind]
@@ -293,7 +228,7 @@ def linked(who: Who, memory_id: int, kind: LinkKindName | None = None) -> JSONRe
     "/sources/popular",
     tags=["research"],
     summary="The sources most used over a period (cited, annotated, quoted, noted, recalled)",
-    response_model=S.Items[SourceUse],
+    response_model=S.Items[S.SourceUse],
 )
 def popular_sources(
     who: Who,

@@ -185,9 +185,9 @@ class SearchHit(Closed):
     importance: int
     storyline_id: int | None
     conversation_id: int | None
-    narrative_id: int | None
-    message_ids: list[int]
-    created_at: str
+    narrative_id: int | None = Field(description="The narrative link the memory belongs to (null: none).")
+    message_ids: list[int] = Field(description="The memory's source messages (all of them; the hit shows some).")
+    created_at: str = Field(description="When it happened: its event time, else when it was stored (ISO time).")
     valid_to: str | None = Field(
         description="When a later memory superseded this one (ISO time); null while it is current. Only"
         " `include_superseded` or `as_of` return a superseded memory."
@@ -207,6 +207,104 @@ class SearchHit(Closed):
 class SearchResult(Closed):
     query: str
     items: list[SearchHit]
+
+
+# --- the agenda: goals, decisions, linked items, sources ---------------------------------------------
+
+
+class GoalReminder(Open):
+    """A stale goal: every field ``read.agenda.GoalReminder.to_dict`` gives."""
+
+    binding_id: int = Field(description="The goal's binding (PATCH /bindings/{id} touches it).")
+    goal: str = Field(description="The goal's name.")
+    status: str = Field(description="The binding's status (an ongoing goal's).")
+    storyline_id: int = Field(description="The storyline the goal is bound to.")
+    storyline: str = Field(description="That storyline's name.")
+    payload: dict[str, Any] = Field(description="The binding's payload, as the agent that bound it gave it.")
+    why: dict[str, Any] = Field(description="The rule, when and by what it was last touched, and how many days ago.")
+
+
+class DueDecision(Open):
+    """A decision due for review: every field ``read.audit.DueDecision.to_dict`` gives."""
+
+    memory_id: int = Field(description="The decision's memory.")
+    decision: str = Field(description="What was decided (the memory's text when no decision was extracted).")
+    content: str = Field(description="The memory's own text.")
+    rationale: str = Field(description="Why it was decided (empty when nobody said).")
+    alternatives: list[str] = Field(description="The alternatives it was chosen over.")
+    decision_type: str = Field(description="methodological, interpretive or scope.")
+    reversible: bool = Field(description="Whether the decision can be undone.")
+    decided_at: datetime = Field(description="When it was decided (its event time, else when it was stored).")
+    storyline_id: int | None = Field(description="The storyline the decision is filed in.")
+    question: str = Field(description="The review question to put to the person.")
+    why: dict[str, Any] = Field(description="The rule that made it due (age or reversible), since when, last review.")
+
+
+class ChainLink(Open):
+    """The link one step of a decision chain was reached by."""
+
+    from_: int = Field(alias="from", description="The decision that links (the later one).")
+    to: int = Field(description="The earlier decision it builds on or reverses.")
+    kind: str = Field(description="builds_on or reverses.")
+    origin: str = Field(
+        description="What made the link: rule, llm (a model judged it) or user (the user or the agent said so)."
+    )
+    reason: str = Field(description="Why the two are linked, in a few words.")
+
+
+class ChainStep(Open):
+    """One decision of a chain: every field ``read.decision_chain.ChainStep.to_dict`` gives."""
+
+    memory_id: int = Field(description="The decision's memory.")
+    decision: str = Field(description="What was decided (the memory's text when no decision was extracted).")
+    content: str = Field(description="The memory's own text.")
+    rationale: str = Field(description="Why it was decided (empty when nobody said).")
+    alternatives: list[str] = Field(description="The alternatives it was chosen over.")
+    decided_at: datetime = Field(description="When it was decided (its event time, else when it was stored).")
+    steps: int = Field(description="How many links away from the decision asked about.")
+    link: ChainLink = Field(description="The link this step was reached by.")
+    stands: bool = Field(description="Whether the decision still stands (no later decision reverses it).")
+
+
+class DecisionChain(Open):
+    """A decision and its chain both ways: every field ``read.decision_chain.DecisionChain.to_dict`` gives."""
+
+    memory_id: int = Field(description="The decision asked about.")
+    decision: str = Field(description="What was decided (the memory's text when no decision was extracted).")
+    content: str = Field(description="The memory's own text.")
+    stands: bool = Field(description="Whether it still stands (no later decision reverses it).")
+    earlier: list[ChainStep] = Field(description="What it built on or reversed, nearest first.")
+    later: list[ChainStep] = Field(description="What built on or reversed it, nearest first.")
+    text: str = Field(description="The chain in plain words.")
+
+
+class LinkedMemory(Open):
+    """A memory linked to the one asked about: every field ``read.linked.LinkedMemory.to_dict`` gives."""
+
+    memory_id: int = Field(description="The linked memory.")
+    content: str = Field(description="Its text.")
+    stream: str = Field(description="Its stream (research, decision, ...).")
+    created_at: datetime = Field(description="When it happened (its event time, else when it was stored).")
+    direction: str = Field(description="earlier: the asked memory links to it; later: it links to the asked one.")
+    kind: str = Field(description="same_work, same_author, same_idea, builds_on or reverses.")
+    why: dict[str, Any] = Field(description="The link's kind, origin, reason and score.")
+
+
+class SourceUse(Open):
+    """One source's use over the period: every field ``read.popularity.SourceUse.to_dict`` gives."""
+
+    source: str = Field(description="How the source reads: its title (and author), a reference, or its item's words.")
+    author: str | None = Field(description="Its author, when its research item names one.")
+    work_title: str | None = Field(description="Its title, when its research item names one.")
+    score: int = Field(description="2·cited + 2·annotated + 2·quoted + noted + recalled.")
+    cited: int = Field(description="Its items of the period that cite it.")
+    annotated: int = Field(description="Its items of the period that annotate it.")
+    quoted: int = Field(description="Its items of the period that quote it.")
+    noted: int = Field(description="Its items of the period that note it.")
+    recalled: int = Field(description="Recorded uses of the period (searches, context blocks) that recalled its items.")
+    last_used: datetime | None = Field(description="When its newest item of the period was made (null: only recalled).")
+    memory_ids: list[int] = Field(description="The research items it is made of.")
+    why: dict[str, Any] = Field(description="The counts, the score and the rule that makes it.")
 
 
 # --- the write path and the review step ----------------------------------------------------------------

@@ -4,8 +4,11 @@ The records are the model's dataclasses themselves without ``user_id`` (a server
 out of every result), so a schema cannot drift from what the engine returns; one memory fetched by id is the
 read path's ``WholeMemory``, the memory with ``text`` (the whole text it stands for) beside ``content``.
 Composite results (a turn's result, a preview, a context block) name their top-level fields and allow more, as
-the HTTP API's ``http_schemas`` do.  The server validates every structured result against its tool's model
-before sending it, and the SDK's client validates it again against the published schema.
+the HTTP API's ``http_schemas`` do.  What a read tool returns in a list (search hits and their recall chains,
+goals, decisions, linked items, sources, the memories of a reasoning context or an explanation) names every
+field it carries, typed and described; the items the HTTP API answers with too are the same models
+(``http_schemas``), so the two descriptions cannot drift.  The server validates every structured result against its
+tool's model before sending it, and the SDK's client validates it again against the published schema.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from narrative import model
+from narrative.interfaces import http_schemas as S
 from narrative.read import full_text
 
 __all__ = ["OUTPUTS", "lean"]
@@ -59,27 +63,37 @@ Review = lean(model.DecisionReview)
 WholeMemory = lean(full_text.WholeMemory)  # a memory with `text`, the whole text it stands for
 
 
-class Hit(Open):
-    """One search hit: a memory with what to show, its score and why it was returned."""
+Delta = lean(model.StateDelta)
 
-    id: int = Field(description="The memory's id.")
-    content: str
-    text: str = Field(description="What to show: the memory's text, or the passage of a long message that answers.")
-    stream: str
-    source: str
-    importance: int
-    storyline_id: int | None
-    conversation_id: int | None
-    valid_to: str | None = Field(description="When a later memory superseded this one (ISO time); null while current.")
-    superseded_by: int | None = Field(description="The memory that superseded this one; null while it is current.")
-    metadata: dict[str, Any] = Field(description="The memory's metadata: the caller's own keys ({} when none).")
-    score: float
-    conflicts: list[int]
-    why: dict[str, Any]
+
+class Hit(S.SearchHit):
+    """One search hit: a memory with what to show, its score and why it was returned (``serialize.hit_dict``, as
+    the HTTP API's hit; more keys allowed)."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class NarrativeRef(BaseModel):
+    id: int = Field(description="The narrative link's id (narrative_search takes it).")
+    summary: str = Field(description="The link's one sentence: where the reasoning stood.")
+    topic: str = Field(description="The link's short topic label.")
+
+
+class RecallChain(Open):
+    """A hit opened into its recall chain (``read.chain.RecallChain.to_dict``)."""
+
+    memory_id: int = Field(description="The hit's memory.")
+    narrative: NarrativeRef | None = Field(description="The narrative link the memory belongs to (null: none).")
+    sibling_ids: list[int] = Field(description="The other memories of that link.")
+    earlier: list[NarrativeRef] = Field(description="Earlier links of the chain, nearest first (up to depth).")
+    linked: list[S.LinkedMemory] = Field(
+        description="Memories linked to it: research items of the same work, author or idea; decisions it builds"
+        " on or reverses, or that build on or reverse it."
+    )
 
 
 class RecallHit(Hit):
-    chain: dict[str, Any] = Field(description="The hit's recall chain: its narrative link, siblings, earlier links.")
+    chain: RecallChain = Field(description="The hit's recall chain: its narrative link, siblings, earlier links.")
 
 
 class Found(BaseModel):
@@ -163,9 +177,12 @@ class Resumed(BaseModel):
 class Archive(Open):
     conversation: Conversation  # type: ignore[valid-type]
     messages: list[Message]  # type: ignore[valid-type]
-    memories: list[dict[str, Any]]
-    entities: list[dict[str, Any]]
-    deltas: list[dict[str, Any]]
+    memories: list[Memory] = Field(description="The memories the user confirmed from it.")  # type: ignore[valid-type]
+    derived: list[Memory] = Field(  # type: ignore[valid-type]
+        description="The memories made from it as it went (its exchanges, extracted facts and decisions)."
+    )
+    entities: list[Entity] = Field(description="The items extracted from it.")  # type: ignore[valid-type]
+    deltas: list[Delta] = Field(description="The state changes it made (threads opened or resolved, ...).")  # type: ignore[valid-type]
 
 
 class StoryRef(BaseModel):
@@ -201,19 +218,119 @@ class Memories(BaseModel):
     next_offset: int | None
 
 
+class EntityRef(BaseModel):
+    id: int = Field(description="The extracted item's id (resolve_thread takes an open thread's).")
+    type: str = Field(description="person, task, decision, waiting_on, question_opened, ...")
+    name: str = Field(description="What it is called or says.")
+
+
+class ActiveEntity(EntityRef):
+    active: bool = Field(description="Still open (a task not done, a question not answered, ...).")
+    memory_id: int | None = Field(description="The memory it was extracted from.")
+    storyline_id: int | None = Field(description="The storyline it belongs to.")
+    created_at: str = Field(description="When it was extracted (ISO time).")
+
+
+class ReasoningMemory(BaseModel):
+    """One memory of a reasoning context (``read.reasoning.ReasonedMemory.to_dict``)."""
+
+    memory_id: int = Field(description="The memory.")
+    content: str = Field(description="Its text.")
+    stream: str = Field(description="Its stream (fact, decision, conversation, ...).")
+    importance: int = Field(description="1 (trivial) to 5 (life-changing).")
+    storyline_id: int | None = Field(description="The storyline it is filed in.")
+    conversation_id: int | None = Field(description="The conversation it came from.")
+    created_at: str = Field(description="When it happened (its event time, else when it was stored; ISO time).")
+    influence_type: str = Field(description="How it bears on the request: disambiguation, pattern_match, ...")
+    score: float = Field(description="Its search score.")
+    reasoning: str = Field(description="Why it was chosen, in words.")
+    found_by: list[str] = Field(description="What found it: search, an entity of the request, a correction, ...")
+    entities: list[EntityRef] = Field(description="The items extracted from it.")
+    corrections: list[Any] = Field(description="Corrections recorded for uses that drew on it.")
+
+
 class Reasoning(Open):
+    request: str = Field(description="The request the context is for.")
     use_id: int | None
     kind: str
-    memories: list[dict[str, Any]]
-    entities: list[dict[str, Any]]
+    memories: list[ReasoningMemory]
+    entities: list[ActiveEntity] = Field(description="Open threads and waiting-ons (include_active_entities).")
+    matched_entities: list[ActiveEntity] = Field(description="Extracted items the request names.")
+    variables: dict[str, Any] = Field(description="The values the prompt was filled with, by name.")
     prompt: str
 
 
+class Reference(BaseModel):
+    memory_id: int = Field(description="A memory the use drew on.")
+    influence_type: str = Field(description="How it was used: retrieval, disambiguation, pattern_match, ...")
+    score: float = Field(description="Its score in the use.")
+    reasoning: str = Field(description="Why it was used, in words.")
+    rank: int = Field(description="Its place in the use, from 1.")
+
+
+class UseOut(BaseModel):
+    """A recorded use as an explanation gives it (``read.explain.use_dict``)."""
+
+    id: int = Field(description="The use's id (use_id).")
+    kind: str = Field(description="recall, context, classification, decomposition, verification or outcome.")
+    query: str = Field(description="What was asked.")
+    created_at: str = Field(description="When (ISO time).")
+    conversation_id: int | None = Field(description="The conversation it happened in.")
+    outcome: str | None = Field(description="How it turned out (approved, corrected, rejected); null: not said.")
+    meta: dict[str, Any] = Field(description="What else was recorded: budget, tokens, storyline, the judged use.")
+    references: list[Reference] = Field(description="The memories it drew on, in rank order.")
+
+
+class ShownMessage(BaseModel):
+    message_id: int = Field(description="A source message of the memory.")
+    position: int = Field(description="Its place in its conversation, from 1.")
+    role: str = Field(description="user, assistant, system or tool.")
+    speaker: str = Field(description="Who said it, when known.")
+    conversation_id: int = Field(description="Its conversation.")
+    created_at: str = Field(description="When it was said (ISO time).")
+    text: str = Field(description="What was said (a long message shortened, ending with …).")
+
+
+class StorylineName(BaseModel):
+    id: int = Field(description="The storyline.")
+    name: str = Field(description="Its name.")
+
+
+class ExplainedMemory(BaseModel):
+    """One memory a use drew on, with the messages it came from (``read.explain``)."""
+
+    memory_id: int = Field(description="The memory.")
+    rank: int = Field(description="Its place in the use, from 1.")
+    influence_type: str = Field(description="How it was used: retrieval, disambiguation, pattern_match, ...")
+    score: float = Field(description="Its score in the use.")
+    why: str = Field(description="Why it was used, in words.")
+    content: str = Field(description="Its text.")
+    stream: str = Field(description="Its stream.")
+    source: str = Field(description="How it was made: conversation, extraction, direct, ...")
+    importance: int = Field(description="1 (trivial) to 5 (life-changing).")
+    created_at: str = Field(description="When it happened (its event time, else when it was stored; ISO time).")
+    storyline: StorylineName | None = Field(description="The storyline it is filed in.")
+    narrative_id: int | None = Field(description="Its narrative link.")
+    conversation_id: int | None = Field(description="The conversation it came from.")
+    message_ids: list[int] = Field(description="Its source messages.")
+    messages: list[ShownMessage] = Field(description="The last of its source messages, as said.")
+    messages_not_shown: int = Field(description="How many of its source messages are not in messages.")
+
+
+class OutcomeRef(BaseModel):
+    use_id: int = Field(description="The use that recorded the outcome.")
+    outcome: str | None = Field(description="approved, corrected or rejected.")
+    correction: str | None = Field(description="What was right instead (corrected).")
+    message_id: int | None = Field(description="The message the outcome was said in, when known.")
+    created_at: str = Field(description="When it was recorded (ISO time).")
+
+
 class Explanation(Open):
-    use: dict[str, Any]
-    memories: list[dict[str, Any]]
-    outcomes: list[dict[str, Any]]
-    summary: str
+    use: UseOut
+    memories: list[ExplainedMemory]
+    outcomes: list[OutcomeRef] = Field(description="How the use turned out, as recorded (record_outcome).")
+    original: UseOut | None = Field(description="For an outcome: the use it judged; else null.")
+    summary: str = Field(description="The explanation in plain words.")
 
 
 class Influence(BaseModel):
@@ -254,22 +371,18 @@ class Bindings(BaseModel):
 
 
 class Goals(BaseModel):
-    goals: list[dict[str, Any]]
+    goals: list[S.GoalReminder]
 
 
 class Linked(BaseModel):
     link: Link  # type: ignore[valid-type]
 
 
-class Chain(Texted):
-    memory_id: int
-    stands: bool
-    earlier: list[dict[str, Any]]
-    later: list[dict[str, Any]]
+Chain = S.DecisionChain
 
 
 class Due(BaseModel):
-    decisions: list[dict[str, Any]]
+    decisions: list[S.DueDecision]
 
 
 class Reviewed(BaseModel):
@@ -284,11 +397,11 @@ class Consolidated(Open):
 
 
 class Opened(BaseModel):
-    linked: list[dict[str, Any]]
+    linked: list[S.LinkedMemory]
 
 
 class Sources(BaseModel):
-    sources: list[dict[str, Any]]
+    sources: list[S.SourceUse]
 
 
 #: Every tool's output model, by tool name (a test checks that every tool has one).
