@@ -11,6 +11,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import pytest
 
 import narrative
@@ -185,3 +186,56 @@ def test_writes_that_add_still_make_the_user(mem: narrative.Memory) -> None:
         new = set(_users(mem.store)) - made
         assert len(new) == 1, name
         assert [s.name for s in mem.list_storylines(user=new.pop()) if s.is_your_story] == ["Your Story"], name
+
+
+def _refused_adds(mem: narrative.Memory, user: str) -> dict[str, Call]:
+    """Writes that add something and are refused on their own input (ValidationError): checked before the user
+    would be made, so they make nobody."""
+    chat = json.dumps({"content": ""}) + "\n"
+    return {
+        "add_memory empty": lambda: mem.add_memory("", user=user),
+        "add_memory importance": lambda: mem.add_memory("I live in Berlin.", importance=9, user=user),
+        "add_memory stream": lambda: mem.add_memory("I live in Berlin.", stream="dream", user=user),
+        "add_memory metadata": lambda: mem.add_memory("I live in Berlin.", metadata={"no spaces": 1}, user=user),
+        "add_memories empty": lambda: mem.add_memories([{"content": "x"}, {"content": " "}], user=user),
+        "add_memories key": lambda: mem.add_memories([{"content": "x", "colour": "red"}], user=user),
+        "add_memories vectors": lambda: mem.add_memories([{"content": "x"}], vectors=np.zeros((1, 4)), user=user),
+        "remember empty": lambda: mem.remember("", user=user),
+        "remember role": lambda: mem.remember("Hello", role="narrator", user=user),
+        "remember_many empty": lambda: mem.remember_many([narrative.Turn("Hello"), narrative.Turn("")], user=user),
+        "add_message empty": lambda: mem.add_message("", user=user),
+        "add_message role": lambda: mem.add_message("Hello", role="narrator", user=user),
+        "start_conversation title": lambda: mem.start_conversation(5, user=user),  # type: ignore[arg-type]
+        "create_storyline empty": lambda: mem.create_storyline("  ", user=user),
+        "create_storyline long": lambda: mem.create_storyline("x" * 201, user=user),
+        "narrative_update empty": lambda: mem.narrative_update("", user=user),
+        "narrative_update topic": lambda: mem.narrative_update("A link.", topic=5, user=user),  # type: ignore[arg-type]
+        "record_use kind": lambda: mem.record_use("guess", "Berlin", user=user),
+        "record_use query": lambda: mem.record_use("recall", "", user=user),
+        "create_api_key label": lambda: mem.create_api_key(label=5, user=user),  # type: ignore[arg-type]
+        "import_data": lambda: mem.import_data("not an export", user=user),
+        "import_chat": lambda: mem.import_chat(chat, user=user),
+    }
+
+
+def test_a_write_that_adds_refused_on_its_input_makes_no_user(
+    mem: narrative.Memory, snapshot: Callable[[Store], Snapshot]
+) -> None:
+    mem.add_memory("I live in Berlin.")
+    before = snapshot(mem.store)
+    for name, call in _refused_adds(mem, "bob").items():
+        with pytest.raises(ValidationError):
+            call()
+        assert _users(mem.store) == ["alice"], name
+    assert take_snapshot(mem.store) == before
+
+
+def test_a_refused_add_of_a_fresh_memory_makes_not_even_its_own_user(
+    mem: narrative.Memory, snapshot: Callable[[Store], Snapshot]
+) -> None:
+    before = snapshot(mem.store)
+    for name, call in _refused_adds(mem, "alice").items():
+        with pytest.raises(ValidationError):
+            call()
+        assert _users(mem.store) == [], name
+    assert take_snapshot(mem.store) == before

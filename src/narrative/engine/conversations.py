@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from narrative.checks import require_choice
+from narrative.checks import require_choice, require_message
 from narrative.engine.core import Runtime
 from narrative.model import Conversation, ConversationStatus, Message, Role
 from narrative.read import status
@@ -49,13 +49,16 @@ class Conversations:
         user: str | None = None,
     ) -> Message:
         """Store one message in the active conversation (started if none) without derived work."""
+        self.rt.reader_id(user)
+        chosen = require_choice(Role, role, "role")
+        require_message(content, "content")  # checked before the user is made: a refused message makes none
         user_id = self.rt.user_id(user) if conversation_id is None else self.rt.owner_id(user)
         return lifecycle.add_message(
             self.rt.store,
             user_id,
             content,
             at or self.rt.clock(),
-            role=require_choice(Role, role, "role"),
+            role=chosen,
             speaker=speaker,
             conversation_id=conversation_id,
             meta=meta,

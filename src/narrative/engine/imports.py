@@ -52,8 +52,9 @@ class Imports:
         each imported conversation passes through the lifecycle, and only one is active at a time.
         ``progress(done, total)`` counts messages.
         """
+        self.rt.reader_id(user)
+        log = parse_chat_log(text, format)  # checked whole before the user is made: a refused log makes none
         user_id = self.rt.user_id(user)
-        log = parse_chat_log(text, format)
         self._free(user_id)
         held = held_already(self.rt.store, user_id, log.conversations)
         fresh = [c for c, already in zip(log.conversations, held, strict=True) if not already]

@@ -65,10 +65,8 @@ class Memories:
         user: str | None = None,
     ) -> model.MemoryItem:
         """Store one memory, stamped with the narrative active now, embedded when an embedder is set."""
-        held = _names_held(storyline_id, conversation_id, message_ids)  # then the user must hold them: made by now
-        user_id = self.rt.owner_id(user) if held else self.rt.user_id(user)
-        memory = self._new_memory(
-            user_id,
+        memory = self._new_memory(  # checked first: a refused memory makes no user
+            self.rt.reader_id(user),
             content,
             stream=stream,
             source=source,
@@ -81,7 +79,10 @@ class Memories:
             event_at=event_at,
             metadata=metadata,
         )
-        return self._followed(user_id, by_hand.add_memories(self.rt.store, user_id, [memory], self._embedder()))[0]
+        embedder = self._embedder()
+        held = _names_held(storyline_id, conversation_id, message_ids)  # then the user must hold them: made by now
+        user_id = self.rt.owner_id(user) if held else self.rt.user_id(user)
+        return self._followed(user_id, by_hand.add_memories(self.rt.store, user_id, [memory], embedder))[0]
 
     def add_memories(
         self,
@@ -95,12 +96,7 @@ class Memories:
         Each item takes :meth:`add_memory`'s keyword arguments (``content`` required).
         ``vectors`` (one row per item, made by this engine's embedder) skips embedding.
         """
-        held = any(
-            _names_held(i.get("storyline_id"), i.get("conversation_id"), i.get("message_ids"))
-            for i in items
-            if isinstance(i, Mapping)
-        )
-        user_id = self.rt.owner_id(user) if held else self.rt.user_id(user)
+        reader = self.rt.reader_id(user)  # everything is checked before the user is made: a refused call makes none
         for index, item in enumerate(items):
             unknown = set(item) - _ITEM_KEYS if isinstance(item, Mapping) else {"(not an object)"}
             if unknown or "content" not in item:
@@ -108,12 +104,13 @@ class Memories:
                     f"items[{index}] takes content and add_memory's keyword arguments; got {sorted(map(str, unknown))}",
                     field="items",
                 )
-        memories = [self._new_memory(user_id, **dict(item)) for item in items]
+        memories = [self._new_memory(reader, **dict(item)) for item in items]
         if vectors is not None and (self.rt.embedder is None or len(vectors) != len(memories)):
             raise ValidationError("vectors need an embedder and one row per item", field="vectors")
-        return self._followed(
-            user_id, by_hand.add_memories(self.rt.store, user_id, memories, self._embedder(), vectors)
-        )
+        embedder = self._embedder()
+        held = any(_names_held(m.storyline_id, m.conversation_id, m.message_ids) for m in memories)
+        user_id = self.rt.owner_id(user) if held else self.rt.user_id(user)
+        return self._followed(user_id, by_hand.add_memories(self.rt.store, user_id, memories, embedder, vectors))
 
     def _new_memory(
         self,
@@ -316,6 +313,8 @@ class Memories:
         user: str | None = None,
     ) -> Narrative:
         """Append a sealed link: one-sentence summary, the memories it connects, the previous link."""
+        self.rt.reader_id(user)
+        require_text(summary, "summary", max_length=2000)  # checked again in the write: here before the user is made
         named = bool(memory_ids) or previous_narrative_id is not None or storyline_id is not None
         user_id = self.rt.owner_id(user) if named else self.rt.user_id(user)
         return narrate.narrative_update(

@@ -30,8 +30,9 @@ class Storylines:
         self, name: str, *, description: str = "", keywords: tuple[str, ...] = (), user: str | None = None
     ) -> Storyline:
         """A storyline made by the user (NarraNexus: also detected automatically from conversation)."""
+        self.rt.reader_id(user)
+        name = require_text(name, "name", 200).strip()  # checked before the user is made: a refused name makes none
         user_id = self.rt.user_id(user)
-        name = require_text(name, "name", 200).strip()
         return storylines.create_by_hand(self.rt.store, user_id, name, description, keywords, self.rt.clock())
 
     def rename_storyline(self, storyline_id: int, name: str, *, user: str | None = None) -> Storyline:

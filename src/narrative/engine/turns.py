@@ -108,7 +108,7 @@ class Turns:
         rolls back its own derived work and ends the call: the turns before it stay stored, it and the rest
         stay pending (``process_pending``).  ``progress(done, total)`` is called after each batch.
         """
-        user_id = self.rt.user_id(user)
+        self.rt.reader_id(user)  # every turn is checked before the user is made: a refused call makes none
         if isinstance(turns, str | bytes | Mapping) or not isinstance(turns, Iterable):
             raise ValidationError(f"turns must be a list of Turn, not {type(turns).__name__}", field="turns")
         items = list(turns)
@@ -122,6 +122,7 @@ class Turns:
             require_choice(Role, turn.role, "role")
         results: list[TurnResult] = []
         batch = max(1, getattr(self.rt.embedder_for_writes(), "batch_size", 64))  # a foreign embedder: refused here
+        user_id = self.rt.user_id(user)
         for start in range(0, len(items), batch):
             chunk = items[start : start + batch]
             messages = lifecycle.add_messages(
