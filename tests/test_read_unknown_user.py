@@ -118,6 +118,21 @@ def test_the_reported_probe_leaves_no_user_behind(db: str, clock: FakeClock) -> 
         assert _users(mem.store) == ["alice"]
 
 
+def test_the_probe_with_the_local_model_as_users_run_it(
+    db: str, clock: FakeClock, minilm: Any, snapshot: Callable[[Store], Snapshot]
+) -> None:
+    """The default path: the real local model embeds the query (and the speakers' names are read for it)."""
+    with narrative.Memory(db, user="alice", embedder=minilm, clock=clock, env={}) as mem:
+        mem.remember("I live in Berlin and I work from home.", speaker="Alice")
+        before = snapshot(mem.store)
+        assert mem.search("Where does she live?", user="bob") == []
+        assert not mem.context("Where do I live?", user="bob").memories
+        assert mem.recall("Berlin", user="bob") == []
+        assert [h.memory.id for h in mem.search("Where does she live?", record=False)]  # alice's is found
+        assert _users(mem.store) == ["alice"]
+        assert snapshot(mem.store) == before
+
+
 def test_reads_of_a_fresh_memory_create_not_even_its_own_user(
     mem: narrative.Memory, snapshot: Callable[[Store], Snapshot]
 ) -> None:
