@@ -294,6 +294,19 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     )
 
 
+# --- a long message -----------------------------------------------------------------------------------------
+
+LONG_END = "The last line says: the heron key is under the red bucket."
+
+
+def long_reply() -> str:
+    """About 5,000 characters in paragraphs (several passages), a sentence found nowhere else at the end."""
+    paragraph = "The garden plan covers beds, soil, watering and the order of planting for the season ahead. " * 3
+    text = "\n\n".join(paragraph.strip() for _ in range(18)) + "\n\n" + LONG_END
+    assert 4_800 <= len(text) <= 5_200
+    return text
+
+
 @pytest.fixture(scope="module")
 def minilm() -> Any:
     """The real local MiniLM model, loaded once per module (a module may define its own)."""

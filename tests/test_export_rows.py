@@ -8,6 +8,8 @@ import io
 import json
 
 import narrative
+from conftest import LONG_END as END
+from conftest import long_reply
 from narrative.read.export import MEMORY_COLUMNS
 
 
@@ -45,21 +47,11 @@ def test_an_empty_memory_exports_empty_rows(mem: narrative.Memory) -> None:
 
 # --- a long message: the rows carry it whole -----------------------------------------------------------------
 
-END = "The last line says: the heron key is under the red bucket."
-
-
-def _long_reply() -> str:
-    """About 5,000 characters in paragraphs (several passages), a sentence found nowhere else at the end."""
-    paragraph = "The garden plan covers beds, soil, watering and the order of planting for the season ahead. " * 3
-    text = "\n\n".join(paragraph.strip() for _ in range(18)) + "\n\n" + END
-    assert 4_800 <= len(text) <= 5_200
-    return text
-
 
 def _long_exchange(mem: narrative.Memory) -> tuple[int, str]:
     """A question and a long reply; the reply's memory (an excerpt of it) and its whole text."""
     mem.remember("How should I plan the garden?")
-    reply = _long_reply()
+    reply = long_reply()
     made = mem.remember(reply, "assistant", speaker="Aria").memories[0]
     assert END not in made.content and made.content.endswith(" …")  # the memory quotes the first passage only
     return made.id, f"How should I plan the garden?\nAria: {reply}"

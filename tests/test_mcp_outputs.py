@@ -17,8 +17,6 @@ from anyio.from_thread import start_blocking_portal
 from conftest import DemoBuilder, copy_db
 from test_mcp import Driver, stdio_session
 
-pytestmark = pytest.mark.timeout(300)
-
 CLI = [sys.executable, "-m", "narrative.interfaces.cli"]
 
 #: Fields whose keys are data, not field names: the caller's metadata, a binding's payload, counts by kind, a

@@ -14,25 +14,16 @@ import pytest
 from anyio.from_thread import start_blocking_portal
 
 import narrative
+from conftest import LONG_END as END
+from conftest import long_reply
 from http_server import Client, LiveServer
 from narrative.interfaces.http import create_app
 from test_http_contract import Contract
 from test_mcp import Driver, stdio_session
 
-pytestmark = pytest.mark.timeout(300)
-
 API = "/api/v1"
 CLI = [sys.executable, "-m", "narrative.interfaces.cli"]
 QUESTION = "How should I plan the garden?"
-END = "The last line says: the heron key is under the red bucket."
-
-
-def long_reply() -> str:
-    """About 5,000 characters in paragraphs (several passages), a sentence found nowhere else at the end."""
-    paragraph = "The garden plan covers beds, soil, watering and the order of planting for the season ahead. " * 3
-    text = "\n\n".join(paragraph.strip() for _ in range(18)) + "\n\n" + END
-    assert 4_800 <= len(text) <= 5_200
-    return text
 
 
 def whole_exchange() -> str:
